@@ -1,0 +1,304 @@
+//! GPU configurations and the named presets.
+//!
+//! A [`GpuConfig`] holds every parameter of a simulated GPU, all integers or
+//! exact [`Ratio`]s. Presets come from the published figures in
+//! `reference/calibration.md` §3: `h800` (H800 SXM5), `h100` (H100 SXM5),
+//! `h20`, `h200` and `h800-pcie`. The std shim reads TOML files that name a
+//! preset and override any field.
+
+use heapless::String;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::time::Ratio;
+
+/// Which ready WarpGroup an SM's scheduler issues from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedulerPolicy {
+    /// Greedy-then-oldest: keep issuing from the last WarpGroup until it
+    /// stalls, then pick the oldest ready one (by residency order).
+    #[default]
+    Gto,
+    /// Loose round-robin: the next ready WarpGroup after the last one issued.
+    Lrr,
+}
+
+/// The fixed-latency, fixed-bandwidth memory port (the stand-in for the
+/// memory hierarchy). Each SM's transfers are serialised at
+/// `bytes_per_cycle` and land `latency` cycles after their last byte leaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixedPortConfig {
+    /// Cycles from a transfer's serialisation to its completion.
+    pub latency: u32,
+    /// Per-SM bandwidth in bytes per SM cycle.
+    pub bytes_per_cycle: Ratio,
+}
+
+/// Throughputs of the non-tensor units, per SM per cycle, used by workload
+/// generators to turn non-MMA work into bubbles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnitThroughput {
+    /// MUFU (exp, rcp) operations per cycle per SM.
+    pub mufu: u32,
+    /// FP32 operations per cycle per SM.
+    pub fp32: u32,
+    /// FP16 operations per cycle per SM.
+    pub fp16: u32,
+}
+
+/// Every parameter of a simulated GPU.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    /// Display name, e.g. `"h800"`.
+    pub name: String<24>,
+    /// Number of SMs.
+    pub sms: u16,
+    /// SM clock in MHz (reports convert cycles to time with it).
+    pub clock_mhz: u32,
+    /// Shared memory per SM, bytes.
+    pub smem_per_sm: u32,
+    /// Largest shared memory one CTA may use, bytes.
+    pub smem_per_cta: u32,
+    /// 32-bit registers per SM.
+    pub regs_per_sm: u32,
+    /// Largest register count per thread.
+    pub regs_per_thread: u16,
+    /// Resident warps per SM (a WarpGroup is 4 warps).
+    pub warps_per_sm: u16,
+    /// Resident CTAs per SM.
+    pub ctas_per_sm: u16,
+    /// Scheduler policy of every SM.
+    pub scheduler: SchedulerPolicy,
+    /// WGMMA m64nNk16 occupancy law: cycles = ceil(N * wgmma_cycles_per_n).
+    /// 1/2 on H100/H800 (the paper's N/2 law); H20 multiplies it by
+    /// k_eff = 5.176 = 647/125, giving 647/250.
+    pub wgmma_cycles_per_n: Ratio,
+    /// Entries of each SM's tensor-core instruction buffer (WGMMAs issued
+    /// and not yet complete).
+    pub wgmma_buffer: u16,
+    /// Committed, unfinished WGMMA groups one WarpGroup may have.
+    pub max_wgmma_groups: u16,
+    /// TMA setup cycles common to every TMA operation.
+    pub tma_setup_common: u32,
+    /// Extra TMA setup cycles for tensor-map (descriptor) requests.
+    pub tma_setup_tensor: u32,
+    /// TMA operations in flight per SM.
+    pub tma_slots: u16,
+    /// Cycles from a CTA's admission to its first issue.
+    pub cta_launch_cycles: u32,
+    /// The fixed memory port.
+    pub port: FixedPortConfig,
+    /// Non-tensor unit throughputs.
+    pub units: UnitThroughput,
+    /// Every run stops with an error after this many cycles.
+    pub watchdog_cycles: u64,
+    /// Seed of the core's random generator.
+    pub seed: u64,
+}
+
+/// Names of the built-in presets.
+pub const PRESETS: [&str; 5] = ["h800", "h100", "h20", "h200", "h800-pcie"];
+
+fn name(s: &str) -> String<24> {
+    let mut n = String::new();
+    // Preset names are short literals; truncation cannot happen.
+    let _ = n.push_str(s);
+    n
+}
+
+/// Per-SM bandwidth in bytes per cycle from a GPU-wide figure.
+const fn per_sm_bw(gb_per_s: u32, sms: u16, clock_mhz: u32) -> Ratio {
+    // bytes/cycle/SM = GB/s * 1e9 / (sms * MHz * 1e6) = (GB/s * 1000) / (sms * MHz)
+    Ratio::new(gb_per_s * 1000, sms as u32 * clock_mhz)
+}
+
+impl GpuConfig {
+    /// H800 SXM5: 132 SMs at 1830 MHz, HBM3 3.35 TB/s (the paper's Table II machine).
+    pub fn h800() -> Self {
+        GpuConfig {
+            name: name("h800"),
+            sms: 132,
+            clock_mhz: 1830,
+            smem_per_sm: 228 * 1024,
+            smem_per_cta: 227 * 1024,
+            regs_per_sm: 65536,
+            regs_per_thread: 255,
+            warps_per_sm: 64,
+            ctas_per_sm: 32,
+            scheduler: SchedulerPolicy::Gto,
+            wgmma_cycles_per_n: Ratio::new(1, 2),
+            wgmma_buffer: 16,
+            max_wgmma_groups: 8,
+            tma_setup_common: 40,
+            tma_setup_tensor: 130,
+            tma_slots: 32,
+            cta_launch_cycles: 0,
+            port: FixedPortConfig {
+                latency: 500,
+                bytes_per_cycle: per_sm_bw(3350, 132, 1830),
+            },
+            units: UnitThroughput {
+                mufu: 16,
+                fp32: 128,
+                fp16: 256,
+            },
+            watchdog_cycles: 10_000_000_000,
+            seed: 0x5EED,
+        }
+    }
+
+    /// H100 SXM5: same SM array and HBM3 as the H800 SXM5.
+    pub fn h100() -> Self {
+        GpuConfig {
+            name: name("h100"),
+            ..Self::h800()
+        }
+    }
+
+    /// H20: 78 SMs, HBM3 4.0 TB/s, WGMMA slowed by k_eff = 5.176 (647/125).
+    /// The clock is 1830 MHz: the paper's 3.95 per-SM peak ratio against
+    /// the H800 (989 TF / 132 SMs vs 148 TF / 78 SMs) holds at equal clocks.
+    pub fn h20() -> Self {
+        GpuConfig {
+            name: name("h20"),
+            sms: 78,
+            wgmma_cycles_per_n: Ratio::new(647, 250),
+            port: FixedPortConfig {
+                latency: 500,
+                bytes_per_cycle: per_sm_bw(4000, 78, 1830),
+            },
+            ..Self::h800()
+        }
+    }
+
+    /// H200: the H100's SM array with HBM3e at 4.8 TB/s.
+    pub fn h200() -> Self {
+        GpuConfig {
+            name: name("h200"),
+            port: FixedPortConfig {
+                latency: 500,
+                bytes_per_cycle: per_sm_bw(4800, 132, 1830),
+            },
+            ..Self::h800()
+        }
+    }
+
+    /// H800 PCIe: 114 SMs at 1755 MHz, HBM2e 2.0 TB/s.
+    pub fn h800_pcie() -> Self {
+        GpuConfig {
+            name: name("h800-pcie"),
+            sms: 114,
+            clock_mhz: 1755,
+            port: FixedPortConfig {
+                latency: 500,
+                bytes_per_cycle: per_sm_bw(2000, 114, 1755),
+            },
+            ..Self::h800()
+        }
+    }
+
+    /// Looks a preset up by name (see [`PRESETS`]).
+    pub fn preset(name: &str) -> Option<Self> {
+        match name {
+            "h800" => Some(Self::h800()),
+            "h100" => Some(Self::h100()),
+            "h20" => Some(Self::h20()),
+            "h200" => Some(Self::h200()),
+            "h800-pcie" => Some(Self::h800_pcie()),
+            _ => None,
+        }
+    }
+
+    /// WarpGroup slots per SM.
+    pub const fn wg_slots(&self) -> usize {
+        (self.warps_per_sm / 4) as usize
+    }
+
+    /// Cycles one m64nNk16 WGMMA occupies the tensor pipeline.
+    pub const fn wgmma_cycles(&self, n: u16) -> u64 {
+        let c = self.wgmma_cycles_per_n.mul_ceil(n as u64);
+        if c == 0 {
+            1
+        } else {
+            c
+        }
+    }
+
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn check(ok: bool, field: &'static str, problem: &'static str) -> Result<(), ConfigError> {
+            if ok {
+                Ok(())
+            } else {
+                Err(ConfigError { field, problem })
+            }
+        }
+        check((1..=4096).contains(&self.sms), "sms", "must be in 1..=4096")?;
+        check(self.clock_mhz > 0, "clock_mhz", "must be positive")?;
+        check(
+            self.warps_per_sm >= 4 && self.warps_per_sm % 4 == 0 && self.warps_per_sm <= 128,
+            "warps_per_sm",
+            "must be a multiple of 4 in 4..=128",
+        )?;
+        check((1..=64).contains(&self.ctas_per_sm), "ctas_per_sm", "must be in 1..=64")?;
+        check(self.regs_per_thread > 0, "regs_per_thread", "must be positive")?;
+        check(self.regs_per_sm > 0, "regs_per_sm", "must be positive")?;
+        check(
+            self.wgmma_cycles_per_n.num > 0 && self.wgmma_cycles_per_n.den > 0,
+            "wgmma_cycles_per_n",
+            "numerator and denominator must be positive",
+        )?;
+        check((1..=1024).contains(&self.wgmma_buffer), "wgmma_buffer", "must be in 1..=1024")?;
+        check((1..=64).contains(&self.max_wgmma_groups), "max_wgmma_groups", "must be in 1..=64")?;
+        check((1..=1024).contains(&self.tma_slots), "tma_slots", "must be in 1..=1024")?;
+        check(
+            self.port.bytes_per_cycle.num > 0 && self.port.bytes_per_cycle.den > 0,
+            "port.bytes_per_cycle",
+            "numerator and denominator must be positive",
+        )?;
+        check(
+            self.units.mufu > 0 && self.units.fp32 > 0 && self.units.fp16 > 0,
+            "units",
+            "throughputs must be positive",
+        )?;
+        check(self.watchdog_cycles > 0, "watchdog_cycles", "must be positive")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_validate_and_have_their_names() {
+        for p in PRESETS {
+            let c = GpuConfig::preset(p).unwrap();
+            c.validate().unwrap();
+            assert_eq!(c.name.as_str(), p);
+        }
+        assert!(GpuConfig::preset("a100").is_none());
+    }
+
+    #[test]
+    fn wgmma_law() {
+        assert_eq!(GpuConfig::h800().wgmma_cycles(256), 128);
+        assert_eq!(GpuConfig::h800().wgmma_cycles(176), 88);
+        // H20: 128 * 647 / 250 = 331.264 -> 332 = ceil(64 * 5.176)
+        assert_eq!(GpuConfig::h20().wgmma_cycles(128), 332);
+    }
+
+    #[test]
+    fn invalid_fields_are_named() {
+        let mut c = GpuConfig::h800();
+        c.warps_per_sm = 6;
+        assert_eq!(c.validate().unwrap_err().field, "warps_per_sm");
+        let mut c = GpuConfig::h800();
+        c.port.bytes_per_cycle.den = 0;
+        assert_eq!(c.validate().unwrap_err().field, "port.bytes_per_cycle");
+    }
+}

@@ -1,0 +1,488 @@
+//! The instruction set (the paper's Table III) and its operands.
+//!
+//! A program is a sequence of [`Instr`] whose variable operands are indices
+//! into the kernel's expression table ([`Expr`]): tile coordinates, barrier
+//! and stage indices and loop trip counts are affine in the CTA index, the
+//! CTA coordinates, the WarpGroup's index within its role and the enclosing
+//! loop counters, optionally followed by a floor division and a remainder.
+//! At issue time an instruction is resolved into an [`Op`] with concrete
+//! values; explicit per-WarpGroup streams supply [`Op`]s directly.
+
+use core::fmt;
+use serde::{Deserialize, Serialize};
+
+/// Deepest loop nesting a program may use.
+pub const MAX_LOOP_DEPTH: usize = 4;
+
+/// Index of an expression in [`crate::Kernel::exprs`].
+pub type ExprId = u16;
+
+/// An integer expression: `((k + cta*CTA + cx*X + cy*Y + cz*Z + wg*W +
+/// Σ l[i]*L_i) div d) mod m`, with floor division and a non-negative
+/// remainder, `d`/`m` omitted when zero. Arithmetic wraps, so no input can
+/// make evaluation panic.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Expr {
+    /// Constant term.
+    pub k: i64,
+    /// Coefficient of the linear CTA index (launch order).
+    pub cta: i32,
+    /// Coefficients of the CTA coordinates x, y, z.
+    pub c: [i32; 3],
+    /// Coefficient of the WarpGroup's index within its role.
+    pub wg: i32,
+    /// Coefficients of the loop counters, outermost first.
+    pub l: [i32; MAX_LOOP_DEPTH],
+    /// Floor divisor, 0 for none.
+    pub div: i32,
+    /// Euclidean modulus, 0 for none.
+    pub rem: i32,
+}
+
+/// The values an [`Expr`] is evaluated against.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvalCtx {
+    /// Linear CTA index.
+    pub cta: u32,
+    /// CTA coordinates.
+    pub c: [u32; 3],
+    /// WarpGroup index within its role.
+    pub wg: u8,
+    /// Loop counters, outermost first (zero beyond the current depth).
+    pub l: [u32; MAX_LOOP_DEPTH],
+}
+
+impl Expr {
+    /// A constant.
+    pub const fn constant(k: i64) -> Self {
+        Expr {
+            k,
+            cta: 0,
+            c: [0; 3],
+            wg: 0,
+            l: [0; MAX_LOOP_DEPTH],
+            div: 0,
+            rem: 0,
+        }
+    }
+
+    /// True when the expression has no variable term.
+    pub fn is_constant(&self) -> bool {
+        self.cta == 0 && self.c == [0; 3] && self.wg == 0 && self.l == [0; MAX_LOOP_DEPTH]
+    }
+
+    /// The deepest loop counter used (1-based), 0 if none.
+    pub fn loop_depth_used(&self) -> usize {
+        self.l.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1)
+    }
+
+    /// Evaluates the expression. Never panics.
+    pub fn eval(&self, ctx: &EvalCtx) -> i64 {
+        let mut v = self.k;
+        let term = |coef: i32, x: u32| (coef as i64).wrapping_mul(x as i64);
+        v = v.wrapping_add(term(self.cta, ctx.cta));
+        for i in 0..3 {
+            v = v.wrapping_add(term(self.c[i], ctx.c[i]));
+        }
+        v = v.wrapping_add(term(self.wg, ctx.wg as u32));
+        for i in 0..MAX_LOOP_DEPTH {
+            v = v.wrapping_add(term(self.l[i], ctx.l[i]));
+        }
+        if self.div > 0 {
+            v = v.div_euclid(self.div as i64);
+        }
+        if self.rem > 0 {
+            v = v.rem_euclid(self.rem as i64);
+        }
+        v
+    }
+}
+
+/// A reference to one element of a declared array (of mbarriers or stages):
+/// the declaration's index and an expression for the element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Ref {
+    /// Declaration index.
+    pub decl: u8,
+    /// Element index expression.
+    pub idx: ExprId,
+}
+
+/// One instruction of a compact program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Instr {
+    /// TMA tensor load of one box into shared memory; completes `bar`'s
+    /// transaction count by the box's bytes.
+    TmaLoad {
+        /// Tensor map index.
+        map: u8,
+        /// The mbarrier that receives the transaction bytes.
+        bar: Ref,
+        /// Box origin, one expression per tensor-map dimension (innermost first).
+        coords: [ExprId; 5],
+    },
+    /// TMA tensor store of one box from shared memory.
+    TmaStore {
+        /// Tensor map index.
+        map: u8,
+        /// Box origin.
+        coords: [ExprId; 5],
+    },
+    /// Non-tensor bulk copy global -> shared of `bytes` at `addr`.
+    BulkLoad {
+        /// The mbarrier that receives the transaction bytes.
+        bar: Ref,
+        /// Global address expression.
+        addr: ExprId,
+        /// Bytes copied.
+        bytes: u32,
+    },
+    /// Non-tensor bulk copy shared -> global.
+    BulkStore {
+        /// Global address expression.
+        addr: ExprId,
+        /// Bytes copied.
+        bytes: u32,
+    },
+    /// Wait until at most `n` of this WarpGroup's stores are in flight.
+    StoreWait {
+        /// Stores allowed to remain in flight.
+        n: u8,
+    },
+    /// Re-initialise an mbarrier with an arrival count (phase restarts at 0).
+    MbarInit {
+        /// The barrier.
+        bar: Ref,
+        /// Expected arrivals per phase.
+        count: u16,
+    },
+    /// Arrive once on an mbarrier.
+    MbarArrive {
+        /// The barrier.
+        bar: Ref,
+    },
+    /// Add `bytes` to the transaction count an mbarrier phase waits for.
+    MbarExpectTx {
+        /// The barrier.
+        bar: Ref,
+        /// Bytes expected.
+        bytes: u32,
+    },
+    /// Wait until the phase with the given parity has completed.
+    MbarWait {
+        /// The barrier.
+        bar: Ref,
+        /// Phase parity (evaluated modulo 2).
+        parity: ExprId,
+    },
+    /// Producer side of a ring buffer: wait until the stage is free, then claim it.
+    StageAcquire {
+        /// The stage.
+        stage: Ref,
+    },
+    /// Consumer side: release the stage; it is free once all consumers released it.
+    StageRelease {
+        /// The stage.
+        stage: Ref,
+    },
+    /// One m64nNk16 dense FP16/BF16 WGMMA, added to the open commit group.
+    Wgmma {
+        /// N (a multiple of 8 in 8..=256).
+        n: u16,
+    },
+    /// Close the open WGMMA group.
+    WgmmaCommit,
+    /// Wait until at most `n` committed WGMMA groups of this WarpGroup are pending.
+    WgmmaWait {
+        /// Groups allowed to remain pending.
+        n: u8,
+    },
+    /// Named barrier: arrive and wait until `threads` threads have arrived.
+    BarSync {
+        /// Barrier id expression (0..16).
+        id: ExprId,
+        /// Participating threads (multiple of 128).
+        threads: u16,
+    },
+    /// Named barrier: arrive without waiting.
+    BarArrive {
+        /// Barrier id expression (0..16).
+        id: ExprId,
+        /// Participating threads (multiple of 128).
+        threads: u16,
+    },
+    /// `cycles` of non-MMA work; the WarpGroup issues nothing meanwhile.
+    Bubble {
+        /// Cycles of work.
+        cycles: u32,
+    },
+    /// Start of a loop running `count` times (a count <= 0 skips the body).
+    LoopBegin {
+        /// Trip count expression.
+        count: ExprId,
+        /// Index of the matching [`Instr::LoopEnd`].
+        end: u16,
+    },
+    /// End of a loop body.
+    LoopEnd {
+        /// Index of the matching [`Instr::LoopBegin`].
+        begin: u16,
+    },
+    /// The WarpGroup finishes.
+    Exit,
+}
+
+/// A resolved instruction, with every operand evaluated. This is what the
+/// issue unit executes and what a [`crate::StreamSource`] supplies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Op {
+    /// See [`Instr::TmaLoad`]; `bar` is a CTA-wide mbarrier index.
+    TmaLoad {
+        /// Tensor map.
+        map: u8,
+        /// mbarrier index.
+        bar: u16,
+        /// Box origin.
+        coords: [i64; 5],
+    },
+    /// See [`Instr::TmaStore`].
+    TmaStore {
+        /// Tensor map.
+        map: u8,
+        /// Box origin.
+        coords: [i64; 5],
+    },
+    /// See [`Instr::BulkLoad`].
+    BulkLoad {
+        /// mbarrier index.
+        bar: u16,
+        /// Global address.
+        addr: u64,
+        /// Bytes.
+        bytes: u32,
+    },
+    /// See [`Instr::BulkStore`].
+    BulkStore {
+        /// Global address.
+        addr: u64,
+        /// Bytes.
+        bytes: u32,
+    },
+    /// See [`Instr::StoreWait`].
+    StoreWait {
+        /// Stores allowed in flight.
+        n: u8,
+    },
+    /// See [`Instr::MbarInit`].
+    MbarInit {
+        /// mbarrier index.
+        bar: u16,
+        /// Arrival count.
+        count: u16,
+    },
+    /// See [`Instr::MbarArrive`].
+    MbarArrive {
+        /// mbarrier index.
+        bar: u16,
+    },
+    /// See [`Instr::MbarExpectTx`].
+    MbarExpectTx {
+        /// mbarrier index.
+        bar: u16,
+        /// Bytes.
+        bytes: u32,
+    },
+    /// See [`Instr::MbarWait`].
+    MbarWait {
+        /// mbarrier index.
+        bar: u16,
+        /// Parity 0 or 1.
+        parity: u8,
+    },
+    /// See [`Instr::StageAcquire`]; a CTA-wide stage index.
+    StageAcquire {
+        /// Stage index.
+        stage: u16,
+    },
+    /// See [`Instr::StageRelease`].
+    StageRelease {
+        /// Stage index.
+        stage: u16,
+    },
+    /// See [`Instr::Wgmma`].
+    Wgmma {
+        /// N.
+        n: u16,
+    },
+    /// See [`Instr::WgmmaCommit`].
+    WgmmaCommit,
+    /// See [`Instr::WgmmaWait`].
+    WgmmaWait {
+        /// Groups allowed pending.
+        n: u8,
+    },
+    /// See [`Instr::BarSync`].
+    BarSync {
+        /// Barrier id.
+        id: u8,
+        /// Threads.
+        threads: u16,
+    },
+    /// See [`Instr::BarArrive`].
+    BarArrive {
+        /// Barrier id.
+        id: u8,
+        /// Threads.
+        threads: u16,
+    },
+    /// See [`Instr::Bubble`].
+    Bubble {
+        /// Cycles.
+        cycles: u32,
+    },
+    /// See [`Instr::Exit`].
+    Exit,
+}
+
+impl Op {
+    /// A small stable code for digests and traces.
+    pub const fn code(&self) -> u8 {
+        match self {
+            Op::TmaLoad { .. } => 1,
+            Op::TmaStore { .. } => 2,
+            Op::BulkLoad { .. } => 3,
+            Op::BulkStore { .. } => 4,
+            Op::StoreWait { .. } => 5,
+            Op::MbarInit { .. } => 6,
+            Op::MbarArrive { .. } => 7,
+            Op::MbarExpectTx { .. } => 8,
+            Op::MbarWait { .. } => 9,
+            Op::StageAcquire { .. } => 10,
+            Op::StageRelease { .. } => 11,
+            Op::Wgmma { .. } => 12,
+            Op::WgmmaCommit => 13,
+            Op::WgmmaWait { .. } => 14,
+            Op::BarSync { .. } => 15,
+            Op::BarArrive { .. } => 16,
+            Op::Bubble { .. } => 17,
+            Op::Exit => 18,
+        }
+    }
+
+    /// The mnemonic used by the text assembly.
+    pub const fn mnemonic(&self) -> &'static str {
+        match self {
+            Op::TmaLoad { .. } => "tma.load",
+            Op::TmaStore { .. } => "tma.store",
+            Op::BulkLoad { .. } => "bulk.load",
+            Op::BulkStore { .. } => "bulk.store",
+            Op::StoreWait { .. } => "store.wait",
+            Op::MbarInit { .. } => "mbar.init",
+            Op::MbarArrive { .. } => "mbar.arrive",
+            Op::MbarExpectTx { .. } => "mbar.expect_tx",
+            Op::MbarWait { .. } => "mbar.wait",
+            Op::StageAcquire { .. } => "stage.acquire",
+            Op::StageRelease { .. } => "stage.release",
+            Op::Wgmma { .. } => "wgmma",
+            Op::WgmmaCommit => "wgmma.commit",
+            Op::WgmmaWait { .. } => "wgmma.wait",
+            Op::BarSync { .. } => "bar.sync",
+            Op::BarArrive { .. } => "bar.arrive",
+            Op::Bubble { .. } => "bubble",
+            Op::Exit => "exit",
+        }
+    }
+}
+
+/// What a stalled WarpGroup waits on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WaitReason {
+    /// Phase with `parity` of CTA mbarrier `bar`.
+    Mbarrier {
+        /// mbarrier index.
+        bar: u16,
+        /// Awaited parity.
+        parity: u8,
+    },
+    /// A stage of the ring to be released by its consumers.
+    Stage {
+        /// Stage index.
+        stage: u16,
+    },
+    /// A named barrier to fill up.
+    NamedBarrier {
+        /// Barrier id.
+        id: u8,
+    },
+    /// Pending WGMMA groups to drop to `n`.
+    WgmmaGroups {
+        /// Allowed pending groups.
+        n: u8,
+    },
+    /// A free slot in the SM's tensor-core instruction buffer.
+    TensorBuffer,
+    /// A free TMA slot on the SM.
+    TmaSlot,
+    /// In-flight stores to drop to `n`.
+    Stores {
+        /// Allowed in-flight stores.
+        n: u8,
+    },
+}
+
+impl fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            WaitReason::Mbarrier { bar, parity } => write!(f, "mbarrier {bar} phase parity {parity}"),
+            WaitReason::Stage { stage } => write!(f, "stage {stage} to be released"),
+            WaitReason::NamedBarrier { id } => write!(f, "named barrier {id}"),
+            WaitReason::WgmmaGroups { n } => write!(f, "WGMMA groups (wait_group {n})"),
+            WaitReason::TensorBuffer => f.write_str("a tensor-core instruction buffer slot"),
+            WaitReason::TmaSlot => f.write_str("a TMA slot"),
+            WaitReason::Stores { n } => write!(f, "stores to drain (store.wait {n})"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expr_eval_floor_and_rem() {
+        let mut e = Expr::constant(-3);
+        e.l[0] = 1;
+        e.div = 2;
+        e.rem = 2;
+        let mut ctx = EvalCtx::default();
+        // (-3 + 0) div 2 = -2 ; rem 2 = 0
+        assert_eq!(e.eval(&ctx), 0);
+        ctx.l[0] = 4; // (1) div 2 = 0
+        assert_eq!(e.eval(&ctx), 0);
+        ctx.l[0] = 5; // 2 div 2 = 1
+        assert_eq!(e.eval(&ctx), 1);
+        assert_eq!(e.loop_depth_used(), 1);
+    }
+
+    #[test]
+    fn expr_eval_never_panics_on_extremes() {
+        let e = Expr {
+            k: i64::MAX,
+            cta: i32::MAX,
+            c: [i32::MIN; 3],
+            wg: -1,
+            l: [i32::MAX; MAX_LOOP_DEPTH],
+            div: 1,
+            rem: i32::MAX,
+        };
+        let ctx = EvalCtx {
+            cta: u32::MAX,
+            c: [u32::MAX; 3],
+            wg: 255,
+            l: [u32::MAX; MAX_LOOP_DEPTH],
+        };
+        let v = e.eval(&ctx);
+        assert!((0..i32::MAX as i64).contains(&v));
+    }
+}

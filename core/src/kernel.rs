@@ -1,0 +1,464 @@
+//! The kernel model: grid, CTA shape, tensor maps, synchronisation
+//! declarations and one compact program per WarpGroup role.
+//!
+//! A [`Kernel`] is plain data with fixed capacities (see the `MAX_*`
+//! constants), so it lives on the stack or in a `static` without a heap and
+//! serialises with postcard. [`Kernel::validate`] checks everything that does
+//! not depend on the GPU; [`Kernel::check_fits`] checks that one CTA fits an
+//! SM of a [`GpuConfig`].
+
+use heapless::{String, Vec};
+use serde::{Deserialize, Serialize};
+
+use crate::config::GpuConfig;
+use crate::error::KernelError;
+use crate::isa::{Expr, ExprId, Instr, Ref, MAX_LOOP_DEPTH};
+
+/// Most roles per CTA.
+pub const MAX_ROLES: usize = 8;
+/// Most WarpGroups per CTA (1024 threads).
+pub const MAX_WG_PER_CTA: usize = 8;
+/// Most tensor maps per kernel.
+pub const MAX_MAPS: usize = 16;
+/// Most mbarrier or stage declarations (arrays) per kernel.
+pub const MAX_DECLS: usize = 16;
+/// Most mbarriers per CTA (all arrays together).
+pub const MAX_MBARRIERS: usize = 256;
+/// Most stages per CTA (all arrays together).
+pub const MAX_STAGES: usize = 64;
+/// Named barriers per CTA (the hardware has 16).
+pub const NAMED_BARRIERS: usize = 16;
+/// Most expressions per kernel.
+pub const MAX_EXPRS: usize = 256;
+/// Most instructions per kernel (all programs together).
+pub const MAX_CODE: usize = 1024;
+/// Threads per WarpGroup.
+pub const WG_THREADS: u32 = 128;
+
+/// A short symbolic name.
+pub type Name = String<24>;
+
+/// The order in which CTA indices map to grid coordinates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CtaOrder {
+    /// Row-major: x fastest, then y, then z.
+    #[default]
+    Linear,
+    /// Grouped (swizzled) rasterisation as in Triton's matmul: CTAs walk a
+    /// band of `rows` y-values column by column before moving to the next band.
+    Grouped {
+        /// Height of a band in y.
+        rows: u32,
+    },
+}
+
+/// A WarpGroup role of the CTA: `count` WarpGroups running one program.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Role {
+    /// Name, e.g. `producer`.
+    pub name: Name,
+    /// WarpGroups with this role per CTA.
+    pub count: u8,
+    /// Registers per thread.
+    pub regs: u16,
+    /// First instruction of the program in [`Kernel::code`].
+    pub start: u16,
+    /// Length of the program.
+    pub len: u16,
+    /// The role's instructions come from a [`crate::StreamSource`] instead.
+    pub stream: bool,
+}
+
+/// A TMA tensor map (descriptor).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TensorMap {
+    /// Name.
+    pub name: Name,
+    /// Global base address (16-byte aligned).
+    pub base: u64,
+    /// Bytes per element: 1, 2, 4 or 8.
+    pub elem_bytes: u8,
+    /// Number of dimensions, 1..=5.
+    pub rank: u8,
+    /// Size of each dimension in elements, innermost first.
+    pub dims: [u64; 5],
+    /// Byte stride of each dimension; `strides[0]` is ignored (elements are
+    /// contiguous), the others are multiples of 16.
+    pub strides: [u64; 5],
+    /// Box (tile) extent per dimension, 1..=256 elements.
+    pub boxdim: [u32; 5],
+}
+
+impl TensorMap {
+    /// Bytes a box at `coords` transfers: the part of the box inside the
+    /// tensor (out-of-bounds elements generate no traffic).
+    pub fn box_bytes(&self, coords: &[i64; 5]) -> u64 {
+        let mut n: u64 = self.elem_bytes as u64;
+        for (i, &c) in coords.iter().enumerate().take(self.rank as usize) {
+            let lo = c.max(0);
+            let hi = c.saturating_add(self.boxdim[i] as i64).min(self.dims[i].min(i64::MAX as u64) as i64);
+            if hi <= lo {
+                return 0;
+            }
+            n = n.saturating_mul((hi - lo) as u64);
+        }
+        n
+    }
+
+    /// Bytes of a full box.
+    pub fn full_box_bytes(&self) -> u64 {
+        self.boxdim[..self.rank as usize]
+            .iter()
+            .fold(self.elem_bytes as u64, |acc, &b| acc * b as u64)
+    }
+
+    fn validate(&self, map: u8) -> Result<(), KernelError> {
+        let bad = |problem| Err(KernelError::BadTensorMapShape { map, problem });
+        if !(1..=5).contains(&self.rank) {
+            return bad("rank must be 1..=5");
+        }
+        if ![1, 2, 4, 8].contains(&self.elem_bytes) {
+            return bad("element size must be 1, 2, 4 or 8 bytes");
+        }
+        if self.base % 16 != 0 {
+            return bad("base address must be 16-byte aligned");
+        }
+        let r = self.rank as usize;
+        for i in 0..r {
+            if self.dims[i] == 0 || self.dims[i] > 1 << 32 {
+                return bad("dimension sizes must be in 1..=2^32");
+            }
+            if !(1..=256).contains(&self.boxdim[i]) {
+                return bad("box extents must be in 1..=256");
+            }
+            if i > 0 && (self.strides[i] == 0 || self.strides[i] % 16 != 0 || self.strides[i] >= 1 << 40) {
+                return bad("strides must be non-zero multiples of 16 below 2^40");
+            }
+        }
+        if (self.boxdim[0] as u64 * self.elem_bytes as u64) % 16 != 0 {
+            return bad("the box's inner extent must span a multiple of 16 bytes");
+        }
+        Ok(())
+    }
+}
+
+/// An array of mbarriers with one arrival count.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MbarDecl {
+    /// Name.
+    pub name: Name,
+    /// Number of barriers in the array.
+    pub len: u16,
+    /// Arrivals that complete a phase.
+    pub count: u16,
+}
+
+/// An array of ring-buffer stages, each freed when `consumers` releases arrive.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StageDecl {
+    /// Name.
+    pub name: Name,
+    /// Number of stages in the array.
+    pub len: u16,
+    /// Releases that free a stage.
+    pub consumers: u16,
+}
+
+/// A complete kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Kernel {
+    /// Name.
+    pub name: Name,
+    /// Grid size in CTAs (x, y, z).
+    pub grid: [u32; 3],
+    /// Mapping from CTA index to grid coordinates.
+    pub order: CtaOrder,
+    /// Shared memory per CTA, bytes.
+    pub smem_bytes: u32,
+    /// The WarpGroup roles of a CTA, in WarpGroup order.
+    pub roles: Vec<Role, MAX_ROLES>,
+    /// Tensor maps.
+    pub maps: Vec<TensorMap, MAX_MAPS>,
+    /// mbarrier arrays (each CTA has its own copies).
+    pub mbarriers: Vec<MbarDecl, MAX_DECLS>,
+    /// Stage arrays (each CTA has its own copies).
+    pub stages: Vec<StageDecl, MAX_DECLS>,
+    /// Expression table.
+    pub exprs: Vec<Expr, MAX_EXPRS>,
+    /// All programs' instructions.
+    pub code: Vec<Instr, MAX_CODE>,
+}
+
+impl Kernel {
+    /// Total CTAs in the grid.
+    pub fn ctas(&self) -> u64 {
+        self.grid.iter().map(|&g| g as u64).product()
+    }
+
+    /// WarpGroups per CTA.
+    pub fn wgs_per_cta(&self) -> usize {
+        self.roles.iter().map(|r| r.count as usize).sum()
+    }
+
+    /// mbarriers per CTA.
+    pub fn mbarriers_per_cta(&self) -> usize {
+        self.mbarriers.iter().map(|d| d.len as usize).sum()
+    }
+
+    /// Stages per CTA.
+    pub fn stages_per_cta(&self) -> usize {
+        self.stages.iter().map(|d| d.len as usize).sum()
+    }
+
+    /// First CTA-wide index of mbarrier array `decl`.
+    pub fn mbar_base(&self, decl: u8) -> u16 {
+        self.mbarriers[..decl as usize].iter().map(|d| d.len).sum()
+    }
+
+    /// First CTA-wide index of stage array `decl`.
+    pub fn stage_base(&self, decl: u8) -> u16 {
+        self.stages[..decl as usize].iter().map(|d| d.len).sum()
+    }
+
+    /// Role and index-within-role of the CTA's `wg`-th WarpGroup.
+    pub fn role_of(&self, wg: usize) -> (u8, u8) {
+        let mut left = wg;
+        for (i, r) in self.roles.iter().enumerate() {
+            if left < r.count as usize {
+                return (i as u8, left as u8);
+            }
+            left -= r.count as usize;
+        }
+        (0, 0)
+    }
+
+    /// Registers one CTA needs.
+    pub fn regs_per_cta(&self) -> u32 {
+        self.roles
+            .iter()
+            .map(|r| r.count as u32 * WG_THREADS * r.regs as u32)
+            .sum()
+    }
+
+    /// Grid coordinates of the CTA with linear index `i`.
+    pub fn cta_coords(&self, i: u32) -> [u32; 3] {
+        let [gx, gy, _] = self.grid;
+        let (gx, gy) = (gx.max(1), gy.max(1));
+        let plane = gx * gy;
+        let z = i / plane;
+        let r = i % plane;
+        match self.order {
+            CtaOrder::Linear => [r % gx, r / gx, z],
+            CtaOrder::Grouped { rows } => {
+                let rows = rows.clamp(1, gy);
+                let per_group = rows * gx;
+                let group = r / per_group;
+                let first = group * rows;
+                let height = (gy - first).min(rows);
+                let within = r % per_group;
+                [within / height, first + within % height, z]
+            }
+        }
+    }
+
+    fn expr_ok(&self, id: ExprId, depth: usize, at: u16) -> Result<(), KernelError> {
+        let e = self.exprs.get(id as usize).ok_or(KernelError::BadExpr { at })?;
+        if e.loop_depth_used() > depth {
+            return Err(KernelError::BadLoopCounter { at });
+        }
+        Ok(())
+    }
+
+    fn mbar_ok(&self, r: Ref, depth: usize, at: u16) -> Result<(), KernelError> {
+        if r.decl as usize >= self.mbarriers.len() {
+            return Err(KernelError::BadMbarrier { at });
+        }
+        self.expr_ok(r.idx, depth, at)
+    }
+
+    fn stage_ok(&self, r: Ref, depth: usize, at: u16) -> Result<(), KernelError> {
+        if r.decl as usize >= self.stages.len() {
+            return Err(KernelError::BadStage { at });
+        }
+        self.expr_ok(r.idx, depth, at)
+    }
+
+    fn map_ok(&self, map: u8, coords: &[ExprId; 5], depth: usize, at: u16) -> Result<(), KernelError> {
+        let m = self.maps.get(map as usize).ok_or(KernelError::BadTensorMap { at })?;
+        for &c in &coords[..m.rank as usize] {
+            self.expr_ok(c, depth, at)?;
+        }
+        Ok(())
+    }
+
+    /// Checks everything that does not depend on the GPU: ids in range,
+    /// loops balanced and not empty, legal shapes, sane declarations.
+    pub fn validate(&self) -> Result<(), KernelError> {
+        if self.grid.contains(&0) || self.ctas() > u32::MAX as u64 {
+            return Err(KernelError::BadGrid);
+        }
+        if self.roles.is_empty() || self.roles.iter().any(|r| r.count == 0) {
+            return Err(KernelError::NoWarpGroups);
+        }
+        if self.wgs_per_cta() > MAX_WG_PER_CTA {
+            return Err(KernelError::TooManyWarpGroups);
+        }
+        for (i, m) in self.maps.iter().enumerate() {
+            m.validate(i as u8)?;
+        }
+        if self.mbarriers.iter().any(|d| d.len == 0 || d.count == 0) {
+            return Err(KernelError::BadDeclaration {
+                problem: "mbarrier arrays need a length and an arrival count >= 1",
+            });
+        }
+        if self.mbarriers_per_cta() > MAX_MBARRIERS {
+            return Err(KernelError::BadDeclaration {
+                problem: "more than 256 mbarriers per CTA",
+            });
+        }
+        if self.stages.iter().any(|d| d.len == 0 || d.consumers == 0) {
+            return Err(KernelError::BadDeclaration {
+                problem: "stage arrays need a length and a consumer count >= 1",
+            });
+        }
+        if self.stages_per_cta() > MAX_STAGES {
+            return Err(KernelError::BadDeclaration {
+                problem: "more than 64 stages per CTA",
+            });
+        }
+        if let CtaOrder::Grouped { rows: 0 } = self.order {
+            return Err(KernelError::BadDeclaration {
+                problem: "grouped CTA order needs rows >= 1",
+            });
+        }
+        for (i, e) in self.exprs.iter().enumerate() {
+            if e.div < 0 || e.rem < 0 {
+                return Err(KernelError::BadExprDivisor { expr: i as u16 });
+            }
+        }
+        for (ri, r) in self.roles.iter().enumerate() {
+            if r.stream {
+                continue;
+            }
+            let end = r.start as usize + r.len as usize;
+            if end > self.code.len() {
+                return Err(KernelError::BadProgramRange { role: ri as u8 });
+            }
+            self.validate_program(r.start as usize, end)?;
+        }
+        Ok(())
+    }
+
+    fn validate_program(&self, start: usize, end: usize) -> Result<(), KernelError> {
+        let mut stack: Vec<(usize, bool), MAX_LOOP_DEPTH> = Vec::new();
+        for pc in start..end {
+            let at = pc as u16;
+            let depth = stack.len();
+            let timed = !matches!(self.code[pc], Instr::LoopBegin { .. } | Instr::LoopEnd { .. });
+            if timed {
+                for s in stack.iter_mut() {
+                    s.1 = true;
+                }
+            }
+            match self.code[pc] {
+                Instr::TmaLoad { map, bar, coords } => {
+                    self.map_ok(map, &coords, depth, at)?;
+                    self.mbar_ok(bar, depth, at)?;
+                }
+                Instr::TmaStore { map, coords } => self.map_ok(map, &coords, depth, at)?,
+                Instr::BulkLoad { bar, addr, .. } => {
+                    self.mbar_ok(bar, depth, at)?;
+                    self.expr_ok(addr, depth, at)?;
+                }
+                Instr::BulkStore { addr, .. } => self.expr_ok(addr, depth, at)?,
+                Instr::MbarInit { bar, count } => {
+                    self.mbar_ok(bar, depth, at)?;
+                    if count == 0 {
+                        return Err(KernelError::BadDeclaration {
+                            problem: "mbar.init needs an arrival count >= 1",
+                        });
+                    }
+                }
+                Instr::MbarArrive { bar } | Instr::MbarExpectTx { bar, .. } => self.mbar_ok(bar, depth, at)?,
+                Instr::MbarWait { bar, parity } => {
+                    self.mbar_ok(bar, depth, at)?;
+                    self.expr_ok(parity, depth, at)?;
+                }
+                Instr::StageAcquire { stage } | Instr::StageRelease { stage } => {
+                    self.stage_ok(stage, depth, at)?
+                }
+                Instr::Wgmma { n } => {
+                    if !(8..=256).contains(&n) || n % 8 != 0 {
+                        return Err(KernelError::BadWgmmaShape { at, n });
+                    }
+                }
+                Instr::BarSync { id, threads } | Instr::BarArrive { id, threads } => {
+                    self.expr_ok(id, depth, at)?;
+                    if threads == 0 || threads as u32 % WG_THREADS != 0 || threads as u32 > 1024 {
+                        return Err(KernelError::BadThreadCount { at });
+                    }
+                }
+                Instr::LoopBegin { count, end: e } => {
+                    self.expr_ok(count, depth, at)?;
+                    let pairs = (e as usize) < end
+                        && e as usize > pc
+                        && self.code[e as usize] == Instr::LoopEnd { begin: at };
+                    if !pairs {
+                        return Err(KernelError::UnbalancedLoop { at });
+                    }
+                    stack.push((pc, false)).map_err(|_| KernelError::LoopTooDeep { at })?;
+                }
+                Instr::LoopEnd { begin } => match stack.pop() {
+                    Some((b, has_timed)) if b == begin as usize => {
+                        if !has_timed {
+                            return Err(KernelError::EmptyLoop { at: begin });
+                        }
+                    }
+                    _ => return Err(KernelError::UnbalancedLoop { at }),
+                },
+                Instr::StoreWait { .. }
+                | Instr::WgmmaCommit
+                | Instr::WgmmaWait { .. }
+                | Instr::Bubble { .. }
+                | Instr::Exit => {}
+            }
+        }
+        if let Some(&(b, _)) = stack.last() {
+            return Err(KernelError::UnbalancedLoop { at: b as u16 });
+        }
+        Ok(())
+    }
+
+    /// Checks that one CTA fits an SM of `config`.
+    pub fn check_fits(&self, config: &GpuConfig) -> Result<(), KernelError> {
+        for (i, r) in self.roles.iter().enumerate() {
+            if r.regs > config.regs_per_thread {
+                return Err(KernelError::TooManyRegisters { role: i as u8 });
+            }
+        }
+        let smem_cap = config.smem_per_cta.min(config.smem_per_sm);
+        if self.smem_bytes > smem_cap {
+            return Err(KernelError::CtaDoesNotFit {
+                resource: "bytes of shared memory",
+                need: self.smem_bytes,
+                have: smem_cap,
+            });
+        }
+        if self.regs_per_cta() > config.regs_per_sm {
+            return Err(KernelError::CtaDoesNotFit {
+                resource: "registers",
+                need: self.regs_per_cta(),
+                have: config.regs_per_sm,
+            });
+        }
+        let warps = self.wgs_per_cta() as u32 * 4;
+        if warps > config.warps_per_sm as u32 {
+            return Err(KernelError::CtaDoesNotFit {
+                resource: "warps",
+                need: warps,
+                have: config.warps_per_sm as u32,
+            });
+        }
+        Ok(())
+    }
+}

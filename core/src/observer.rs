@@ -1,0 +1,191 @@
+//! Observation of a run: the canonical event stream, observers and counters.
+//!
+//! Every timing-visible action of the simulator is an [`Event`]. Events are
+//! emitted in the canonical order (cycle, then processing order, which is
+//! itself deterministic) to the [`Observer`] of the call and folded into the
+//! run's digest. The unit observer `()` costs nothing.
+
+use crate::isa::{Op, WaitReason};
+use crate::time::Cycle;
+
+/// Identifies a physical thread (a resident WarpGroup) in events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Who {
+    /// SM.
+    pub sm: u16,
+    /// Linear CTA index.
+    pub cta: u32,
+    /// WarpGroup index within the CTA.
+    pub wg: u8,
+    /// Role index.
+    pub role: u8,
+}
+
+/// A timing-visible event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A CTA became resident on an SM.
+    CtaLaunch {
+        /// SM.
+        sm: u16,
+        /// CTA.
+        cta: u32,
+    },
+    /// A CTA finished and released its resources.
+    CtaRetire {
+        /// SM.
+        sm: u16,
+        /// CTA.
+        cta: u32,
+    },
+    /// A WarpGroup issued an instruction.
+    Issue {
+        /// Issuer.
+        who: Who,
+        /// The resolved instruction.
+        op: Op,
+    },
+    /// A WarpGroup stalled.
+    Stall {
+        /// Staller.
+        who: Who,
+        /// What it waits on.
+        reason: WaitReason,
+    },
+    /// A stalled or sleeping WarpGroup became ready.
+    Wake {
+        /// The WarpGroup.
+        who: Who,
+    },
+    /// A WGMMA was scheduled on the tensor pipe for `[start, end)`.
+    WgmmaStart {
+        /// Issuer.
+        who: Who,
+        /// First busy cycle.
+        start: u64,
+        /// Completion cycle.
+        end: u64,
+    },
+    /// A WGMMA completed.
+    WgmmaDone {
+        /// Issuer.
+        who: Who,
+    },
+    /// A TMA or bulk transfer left the TMA engine; it lands at `done`.
+    TmaIssue {
+        /// Issuer.
+        who: Who,
+        /// Bytes moved.
+        bytes: u64,
+        /// True for stores.
+        store: bool,
+        /// Completion cycle.
+        done: u64,
+    },
+    /// A TMA or bulk transfer completed.
+    TmaDone {
+        /// Issuer.
+        who: Who,
+        /// Bytes moved.
+        bytes: u64,
+        /// True for stores.
+        store: bool,
+    },
+    /// An mbarrier completed a phase.
+    PhaseComplete {
+        /// SM.
+        sm: u16,
+        /// CTA.
+        cta: u32,
+        /// CTA-wide mbarrier index.
+        bar: u16,
+        /// Phases completed so far.
+        phase: u32,
+    },
+}
+
+impl Event {
+    /// Words folded into the digest for this event.
+    pub(crate) fn digest_words(&self) -> [u64; 3] {
+        let who = |w: &Who| ((w.sm as u64) << 48) | ((w.wg as u64) << 40) | ((w.role as u64) << 32) | w.cta as u64;
+        match self {
+            Event::CtaLaunch { sm, cta } => [1, *sm as u64, *cta as u64],
+            Event::CtaRetire { sm, cta } => [2, *sm as u64, *cta as u64],
+            Event::Issue { who: w, op } => [3 | (op.code() as u64) << 8, who(w), op_word(op)],
+            Event::Stall { who: w, .. } => [4, who(w), 0],
+            Event::Wake { who: w } => [5, who(w), 0],
+            Event::WgmmaStart { who: w, start, end } => [6 | start << 8, who(w), *end],
+            Event::WgmmaDone { who: w } => [7, who(w), 0],
+            Event::TmaIssue { who: w, bytes, store, done } => [8 | (*store as u64) << 4 | bytes << 8, who(w), *done],
+            Event::TmaDone { who: w, bytes, store } => [9 | (*store as u64) << 4 | bytes << 8, who(w), 0],
+            Event::PhaseComplete { sm, cta, bar, phase } => [10 | (*bar as u64) << 8, ((*sm as u64) << 32) | *cta as u64, *phase as u64],
+        }
+    }
+}
+
+fn op_word(op: &Op) -> u64 {
+    match *op {
+        Op::TmaLoad { map, bar, coords } => {
+            (map as u64) ^ ((bar as u64) << 8) ^ coords.iter().fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64)
+        }
+        Op::TmaStore { map, coords } => (map as u64) ^ coords.iter().fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64),
+        Op::BulkLoad { bar, addr, bytes } => addr ^ ((bytes as u64) << 32) ^ bar as u64,
+        Op::BulkStore { addr, bytes } => addr ^ ((bytes as u64) << 32),
+        Op::StoreWait { n } | Op::WgmmaWait { n } => n as u64,
+        Op::MbarInit { bar, count } => bar as u64 | (count as u64) << 16,
+        Op::MbarArrive { bar } => bar as u64,
+        Op::MbarExpectTx { bar, bytes } => bar as u64 | (bytes as u64) << 16,
+        Op::MbarWait { bar, parity } => bar as u64 | (parity as u64) << 16,
+        Op::StageAcquire { stage } | Op::StageRelease { stage } => stage as u64,
+        Op::Wgmma { n } => n as u64,
+        Op::BarSync { id, threads } | Op::BarArrive { id, threads } => id as u64 | (threads as u64) << 8,
+        Op::Bubble { cycles } => cycles as u64,
+        Op::WgmmaCommit | Op::Exit => 0,
+    }
+}
+
+/// Receives every event of a run. All methods default to doing nothing.
+pub trait Observer {
+    /// Called for each event, in canonical order, at the cycle it happens.
+    fn on_event(&mut self, _cycle: Cycle, _event: &Event) {}
+}
+
+impl Observer for () {}
+
+impl<O: Observer + ?Sized> Observer for &mut O {
+    fn on_event(&mut self, cycle: Cycle, event: &Event) {
+        (**self).on_event(cycle, event)
+    }
+}
+
+/// Counters kept by every run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Instructions issued (control flow not counted).
+    pub instructions: u64,
+    /// WGMMA instructions executed.
+    pub wgmmas: u64,
+    /// Tensor-pipe busy cycles, summed over SMs.
+    pub tensor_busy_cycles: u64,
+    /// TMA and bulk operations issued.
+    pub tma_ops: u64,
+    /// Cycles with at least one TMA operation in flight, summed over SMs.
+    pub tma_busy_cycles: u64,
+    /// Bytes loaded through TMA/bulk copies.
+    pub bytes_loaded: u64,
+    /// Bytes stored through TMA/bulk copies.
+    pub bytes_stored: u64,
+    /// Cycles the memory port spent moving bytes.
+    pub port_busy_cycles: u64,
+    /// Cycles WarpGroups spent stalled, summed over WarpGroups.
+    pub stall_cycles: u64,
+    /// Cycles WarpGroups spent in bubbles, summed over WarpGroups.
+    pub bubble_cycles: u64,
+    /// CTAs retired.
+    pub ctas_retired: u64,
+    /// First cycle any tensor-core work started (`u64::MAX` if none).
+    pub first_wgmma: u64,
+    /// Last cycle any tensor-core work ended.
+    pub last_wgmma: u64,
+}

@@ -1,0 +1,602 @@
+//! The issue unit and the engines: fetch and resolve, execute, stall, and
+//! apply completions.
+
+use super::state::{Ev, Frame, TState, GROUP_RING};
+use super::Simulator;
+use crate::config::SchedulerPolicy;
+use crate::error::{Capacity, SimError};
+use crate::isa::{EvalCtx, Instr, Op, Ref, WaitReason, MAX_LOOP_DEPTH};
+use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
+use crate::observer::{Event, Observer};
+use crate::port::{Direction, MemoryPort, Shape, Transfer};
+use crate::source::StreamSource;
+
+/// Control instructions (loop begin/end) resolved per issue attempt; a
+/// thread that needs more spends the cycle and continues next cycle, so no
+/// program can spin without time passing.
+const CONTROL_BUDGET: u32 = 4 * MAX_LOOP_DEPTH as u32;
+
+/// What issuing an instruction did to its WarpGroup.
+enum Outcome {
+    /// Issued; the next instruction may issue next cycle.
+    Next,
+    /// Not issued: the WarpGroup stalls and retries it when woken.
+    Stall(WaitReason),
+    /// Issued, then the WarpGroup waits (named-barrier sync).
+    NextThenWait(WaitReason),
+    /// Issued; the WarpGroup sleeps until the given cycle.
+    Sleep(u64),
+    /// The WarpGroup exited.
+    Exit,
+}
+
+impl<S: StreamSource> Simulator<'_, S> {
+    /// Picks one ready WarpGroup on `sm` and issues its next instruction.
+    pub(super) fn issue_on(&mut self, sm: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let ready = self.sms[sm].ready;
+        if ready == 0 {
+            return Ok(());
+        }
+        let per = self.plan.cta_slots * self.plan.wgs;
+        let base = sm * per;
+        let last = self.sms[sm].last as u32;
+        let slot = match self.cfg.scheduler {
+            SchedulerPolicy::Gto if last < 32 && ready & (1 << last) != 0 => last,
+            SchedulerPolicy::Gto => {
+                let mut best = u32::MAX;
+                let mut best_age = u64::MAX;
+                let mut bits = ready;
+                while bits != 0 {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let age = self.threads[base + b as usize].age;
+                    if age < best_age {
+                        best_age = age;
+                        best = b;
+                    }
+                }
+                best
+            }
+            SchedulerPolicy::Lrr => {
+                let start = if last < 32 { (last + 1) % per as u32 } else { 0 };
+                let rot = ready.rotate_right(start) & mask(per);
+                let after = if rot != 0 { rot.trailing_zeros() } else { 0 };
+                (start + after) % per as u32
+            }
+        };
+        self.sms[sm].last = slot as u8;
+        self.issue(base + slot as usize, obs)
+    }
+
+    fn issue(&mut self, ti: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let op = match self.threads[ti].pending {
+            Some(op) => op,
+            None => match self.fetch(ti)? {
+                Some(op) => {
+                    self.threads[ti].pending = Some(op);
+                    op
+                }
+                None => return Ok(()), // control budget spent this cycle
+            },
+        };
+        let outcome = self.execute(ti, &op, obs)?;
+        let who = self.who(ti);
+        match outcome {
+            Outcome::Stall(reason) => {
+                self.threads[ti].since = self.now;
+                self.make_unready(ti, TState::Waiting(reason));
+                self.emit(obs, Event::Stall { who, reason });
+                return Ok(());
+            }
+            _ => {
+                self.stats.instructions += 1;
+                self.emit(obs, Event::Issue { who, op });
+                self.advance(ti);
+            }
+        }
+        match outcome {
+            Outcome::Next | Outcome::Stall(_) => {}
+            Outcome::NextThenWait(reason) => {
+                self.threads[ti].since = self.now;
+                self.make_unready(ti, TState::Waiting(reason));
+                self.emit(obs, Event::Stall { who, reason });
+            }
+            Outcome::Sleep(until) => {
+                self.stats.bubble_cycles += until - self.now;
+                self.threads[ti].since = until;
+                self.make_unready(ti, TState::Sleeping);
+                self.push(until, Ev::Wake { thread: ti as u32 })?;
+            }
+            Outcome::Exit => {
+                self.make_unready(ti, TState::Done);
+                self.end = self.end.max(self.now + 1);
+                let ci = self.threads[ti].cta as usize;
+                self.ctas[ci].left -= 1;
+                self.maybe_retire(ci, obs)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves past the issued instruction.
+    fn advance(&mut self, ti: usize) {
+        let t = &mut self.threads[ti];
+        t.pending = None;
+        if self.kernel.roles[t.role as usize].stream {
+            t.stream_pos += 1;
+        } else {
+            t.pc += 1;
+        }
+    }
+
+    /// Resolves the thread's next instruction, running loop control.
+    /// `None` when the control budget ran out this cycle.
+    fn fetch(&mut self, ti: usize) -> Result<Option<Op>, SimError> {
+        let k: &Kernel = self.kernel;
+        let t = self.threads[ti];
+        let role = &k.roles[t.role as usize];
+        let cta = &self.ctas[t.cta as usize];
+        if role.stream {
+            return match self.source.pull(cta.cta, t.role, t.wg_in_role, t.stream_pos) {
+                Ok(Some(op)) => Ok(Some(op)),
+                Ok(None) => Ok(Some(Op::Exit)),
+                Err(_) => Err(SimError::Source { cta: cta.cta, role: t.role }),
+            };
+        }
+        let end = role.start as usize + role.len as usize;
+        let mut ctx = EvalCtx {
+            cta: cta.cta,
+            c: cta.coords,
+            wg: t.wg_in_role,
+            l: [0; MAX_LOOP_DEPTH],
+        };
+        let th = &mut self.threads[ti];
+        for _ in 0..CONTROL_BUDGET {
+            let pc = th.pc as usize;
+            if pc >= end {
+                return Ok(Some(Op::Exit));
+            }
+            for (i, f) in th.loops[..th.depth as usize].iter().enumerate() {
+                ctx.l[i] = f.iter;
+            }
+            match k.code[pc] {
+                Instr::LoopBegin { count, end } => {
+                    let n = k.exprs[count as usize].eval(&ctx);
+                    if n <= 0 {
+                        th.pc = end + 1;
+                    } else {
+                        th.loops[th.depth as usize] = Frame {
+                            begin: pc as u16,
+                            count: n.min(u32::MAX as i64) as u32,
+                            iter: 0,
+                        };
+                        th.depth += 1;
+                        th.pc += 1;
+                    }
+                }
+                Instr::LoopEnd { begin } => {
+                    let f = &mut th.loops[th.depth as usize - 1];
+                    f.iter += 1;
+                    if f.iter < f.count {
+                        th.pc = begin + 1;
+                    } else {
+                        th.depth -= 1;
+                        th.pc += 1;
+                    }
+                }
+                instr => return Ok(Some(resolve(k, &instr, &ctx))),
+            }
+        }
+        Ok(None)
+    }
+
+    fn bar_index(&self, ti: usize, bar: u16, what: &'static str, len: usize) -> Result<usize, SimError> {
+        if (bar as usize) < len && bar != u16::MAX {
+            Ok(bar as usize)
+        } else {
+            let t = &self.threads[ti];
+            Err(SimError::IndexOutOfRange {
+                what,
+                index: bar as i64,
+                cta: self.ctas[t.cta as usize].cta,
+                role: t.role,
+                cycle: self.now,
+            })
+        }
+    }
+
+    fn execute(&mut self, ti: usize, op: &Op, obs: &mut impl Observer) -> Result<Outcome, SimError> {
+        let t = self.threads[ti];
+        let ci = t.cta as usize;
+        let sm = t.sm as usize;
+        let now = self.now;
+        Ok(match *op {
+            Op::TmaLoad { map, bar, coords } => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                let m = &self.kernel.maps[map as usize];
+                let bytes = m.box_bytes(&coords);
+                let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
+                self.start_transfer(ti, b as u16, Direction::Load, Shape::Tensor { map: m, coords }, bytes, setup, obs)?
+            }
+            Op::TmaStore { map, coords } => {
+                let m = &self.kernel.maps[map as usize];
+                let bytes = m.box_bytes(&coords);
+                let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
+                self.start_transfer(ti, u16::MAX, Direction::Store, Shape::Tensor { map: m, coords }, bytes, setup, obs)?
+            }
+            Op::BulkLoad { bar, addr, bytes } => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                let setup = self.cfg.tma_setup_common as u64;
+                self.start_transfer(ti, b as u16, Direction::Load, Shape::Linear { addr }, bytes as u64, setup, obs)?
+            }
+            Op::BulkStore { addr, bytes } => {
+                let setup = self.cfg.tma_setup_common as u64;
+                self.start_transfer(ti, u16::MAX, Direction::Store, Shape::Linear { addr }, bytes as u64, setup, obs)?
+            }
+            Op::StoreWait { n } => {
+                if self.threads[ti].stores <= n as u16 {
+                    Outcome::Next
+                } else {
+                    Outcome::Stall(WaitReason::Stores { n })
+                }
+            }
+            Op::MbarInit { bar, count } => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                self.mbars[ci * self.plan.nbar + b] = super::state::Mbar::new(count.max(1));
+                self.wake_cta(ci, obs, |r| matches!(r, WaitReason::Mbarrier { bar: x, .. } if x == bar));
+                Outcome::Next
+            }
+            Op::MbarArrive { bar } => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                let m = &mut self.mbars[ci * self.plan.nbar + b];
+                if m.pending == 0 {
+                    return Err(SimError::BarrierOverArrive {
+                        barrier: bar,
+                        cta: self.ctas[ci].cta,
+                        cycle: now,
+                    });
+                }
+                m.pending -= 1;
+                self.try_complete_phase(ci, b, obs);
+                Outcome::Next
+            }
+            Op::MbarExpectTx { bar, bytes } => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                self.mbars[ci * self.plan.nbar + b].tx += bytes as i64;
+                self.try_complete_phase(ci, b, obs);
+                Outcome::Next
+            }
+            Op::MbarWait { bar, parity } => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                let phase = self.mbars[ci * self.plan.nbar + b].phase;
+                if (phase & 1) as u8 != parity & 1 {
+                    Outcome::Next
+                } else {
+                    Outcome::Stall(WaitReason::Mbarrier { bar, parity: parity & 1 })
+                }
+            }
+            Op::StageAcquire { stage } => {
+                let s = self.bar_index(ti, stage, "stage", self.plan.nstage)?;
+                let consumers = self.stage_consumers(s);
+                let st = &mut self.stages[ci * self.plan.nstage + s];
+                if st.released as u64 >= st.acquired as u64 * consumers {
+                    st.acquired += 1;
+                    Outcome::Next
+                } else {
+                    Outcome::Stall(WaitReason::Stage { stage })
+                }
+            }
+            Op::StageRelease { stage } => {
+                let s = self.bar_index(ti, stage, "stage", self.plan.nstage)?;
+                let st = &mut self.stages[ci * self.plan.nstage + s];
+                st.released = st.released.saturating_add(1);
+                self.wake_cta(ci, obs, |r| r == WaitReason::Stage { stage });
+                Outcome::Next
+            }
+            Op::Wgmma { n } => {
+                if self.sms[sm].wgmma_inflight >= self.cfg.wgmma_buffer {
+                    return Ok(Outcome::Stall(WaitReason::TensorBuffer));
+                }
+                let lat = self.cfg.wgmma_cycles(n);
+                let s = &mut self.sms[sm];
+                let start = now.max(s.pipe_free);
+                let end = start + lat;
+                s.pipe_free = end;
+                s.wgmma_inflight += 1;
+                self.ctas[ci].inflight += 1;
+                self.threads[ti].wgmma_issued += 1;
+                self.stats.wgmmas += 1;
+                self.stats.tensor_busy_cycles += lat;
+                self.stats.first_wgmma = self.stats.first_wgmma.min(start);
+                self.stats.last_wgmma = self.stats.last_wgmma.max(end);
+                self.push(end, Ev::WgmmaDone { thread: ti as u32 })?;
+                let who = self.who(ti);
+                self.emit(obs, Event::WgmmaStart { who, start, end });
+                Outcome::Next
+            }
+            Op::WgmmaCommit => {
+                let max = (self.cfg.max_wgmma_groups as usize).min(GROUP_RING);
+                let th = &mut self.threads[ti];
+                th.prune_groups();
+                let end = th.wgmma_issued;
+                let last = if th.g_len == 0 {
+                    th.wgmma_done
+                } else {
+                    th.groups[(th.g_head as usize + th.g_len as usize - 1) % GROUP_RING]
+                };
+                if end > last {
+                    if th.g_len as usize >= max {
+                        return Err(SimError::CapacityExceeded {
+                            capacity: Capacity::WgmmaGroups,
+                            cycle: now,
+                        });
+                    }
+                    th.groups[(th.g_head as usize + th.g_len as usize) % GROUP_RING] = end;
+                    th.g_len += 1;
+                }
+                Outcome::Next
+            }
+            Op::WgmmaWait { n } => {
+                let th = &mut self.threads[ti];
+                th.prune_groups();
+                if th.g_len <= n {
+                    Outcome::Next
+                } else {
+                    Outcome::Stall(WaitReason::WgmmaGroups { n })
+                }
+            }
+            Op::BarSync { id, threads } | Op::BarArrive { id, threads } => {
+                let b = self.bar_index(ti, id as u16, "named barrier", NAMED_BARRIERS)?;
+                let nb = &mut self.named[ci * NAMED_BARRIERS + b];
+                nb.arrived = nb.arrived.saturating_add(WG_THREADS as u16);
+                if nb.arrived >= threads {
+                    nb.arrived = 0;
+                    self.wake_cta(ci, obs, |r| r == WaitReason::NamedBarrier { id });
+                    Outcome::Next
+                } else if matches!(op, Op::BarSync { .. }) {
+                    Outcome::NextThenWait(WaitReason::NamedBarrier { id })
+                } else {
+                    Outcome::Next
+                }
+            }
+            Op::Bubble { cycles } => {
+                if cycles <= 1 {
+                    Outcome::Next
+                } else {
+                    Outcome::Sleep(now + cycles as u64)
+                }
+            }
+            Op::Exit => Outcome::Exit,
+        })
+    }
+
+    fn stage_consumers(&self, s: usize) -> u64 {
+        let mut left = s;
+        for d in self.kernel.stages.iter() {
+            if left < d.len as usize {
+                return d.consumers as u64;
+            }
+            left -= d.len as usize;
+        }
+        1
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_transfer(
+        &mut self,
+        ti: usize,
+        bar: u16,
+        dir: Direction,
+        shape: Shape<'_>,
+        bytes: u64,
+        setup: u64,
+        obs: &mut impl Observer,
+    ) -> Result<Outcome, SimError> {
+        let t = self.threads[ti];
+        let sm = t.sm as usize;
+        if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
+            return Ok(Outcome::Stall(WaitReason::TmaSlot));
+        }
+        let leave = self.now + setup;
+        let done = self.port.transfer(
+            leave,
+            &Transfer {
+                sm: t.sm,
+                dir,
+                shape,
+                bytes,
+            },
+        );
+        let s = &mut self.sms[sm];
+        if s.tma_inflight == 0 {
+            s.tma_busy_since = self.now;
+        }
+        s.tma_inflight += 1;
+        self.ctas[t.cta as usize].inflight += 1;
+        let store = dir == Direction::Store;
+        if store {
+            self.threads[ti].stores += 1;
+        }
+        self.stats.tma_ops += 1;
+        self.push(done, Ev::TmaDone { thread: ti as u32, bar, bytes })?;
+        let who = self.who(ti);
+        self.emit(obs, Event::TmaIssue { who, bytes, store, done });
+        Ok(Outcome::Next)
+    }
+
+    /// Completes the current phase of mbarrier `b` of CTA slot `ci` if no
+    /// arrivals and no transaction bytes remain.
+    fn try_complete_phase(&mut self, ci: usize, b: usize, obs: &mut impl Observer) {
+        let m = &mut self.mbars[ci * self.plan.nbar + b];
+        if m.pending != 0 || m.tx != 0 {
+            return;
+        }
+        m.phase = m.phase.wrapping_add(1);
+        m.pending = m.count;
+        let phase = m.phase;
+        let c = self.ctas[ci];
+        self.emit(obs, Event::PhaseComplete { sm: c.sm, cta: c.cta, bar: b as u16, phase });
+        let bar = b as u16;
+        self.wake_cta(ci, obs, |r| matches!(r, WaitReason::Mbarrier { bar: x, .. } if x == bar));
+    }
+
+    /// Applies a due event.
+    pub(super) fn apply(&mut self, ev: Ev, obs: &mut impl Observer) -> Result<(), SimError> {
+        match ev {
+            Ev::Wake { thread } => {
+                let ti = thread as usize;
+                if self.threads[ti].state == TState::Sleeping {
+                    self.make_ready(ti);
+                    let who = self.who(ti);
+                    self.emit(obs, Event::Wake { who });
+                }
+            }
+            Ev::WgmmaDone { thread } => {
+                let ti = thread as usize;
+                let t = &mut self.threads[ti];
+                t.wgmma_done += 1;
+                t.prune_groups();
+                let g_len = t.g_len;
+                let (sm, ci) = (t.sm as usize, t.cta as usize);
+                self.sms[sm].wgmma_inflight -= 1;
+                self.ctas[ci].inflight -= 1;
+                let who = self.who(ti);
+                self.emit(obs, Event::WgmmaDone { who });
+                if let TState::Waiting(WaitReason::WgmmaGroups { n }) = self.threads[ti].state {
+                    if g_len <= n {
+                        self.wake(ti, obs);
+                    }
+                }
+                self.wake_sm(sm, obs, |r| r == WaitReason::TensorBuffer);
+                self.maybe_retire(ci, obs)?;
+            }
+            Ev::TmaDone { thread, bar, bytes } => {
+                let ti = thread as usize;
+                let t = self.threads[ti];
+                let (sm, ci) = (t.sm as usize, t.cta as usize);
+                let s = &mut self.sms[sm];
+                s.tma_inflight -= 1;
+                if s.tma_inflight == 0 {
+                    self.stats.tma_busy_cycles += self.now - s.tma_busy_since;
+                }
+                self.ctas[ci].inflight -= 1;
+                self.end = self.end.max(self.now);
+                let store = bar == u16::MAX;
+                let who = self.who(ti);
+                self.emit(obs, Event::TmaDone { who, bytes, store });
+                if store {
+                    self.stats.bytes_stored += bytes;
+                    let th = &mut self.threads[ti];
+                    th.stores -= 1;
+                    let left = th.stores;
+                    if let TState::Waiting(WaitReason::Stores { n }) = th.state {
+                        if left <= n as u16 {
+                            self.wake(ti, obs);
+                        }
+                    }
+                } else {
+                    self.stats.bytes_loaded += bytes;
+                    self.mbars[ci * self.plan.nbar + bar as usize].tx -= bytes as i64;
+                    self.try_complete_phase(ci, bar as usize, obs);
+                }
+                self.wake_sm(sm, obs, |r| r == WaitReason::TmaSlot);
+                self.maybe_retire(ci, obs)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn mask(n: usize) -> u32 {
+    if n >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << n) - 1
+    }
+}
+
+fn index_of(k: &Kernel, r: Ref, ctx: &EvalCtx, mbar: bool) -> u16 {
+    let base = if mbar { k.mbar_base(r.decl) } else { k.stage_base(r.decl) } as i64;
+    let len = if mbar {
+        k.mbarriers[r.decl as usize].len
+    } else {
+        k.stages[r.decl as usize].len
+    } as i64;
+    let i = k.exprs[r.idx as usize].eval(ctx);
+    if (0..len).contains(&i) {
+        (base + i) as u16
+    } else {
+        u16::MAX
+    }
+}
+
+fn coords_of(k: &Kernel, map: u8, ids: &[u16; 5], ctx: &EvalCtx) -> [i64; 5] {
+    let rank = k.maps[map as usize].rank as usize;
+    let mut c = [0i64; 5];
+    for i in 0..rank {
+        c[i] = k.exprs[ids[i] as usize].eval(ctx);
+    }
+    c
+}
+
+/// Resolves a (non-control) instruction against the evaluation context.
+/// Out-of-range array indices resolve to `u16::MAX`, which the executor
+/// reports as [`SimError::IndexOutOfRange`].
+fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
+    let ev = |id: u16| k.exprs[id as usize].eval(ctx);
+    match *instr {
+        Instr::TmaLoad { map, bar, coords } => Op::TmaLoad {
+            map,
+            bar: index_of(k, bar, ctx, true),
+            coords: coords_of(k, map, &coords, ctx),
+        },
+        Instr::TmaStore { map, coords } => Op::TmaStore {
+            map,
+            coords: coords_of(k, map, &coords, ctx),
+        },
+        Instr::BulkLoad { bar, addr, bytes } => Op::BulkLoad {
+            bar: index_of(k, bar, ctx, true),
+            addr: ev(addr) as u64,
+            bytes,
+        },
+        Instr::BulkStore { addr, bytes } => Op::BulkStore {
+            addr: ev(addr) as u64,
+            bytes,
+        },
+        Instr::StoreWait { n } => Op::StoreWait { n },
+        Instr::MbarInit { bar, count } => Op::MbarInit {
+            bar: index_of(k, bar, ctx, true),
+            count,
+        },
+        Instr::MbarArrive { bar } => Op::MbarArrive {
+            bar: index_of(k, bar, ctx, true),
+        },
+        Instr::MbarExpectTx { bar, bytes } => Op::MbarExpectTx {
+            bar: index_of(k, bar, ctx, true),
+            bytes,
+        },
+        Instr::MbarWait { bar, parity } => Op::MbarWait {
+            bar: index_of(k, bar, ctx, true),
+            parity: ev(parity).rem_euclid(2) as u8,
+        },
+        Instr::StageAcquire { stage } => Op::StageAcquire {
+            stage: index_of(k, stage, ctx, false),
+        },
+        Instr::StageRelease { stage } => Op::StageRelease {
+            stage: index_of(k, stage, ctx, false),
+        },
+        Instr::Wgmma { n } => Op::Wgmma { n },
+        Instr::WgmmaCommit => Op::WgmmaCommit,
+        Instr::WgmmaWait { n } => Op::WgmmaWait { n },
+        Instr::BarSync { id, threads } => Op::BarSync {
+            id: ev(id).clamp(0, 255) as u8,
+            threads,
+        },
+        Instr::BarArrive { id, threads } => Op::BarArrive {
+            id: ev(id).clamp(0, 255) as u8,
+            threads,
+        },
+        Instr::Bubble { cycles } => Op::Bubble { cycles },
+        Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
+    }
+}

@@ -1,0 +1,606 @@
+//! The simulator: CTA admission, per-SM scheduling, the event loop.
+//!
+//! # Execution model
+//!
+//! Each resident WarpGroup is a physical thread with one instruction stream.
+//! Every cycle that has work, the simulator
+//! 1. applies every event due at this cycle, in queue order (see
+//!    [`crate::queue`]): transfer completions, WGMMA completions, wake-ups;
+//! 2. lets each SM with a ready WarpGroup, in ascending SM order, issue one
+//!    instruction from the WarpGroup its scheduler picks (greedy-then-oldest
+//!    or loose round-robin).
+//!
+//! Issue is in order per WarpGroup; TMA transfers and WGMMAs complete out of
+//! order through the shared event queue. A wait whose condition does not hold
+//! stalls its WarpGroup, which is woken by the event that satisfies it, never
+//! by polling. Cycles in which no SM can issue are skipped: time jumps to the
+//! next queued event.
+//!
+//! # Memory
+//!
+//! [`Simulator::arena_size`] gives the exact number of bytes
+//! [`Simulator::new`] needs; every table is carved from that one buffer and
+//! nothing grows afterwards.
+
+mod issue;
+mod state;
+
+use crate::arena::{Arena, Layout};
+use crate::config::GpuConfig;
+use crate::digest::Digest;
+use crate::error::{BuildError, Capacity, KernelError, SimError};
+use crate::isa::WaitReason;
+use crate::kernel::{Kernel, NAMED_BARRIERS};
+use crate::observer::{Event, Observer, Stats, Who};
+use crate::port::{FixedPort, MemoryPort};
+use crate::queue::{Entry, EventQueue};
+use crate::source::{NoStream, StreamSource};
+use crate::time::Cycle;
+
+use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
+
+/// Where a run stands after a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// More work remains.
+    Running,
+    /// Every CTA has retired.
+    Finished,
+}
+
+/// The outcome of a finished run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// Kernel duration in cycles: from cycle 0 to the end of the last
+    /// instruction or transfer.
+    pub cycles: u64,
+    /// Digest of the canonical event stream.
+    pub digest: u64,
+    /// Counters.
+    pub stats: Stats,
+}
+
+/// A WarpGroup that is waiting, as listed in a deadlock report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    /// SM.
+    pub sm: u16,
+    /// Linear CTA index.
+    pub cta: u32,
+    /// Role index (see [`Kernel::roles`]).
+    pub role: u8,
+    /// WarpGroup index within the role.
+    pub wg_in_role: u8,
+    /// What it waits on.
+    pub reason: WaitReason,
+}
+
+/// Table sizes derived from a (config, kernel) pair.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    sms: usize,
+    cta_slots: usize,
+    wgs: usize,
+    nbar: usize,
+    nstage: usize,
+    queue: usize,
+}
+
+impl Plan {
+    fn new(cfg: &GpuConfig, k: &Kernel) -> Result<Plan, BuildError> {
+        cfg.validate()?;
+        k.validate()?;
+        k.check_fits(cfg)?;
+        let wgs = k.wgs_per_cta();
+        let by_wg = cfg.wg_slots() / wgs;
+        let by_smem = if k.smem_bytes == 0 { usize::MAX } else { (cfg.smem_per_sm / k.smem_bytes) as usize };
+        let regs = k.regs_per_cta();
+        let by_regs = if regs == 0 { usize::MAX } else { (cfg.regs_per_sm / regs) as usize };
+        let cta_slots = by_wg.min(by_smem).min(by_regs).min(cfg.ctas_per_sm as usize).max(1);
+        let sms = cfg.sms as usize;
+        let threads = sms * cta_slots * wgs;
+        // Every thread has at most one pending wake-up; every SM at most
+        // `wgmma_buffer` WGMMAs and `tma_slots` transfers in flight.
+        let queue = threads + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize);
+        Ok(Plan {
+            sms,
+            cta_slots,
+            wgs,
+            nbar: k.mbarriers_per_cta(),
+            nstage: k.stages_per_cta(),
+            queue,
+        })
+    }
+
+    fn threads(&self) -> usize {
+        self.sms * self.cta_slots * self.wgs
+    }
+
+    fn ctas(&self) -> usize {
+        self.sms * self.cta_slots
+    }
+
+    fn layout(&self) -> Result<Layout, BuildError> {
+        let mut l = Layout::new();
+        l.add::<Thread>(self.threads())?;
+        l.add::<Cta>(self.ctas())?;
+        l.add::<Mbar>(self.ctas() * self.nbar)?;
+        l.add::<Stage>(self.ctas() * self.nstage)?;
+        l.add::<Named>(self.ctas() * NAMED_BARRIERS)?;
+        l.add::<Sm>(self.sms)?;
+        l.add::<u64>(self.sms.div_ceil(64))?;
+        l.add::<Entry<Ev>>(self.queue)?;
+        l.add::<u64>(self.sms)?;
+        Ok(l)
+    }
+}
+
+/// A cycle-level simulation of one kernel on one GPU, built in a
+/// caller-provided arena.
+pub struct Simulator<'a, S: StreamSource = NoStream> {
+    cfg: GpuConfig,
+    kernel: &'a Kernel,
+    source: S,
+    plan: Plan,
+    now: u64,
+    end: u64,
+    threads: &'a mut [Thread],
+    ctas: &'a mut [Cta],
+    mbars: &'a mut [Mbar],
+    stages: &'a mut [Stage],
+    named: &'a mut [Named],
+    sms: &'a mut [Sm],
+    active: &'a mut [u64],
+    queue: EventQueue<'a, Ev>,
+    port: FixedPort<'a>,
+    next_cta: u32,
+    total_ctas: u32,
+    retired: u32,
+    age: u64,
+    digest: Digest,
+    stats: Stats,
+    status: Status,
+}
+
+impl<'a> Simulator<'a, NoStream> {
+    /// Builds a simulator for a kernel without stream roles.
+    pub fn new(cfg: &GpuConfig, kernel: &'a Kernel, arena: &'a mut [u8]) -> Result<Self, BuildError> {
+        Simulator::with_source(cfg, kernel, arena, NoStream)
+    }
+}
+
+impl<'a, S: StreamSource> Simulator<'a, S> {
+    /// Bytes of arena [`Simulator::new`] needs for this pair; independent of
+    /// the buffer's alignment.
+    pub fn arena_size(cfg: &GpuConfig, kernel: &Kernel) -> Result<usize, BuildError> {
+        Ok(Plan::new(cfg, kernel)?.layout()?.bytes())
+    }
+
+    /// Builds a simulator whose stream roles pull from `source`.
+    pub fn with_source(cfg: &GpuConfig, kernel: &'a Kernel, arena: &'a mut [u8], source: S) -> Result<Self, BuildError> {
+        let plan = Plan::new(cfg, kernel)?;
+        let need = plan.layout()?.bytes();
+        if arena.len() < need {
+            return Err(BuildError::ArenaTooSmall {
+                table: Capacity::Arena,
+                available: arena.len(),
+            });
+        }
+        if !source.is_present() {
+            if let Some(i) = kernel.roles.iter().position(|r| r.stream) {
+                return Err(KernelError::NoStreamSource { role: i as u8 }.into());
+            }
+        }
+        let mut a = Arena::new(arena);
+        let threads = a.alloc(plan.threads(), Thread::EMPTY, Capacity::Threads)?;
+        let ctas = a.alloc(plan.ctas(), Cta::EMPTY, Capacity::Ctas)?;
+        let mbars = a.alloc(plan.ctas() * plan.nbar, Mbar::EMPTY, Capacity::Mbarriers)?;
+        let stages = a.alloc(plan.ctas() * plan.nstage, Stage::EMPTY, Capacity::Stages)?;
+        let named = a.alloc(plan.ctas() * NAMED_BARRIERS, Named::EMPTY, Capacity::NamedBarriers)?;
+        let sms = a.alloc(plan.sms, Sm::EMPTY, Capacity::Sms)?;
+        let active = a.alloc(plan.sms.div_ceil(64), 0u64, Capacity::Sms)?;
+        let qstore = a.alloc(plan.queue, Ev::FILLER, Capacity::EventQueue)?;
+        let port_store = a.alloc(plan.sms, 0u64, Capacity::MemoryPort)?;
+        let total = kernel.ctas() as u32;
+        let sim = Simulator {
+            cfg: cfg.clone(),
+            kernel,
+            source,
+            plan,
+            now: 0,
+            end: 0,
+            threads,
+            ctas,
+            mbars,
+            stages,
+            named,
+            sms,
+            active,
+            queue: EventQueue::new(qstore),
+            port: FixedPort::new(cfg.port, port_store),
+            next_cta: 0,
+            total_ctas: total,
+            retired: 0,
+            age: 0,
+            digest: Digest::new(),
+            stats: Stats {
+                first_wgmma: u64::MAX,
+                ..Stats::default()
+            },
+            status: Status::Running,
+        };
+        for (i, c) in sim.ctas.iter_mut().enumerate() {
+            c.sm = (i / plan.cta_slots) as u16;
+        }
+        Ok(sim)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GpuConfig {
+        &self.cfg
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> &'a Kernel {
+        self.kernel
+    }
+
+    /// The current cycle: the next cycle [`Simulator::step`] will simulate
+    /// if something happens in it.
+    pub fn now(&self) -> Cycle {
+        Cycle(self.now)
+    }
+
+    /// The cycle of the next activity: now if some SM can issue, else the
+    /// next queued event; `None` when finished or nothing is pending.
+    pub fn next_event_cycle(&self) -> Option<Cycle> {
+        if self.status == Status::Finished {
+            return None;
+        }
+        if self.any_active() {
+            return Some(Cycle(self.now));
+        }
+        self.queue.next_cycle().map(|c| Cycle(c.max(self.now)))
+    }
+
+    /// Where the run stands.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> Stats {
+        let mut s = self.stats;
+        s.port_busy_cycles = self.port.busy_cycles();
+        s
+    }
+
+    /// Digest of the events so far.
+    pub fn digest(&self) -> u64 {
+        self.digest.value()
+    }
+
+    /// CTAs retired so far, and in all.
+    pub fn progress(&self) -> (u32, u32) {
+        (self.retired, self.total_ctas)
+    }
+
+    /// The outcome so far (final once [`Status::Finished`]).
+    pub fn summary(&self) -> Summary {
+        Summary {
+            cycles: self.end,
+            digest: self.digest(),
+            stats: self.stats(),
+        }
+    }
+
+    /// Every WarpGroup currently waiting, in SM and slot order.
+    pub fn waiters(&self) -> impl Iterator<Item = Waiter> + '_ {
+        self.threads.iter().filter_map(move |t| match t.state {
+            TState::Waiting(reason) => Some(Waiter {
+                sm: t.sm,
+                cta: self.ctas[t.cta as usize].cta,
+                role: t.role,
+                wg_in_role: t.wg_in_role,
+                reason,
+            }),
+            _ => None,
+        })
+    }
+
+    /// Simulates the next cycle in which something happens (skipping idle
+    /// cycles). Returns [`Status::Finished`] once every CTA has retired.
+    pub fn step(&mut self, obs: &mut impl Observer) -> Result<Status, SimError> {
+        if self.status == Status::Finished {
+            return Ok(Status::Finished);
+        }
+        if self.now == 0 && self.next_cta == 0 {
+            self.admit_all(obs)?;
+        }
+        if !self.any_active() {
+            match self.queue.next_cycle() {
+                Some(c) => self.now = self.now.max(c),
+                None => return self.finish_or_deadlock(),
+            }
+        }
+        if self.now > self.cfg.watchdog_cycles {
+            return Err(SimError::Watchdog {
+                limit: self.cfg.watchdog_cycles,
+            });
+        }
+        while let Some(e) = self.queue.pop_due(self.now) {
+            self.apply(e.event, obs)?;
+        }
+        let words = self.active.len();
+        for w in 0..words {
+            let mut bits = self.active[w];
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                self.issue_on(w * 64 + b, obs)?;
+            }
+        }
+        self.now += 1;
+        if self.retired == self.total_ctas {
+            self.status = Status::Finished;
+        }
+        Ok(self.status)
+    }
+
+    /// Steps until the next activity would lie after `cycle`, or the run ends.
+    pub fn run_until(&mut self, cycle: Cycle, obs: &mut impl Observer) -> Result<Status, SimError> {
+        loop {
+            if self.status == Status::Finished {
+                return Ok(Status::Finished);
+            }
+            if self.now == 0 && self.next_cta == 0 {
+                self.admit_all(obs)?;
+            }
+            match self.next_event_cycle() {
+                Some(c) if c <= cycle => {
+                    self.step(obs)?;
+                }
+                Some(_) => return Ok(Status::Running),
+                None => return self.step(obs),
+            }
+        }
+    }
+
+    /// Runs to the end and returns the summary.
+    pub fn run(&mut self, obs: &mut impl Observer) -> Result<Summary, SimError> {
+        while self.step(obs)? == Status::Running {}
+        Ok(self.summary())
+    }
+
+    fn finish_or_deadlock(&mut self) -> Result<Status, SimError> {
+        if self.retired == self.total_ctas {
+            self.status = Status::Finished;
+            return Ok(Status::Finished);
+        }
+        let waiting = self.waiters().count() as u32;
+        let first = self.waiters().next();
+        match first {
+            Some(w) => Err(SimError::Deadlock {
+                cycle: self.now,
+                waiting,
+                cta: w.cta,
+                role: w.role,
+                reason: w.reason,
+            }),
+            // Nothing waits and nothing is queued, yet CTAs remain: cannot
+            // happen for a validated kernel, report it as a deadlock anyway.
+            None => Err(SimError::Deadlock {
+                cycle: self.now,
+                waiting: 0,
+                cta: self.next_cta,
+                role: 0,
+                reason: WaitReason::TmaSlot,
+            }),
+        }
+    }
+
+    fn any_active(&self) -> bool {
+        self.active.iter().any(|&w| w != 0)
+    }
+
+    fn set_active(&mut self, sm: usize, on: bool) {
+        let bit = 1u64 << (sm % 64);
+        if on {
+            self.active[sm / 64] |= bit;
+        } else {
+            self.active[sm / 64] &= !bit;
+        }
+    }
+
+    fn emit(&mut self, obs: &mut impl Observer, ev: Event) {
+        self.digest.fold(self.now);
+        self.digest.fold_all(&ev.digest_words());
+        obs.on_event(Cycle(self.now), &ev);
+    }
+
+    fn who(&self, t: usize) -> Who {
+        let th = &self.threads[t];
+        Who {
+            sm: th.sm,
+            cta: self.ctas[th.cta as usize].cta,
+            wg: th.wg,
+            role: th.role,
+        }
+    }
+
+    /// Fills every SM, one CTA per SM per pass, until none fits (the first
+    /// wave is spread breadth-first over the SMs).
+    fn admit_all(&mut self, obs: &mut impl Observer) -> Result<(), SimError> {
+        loop {
+            let mut any = false;
+            for sm in 0..self.plan.sms {
+                if self.next_cta < self.total_ctas && self.try_admit(sm, obs)? {
+                    any = true;
+                }
+            }
+            if !any {
+                return Ok(());
+            }
+        }
+    }
+
+    fn try_admit(&mut self, sm: usize, obs: &mut impl Observer) -> Result<bool, SimError> {
+        let k = self.kernel;
+        let s = &self.sms[sm];
+        let fits = s.smem + k.smem_bytes <= self.cfg.smem_per_sm
+            && s.regs + k.regs_per_cta() <= self.cfg.regs_per_sm
+            && s.warps as usize + 4 * self.plan.wgs <= self.cfg.warps_per_sm as usize
+            && (s.ctas as usize) < self.plan.cta_slots;
+        if !fits {
+            return Ok(false);
+        }
+        let base = sm * self.plan.cta_slots;
+        let Some(slot) = (0..self.plan.cta_slots).find(|&i| !self.ctas[base + i].live) else {
+            return Ok(false);
+        };
+        let ci = base + slot;
+        let cta = self.next_cta;
+        self.next_cta += 1;
+        let s = &mut self.sms[sm];
+        s.smem += k.smem_bytes;
+        s.regs += k.regs_per_cta();
+        s.warps += 4 * self.plan.wgs as u16;
+        s.ctas += 1;
+        self.ctas[ci] = Cta {
+            live: true,
+            sm: sm as u16,
+            cta,
+            coords: k.cta_coords(cta),
+            left: self.plan.wgs as u8,
+            inflight: 0,
+        };
+        let mut b = ci * self.plan.nbar;
+        for d in k.mbarriers.iter() {
+            for _ in 0..d.len {
+                self.mbars[b] = Mbar::new(d.count);
+                b += 1;
+            }
+        }
+        for s in self.stage_slice(ci) {
+            *s = Stage::EMPTY;
+        }
+        for n in &mut self.named[ci * NAMED_BARRIERS..(ci + 1) * NAMED_BARRIERS] {
+            *n = Named::EMPTY;
+        }
+        self.emit(obs, Event::CtaLaunch { sm: sm as u16, cta });
+        let launch = self.cfg.cta_launch_cycles as u64;
+        for wg in 0..self.plan.wgs {
+            let tslot = slot * self.plan.wgs + wg;
+            let ti = sm * self.plan.cta_slots * self.plan.wgs + tslot;
+            let (role, wg_in_role) = k.role_of(wg);
+            let r = &k.roles[role as usize];
+            self.age += 1;
+            self.threads[ti] = Thread {
+                state: TState::Sleeping,
+                cta: ci as u32,
+                sm: sm as u16,
+                slot: tslot as u8,
+                wg: wg as u8,
+                role,
+                wg_in_role,
+                pc: r.start,
+                age: self.age,
+                ..Thread::EMPTY
+            };
+            if launch == 0 {
+                self.make_ready(ti);
+            } else {
+                self.push(self.now + launch, Ev::Wake { thread: ti as u32 })?;
+            }
+        }
+        Ok(true)
+    }
+
+    fn stage_slice(&mut self, ci: usize) -> &mut [Stage] {
+        let n = self.plan.nstage;
+        &mut self.stages[ci * n..(ci + 1) * n]
+    }
+
+    /// Retires CTA slot `ci` if all its WarpGroups exited and nothing of it
+    /// is in flight, then admits the next CTA on that SM.
+    fn maybe_retire(&mut self, ci: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let c = self.ctas[ci];
+        if !c.live || c.left != 0 || c.inflight != 0 {
+            return Ok(());
+        }
+        self.ctas[ci].live = false;
+        let k = self.kernel;
+        let sm = c.sm as usize;
+        let s = &mut self.sms[sm];
+        s.smem -= k.smem_bytes;
+        s.regs -= k.regs_per_cta();
+        s.warps -= 4 * self.plan.wgs as u16;
+        s.ctas -= 1;
+        let first = ci * self.plan.wgs;
+        for t in &mut self.threads[first..first + self.plan.wgs] {
+            t.state = TState::Free;
+        }
+        self.retired += 1;
+        self.stats.ctas_retired += 1;
+        self.emit(obs, Event::CtaRetire { sm: c.sm, cta: c.cta });
+        while self.next_cta < self.total_ctas && self.try_admit(sm, obs)? {}
+        Ok(())
+    }
+
+    fn push(&mut self, cycle: u64, ev: Ev) -> Result<(), SimError> {
+        self.queue.push(cycle, ev.class(), ev).map_err(|_| SimError::CapacityExceeded {
+            capacity: Capacity::EventQueue,
+            cycle: self.now,
+        })
+    }
+
+    fn make_ready(&mut self, ti: usize) {
+        let t = &mut self.threads[ti];
+        t.state = TState::Ready;
+        let (sm, slot) = (t.sm as usize, t.slot);
+        self.sms[sm].ready |= 1 << slot;
+        self.set_active(sm, true);
+    }
+
+    fn make_unready(&mut self, ti: usize, state: TState) {
+        let t = &mut self.threads[ti];
+        t.state = state;
+        let (sm, slot) = (t.sm as usize, t.slot);
+        self.sms[sm].ready &= !(1 << slot);
+        if self.sms[sm].ready == 0 {
+            self.set_active(sm, false);
+        }
+    }
+
+    /// Wakes the WarpGroups of CTA slot `ci` whose wait matches `pred`.
+    fn wake_cta(&mut self, ci: usize, obs: &mut impl Observer, pred: impl Fn(WaitReason) -> bool) {
+        let first = ci * self.plan.wgs;
+        for ti in first..first + self.plan.wgs {
+            if let TState::Waiting(r) = self.threads[ti].state {
+                if pred(r) {
+                    self.wake(ti, obs);
+                }
+            }
+        }
+    }
+
+    /// Wakes the WarpGroups of SM `sm` whose wait matches `pred`.
+    fn wake_sm(&mut self, sm: usize, obs: &mut impl Observer, pred: impl Fn(WaitReason) -> bool) {
+        let per = self.plan.cta_slots * self.plan.wgs;
+        for ti in sm * per..(sm + 1) * per {
+            if let TState::Waiting(r) = self.threads[ti].state {
+                if pred(r) {
+                    self.wake(ti, obs);
+                }
+            }
+        }
+    }
+
+    fn wake(&mut self, ti: usize, obs: &mut impl Observer) {
+        let since = self.threads[ti].since;
+        self.stats.stall_cycles += self.now - since;
+        self.make_ready(ti);
+        let who = self.who(ti);
+        self.emit(obs, Event::Wake { who });
+    }
+}
