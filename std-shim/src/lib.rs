@@ -1,1 +1,13 @@
+//! # simfa-std
+//!
+//! Everything around [`simfa_core`] that needs the standard library: the
+//! text assembly ([`asm`]), kernel files in either encoding ([`load`]), GPU
+//! configuration files ([`config`]), workload generators ([`gen`]), running a
+//! kernel with a heap-allocated arena ([`run`]) and reports ([`report`]).
 
+pub mod asm;
+pub mod config;
+pub mod gen;
+pub mod load;
+pub mod report;
+pub mod run;

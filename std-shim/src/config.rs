@@ -1,0 +1,1 @@
+//! GPU configuration files (TOML).

@@ -1,0 +1,1 @@
+//! Loading and saving kernels in either encoding.

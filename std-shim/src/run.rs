@@ -1,0 +1,1 @@
+//! Running a kernel with a heap-allocated arena.
