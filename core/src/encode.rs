@@ -56,3 +56,144 @@ pub fn decode(bytes: &[u8]) -> Result<Kernel, DecodeError> {
     kernel.validate().map_err(DecodeError::Invalid)?;
     Ok(kernel)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::KernelError;
+    use crate::isa::{Expr, Instr, Ref};
+    use crate::kernel::{MbarDecl, Role, TensorMap};
+
+    fn sample() -> Kernel {
+        let mut k = Kernel {
+            name: "sample".try_into().unwrap(),
+            grid: [4, 2, 1],
+            smem_bytes: 1024,
+            ..Kernel::default()
+        };
+        k.maps
+            .push(TensorMap {
+                name: "A".try_into().unwrap(),
+                base: 0x1000,
+                elem_bytes: 2,
+                rank: 2,
+                dims: [1024, 1024, 0, 0, 0],
+                strides: [2, 2048, 0, 0, 0],
+                boxdim: [64, 128, 0, 0, 0],
+            })
+            .unwrap();
+        k.mbarriers
+            .push(MbarDecl {
+                name: "full".try_into().unwrap(),
+                len: 2,
+                count: 1,
+            })
+            .unwrap();
+        let mut e = Expr::constant(0);
+        e.c[0] = 64;
+        k.exprs.push(Expr::constant(0)).unwrap();
+        k.exprs.push(e).unwrap();
+        let bar = Ref { decl: 0, idx: 0 };
+        for i in [
+            Instr::MbarExpectTx { bar, bytes: 16384 },
+            Instr::TmaLoad { map: 0, bar, coords: [1, 0, 0, 0, 0] },
+            Instr::MbarArrive { bar },
+            Instr::MbarWait { bar, parity: 0 },
+            Instr::Wgmma { n: 128 },
+            Instr::WgmmaCommit,
+            Instr::WgmmaWait { n: 0 },
+            Instr::Exit,
+        ] {
+            k.code.push(i).unwrap();
+        }
+        k.roles
+            .push(Role {
+                name: "main".try_into().unwrap(),
+                count: 1,
+                regs: 128,
+                start: 0,
+                len: 8,
+                stream: false,
+            })
+            .unwrap();
+        k.validate().unwrap();
+        k
+    }
+
+    fn bytes(k: &Kernel) -> std::vec::Vec<u8> {
+        let mut buf = [0u8; 8192];
+        encode(k, &mut buf).unwrap().to_vec()
+    }
+
+    #[test]
+    fn round_trips_exactly() {
+        let k = sample();
+        let b = bytes(&k);
+        assert!(is_binary(&b));
+        let k2 = decode(&b).unwrap();
+        assert_eq!(k2, k);
+        assert_eq!(bytes(&k2), b);
+    }
+
+    #[test]
+    fn every_truncation_is_a_typed_error() {
+        let b = bytes(&sample());
+        for n in 0..b.len() {
+            let e = decode(&b[..n]).unwrap_err();
+            assert!(
+                matches!(e, DecodeError::Truncated | DecodeError::Malformed | DecodeError::BadMagic),
+                "prefix {n}: {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn header_errors() {
+        let mut b = bytes(&sample());
+        assert_eq!(decode(b"SIMF"), Err(DecodeError::Truncated));
+        assert_eq!(decode(b"XY"), Err(DecodeError::BadMagic));
+        b[9] = 7;
+        assert_eq!(decode(&b), Err(DecodeError::BadVersion { found: 0x0701 }));
+        b[0] = b'X';
+        assert_eq!(decode(&b), Err(DecodeError::BadMagic));
+        let mut t = bytes(&sample());
+        t.push(0);
+        assert_eq!(decode(&t), Err(DecodeError::TrailingBytes));
+    }
+
+    #[test]
+    fn unknown_instruction_tag_is_malformed() {
+        let k = sample();
+        let b = bytes(&k);
+        // The code table is the kernel's last field and its last instruction
+        // is `Exit`, a unit variant encoded as its one-byte tag: replace that
+        // tag with one no instruction has.
+        let mut bad = b.clone();
+        *bad.last_mut().unwrap() = 0x7f;
+        assert_eq!(decode(&bad), Err(DecodeError::Malformed));
+    }
+
+    #[test]
+    fn out_of_range_ids_and_absurd_counts_are_rejected() {
+        let mut k = sample();
+        k.code[1] = Instr::TmaLoad { map: 5, bar: Ref { decl: 0, idx: 0 }, coords: [1, 0, 0, 0, 0] };
+        assert_eq!(
+            decode(&bytes(&k)),
+            Err(DecodeError::Invalid(KernelError::BadTensorMap { at: 1 }))
+        );
+        let mut k = sample();
+        k.code[2] = Instr::MbarArrive { bar: Ref { decl: 3, idx: 0 } };
+        assert_eq!(decode(&bytes(&k)), Err(DecodeError::Invalid(KernelError::BadMbarrier { at: 2 })));
+        let mut k = sample();
+        k.code[3] = Instr::MbarWait { bar: Ref { decl: 0, idx: 0 }, parity: 99 };
+        assert_eq!(decode(&bytes(&k)), Err(DecodeError::Invalid(KernelError::BadExpr { at: 3 })));
+        // A code table claiming 2^32 instructions: a varint count far above capacity.
+        let good = bytes(&sample());
+        let mut absurd = good[..HEADER_LEN].to_vec();
+        absurd.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(matches!(decode(&absurd), Err(DecodeError::Malformed)));
+        let mut k = sample();
+        k.grid = [0, 1, 1];
+        assert_eq!(decode(&bytes(&k)), Err(DecodeError::Invalid(KernelError::BadGrid)));
+    }
+}

@@ -58,10 +58,13 @@ impl<S: StreamSource> Simulator<'_, S> {
                 best
             }
             SchedulerPolicy::Lrr => {
-                let start = if last < 32 { (last + 1) % per as u32 } else { 0 };
-                let rot = ready.rotate_right(start) & mask(per);
-                let after = if rot != 0 { rot.trailing_zeros() } else { 0 };
-                (start + after) % per as u32
+                // The first ready slot strictly after the last one, wrapping.
+                let after = if last < 31 { ready & !mask(last as usize + 1) } else { 0 };
+                if after != 0 {
+                    after.trailing_zeros()
+                } else {
+                    ready.trailing_zeros()
+                }
             }
         };
         self.sms[sm].last = slot as u8;

@@ -179,17 +179,17 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// Builds a simulator whose stream roles pull from `source`.
     pub fn with_source(cfg: &GpuConfig, kernel: &'a Kernel, arena: &'a mut [u8], source: S) -> Result<Self, BuildError> {
         let plan = Plan::new(cfg, kernel)?;
+        if !source.is_present() {
+            if let Some(i) = kernel.roles.iter().position(|r| r.stream) {
+                return Err(KernelError::NoStreamSource { role: i as u8 }.into());
+            }
+        }
         let need = plan.layout()?.bytes();
         if arena.len() < need {
             return Err(BuildError::ArenaTooSmall {
                 table: Capacity::Arena,
                 available: arena.len(),
             });
-        }
-        if !source.is_present() {
-            if let Some(i) = kernel.roles.iter().position(|r| r.stream) {
-                return Err(KernelError::NoStreamSource { role: i as u8 }.into());
-            }
         }
         let mut a = Arena::new(arena);
         let threads = a.alloc(plan.threads(), Thread::EMPTY, Capacity::Threads)?;

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite. Installs what it needs on a machine that has only
+# the Rust toolchain; .ci/run calls this same script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain components and bare-metal targets"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+rustup target add thumbv7em-none-eabihf riscv32imac-unknown-none-elf
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "tests"
+cargo test --workspace
+
+step "no_std core for bare-metal targets"
+cargo build -p simfa-core --target thumbv7em-none-eabihf
+cargo build -p simfa-core --target riscv32imac-unknown-none-elf
+
+step "fuzz targets"
+if rustup toolchain list | grep -q nightly && command -v cargo-fuzz >/dev/null 2>&1; then
+    secs="${SIMFA_FUZZ_SECONDS:-30}"
+    for t in $(cargo +nightly fuzz list); do
+        cargo +nightly fuzz run "$t" "fuzz/corpus/$t" -- -max_total_time="$secs"
+    done
+else
+    # No nightly here: make sure the targets still compile.
+    cargo check --manifest-path fuzz/Cargo.toml --bins
+fi
+
+step "all checks passed"

@@ -1,0 +1,285 @@
+//! Deadlocks, determinism, arenas, capacities, streams and admission.
+
+use simfa_core::{
+    BuildError, Capacity, GpuConfig, Instr, KernelError, NoStream, Op, SchedulerPolicy, SimError, Simulator,
+    SourceError, Status, StreamSource, WaitReason,
+};
+use simfa_core::Event;
+use simfa_tests::{run, run_observed, Builder, Recorder, Var};
+
+/// A consumer waits on a full barrier that the producer never fills: the
+/// producer exits, and the consumer can never make progress.
+fn deadlocking_kernel() -> simfa_core::Kernel {
+    let mut b = Builder::new("deadlock", [2, 1, 1]);
+    let full = b.mbarrier("full", 1, 1);
+    let zero = b.c(0);
+    b.role("producer", 1, 24);
+    b.op(Instr::Bubble { cycles: 10 });
+    b.op(Instr::Exit);
+    b.role("consumer", 1, 240);
+    b.op(Instr::MbarWait { bar: b.at(full, zero), parity: zero });
+    b.op(Instr::Exit);
+    b.finish()
+}
+
+#[test]
+fn deadlock_names_every_waiter() {
+    let k = deadlocking_kernel();
+    let cfg = GpuConfig::h800();
+    let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
+    let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+    let err = sim.run(&mut ()).unwrap_err();
+    match err {
+        SimError::Deadlock { waiting, role, reason, .. } => {
+            assert_eq!(waiting, 2);
+            assert_eq!(role, 1);
+            assert_eq!(reason, WaitReason::Mbarrier { bar: 0, parity: 0 });
+        }
+        e => panic!("expected a deadlock, got {e}"),
+    }
+    let waiters: Vec<_> = sim.waiters().collect();
+    assert_eq!(waiters.len(), 2);
+    let ctas: Vec<u32> = waiters.iter().map(|w| w.cta).collect();
+    assert_eq!(ctas, [0, 1]);
+    assert!(waiters.iter().all(|w| w.role == 1 && w.wg_in_role == 0));
+    assert!(err.to_string().contains("deadlock"), "{err}");
+}
+
+#[test]
+fn watchdog_bounds_the_run() {
+    let mut b = Builder::new("long", [1, 1, 1]);
+    b.role("main", 1, 32);
+    b.op(Instr::Bubble { cycles: 1_000_000 });
+    b.op(Instr::Bubble { cycles: 1_000_000 });
+    let k = b.finish();
+    let mut cfg = GpuConfig::h800();
+    cfg.watchdog_cycles = 1_500_000;
+    assert_eq!(run(&cfg, &k), Err(SimError::Watchdog { limit: 1_500_000 }));
+}
+
+/// A many-CTA kernel with loops, TMA and WGMMA: more CTAs than fit at once.
+fn busy_kernel() -> simfa_core::Kernel {
+    let mut b = Builder::new("busy", [300, 2, 1]);
+    let x = b.map1d("X", 0x10000, 2, 1 << 24, 256);
+    let full = b.mbarrier("full", 2, 1);
+    let slot = b.lin(0, &[(1, Var::L(0))], 0, 2);
+    let parity = b.lin(0, &[(1, Var::L(0))], 2, 2);
+    let coord = b.lin(0, &[(256, Var::L(0)), (4096, Var::Cta)], 0, 0);
+    let trips = b.lin(3, &[(1, Var::Cy)], 0, 0);
+    b.k.smem_bytes = 100 * 1024;
+    b.role("main", 1, 128);
+    b.begin_loop(trips);
+    b.op(Instr::MbarExpectTx { bar: b.at(full, slot), bytes: 512 });
+    b.op(Instr::TmaLoad { map: x, bar: b.at(full, slot), coords: [coord, 0, 0, 0, 0] });
+    b.op(Instr::MbarArrive { bar: b.at(full, slot) });
+    b.op(Instr::MbarWait { bar: b.at(full, slot), parity });
+    b.op(Instr::Wgmma { n: 128 });
+    b.op(Instr::Wgmma { n: 128 });
+    b.op(Instr::WgmmaCommit);
+    b.op(Instr::WgmmaWait { n: 0 });
+    b.op(Instr::Bubble { cycles: 37 });
+    b.end_loop();
+    let out = b.lin(0, &[(4096, Var::Cta)], 0, 0);
+    b.op(Instr::TmaStore { map: x, coords: [out, 0, 0, 0, 0] });
+    b.op(Instr::StoreWait { n: 0 });
+    b.finish()
+}
+
+#[test]
+fn same_kernel_same_digest_and_step_equals_run() {
+    let k = busy_kernel();
+    let cfg = GpuConfig::h800();
+    let a = run(&cfg, &k).unwrap();
+    let b = run(&cfg, &k).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.stats.ctas_retired, 600);
+
+    let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
+    let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+    let mut steps = 0u64;
+    while sim.step(&mut ()).unwrap() == Status::Running {
+        steps += 1;
+    }
+    assert!(steps > 100);
+    assert_eq!(sim.summary(), a);
+
+    // run_until in slices of 1000 cycles.
+    let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
+    let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+    let mut until = 0;
+    while sim.run_until(simfa_core::Cycle(until), &mut ()).unwrap() == Status::Running {
+        assert!(sim.next_event_cycle().unwrap().get() > until);
+        until += 1000;
+    }
+    assert_eq!(sim.summary(), a);
+}
+
+/// Most CTAs resident on any one SM at once, from launch/retire events.
+fn max_resident(cfg: &GpuConfig, k: &simfa_core::Kernel) -> (usize, u64) {
+    let mut rec = Recorder::default();
+    let s = run_observed(cfg, k, &mut rec).unwrap();
+    let mut now = vec![0usize; cfg.sms as usize];
+    let mut max = 0;
+    let mut first_wave = 0;
+    for (c, e) in &rec.events {
+        match e {
+            Event::CtaLaunch { sm, .. } => {
+                now[*sm as usize] += 1;
+                max = max.max(now[*sm as usize]);
+                if *c == 0 {
+                    first_wave += 1;
+                }
+            }
+            Event::CtaRetire { sm, .. } => now[*sm as usize] -= 1,
+            _ => {}
+        }
+    }
+    assert_eq!(first_wave, (cfg.sms as usize * max).min(600));
+    (max, s.cycles)
+}
+
+#[test]
+fn admission_respects_shared_memory() {
+    // 100 KiB per CTA: two CTAs fit an SM's 228 KiB; with 50 KiB, four.
+    let k = busy_kernel();
+    let cfg = GpuConfig::h800();
+    let (two, slow) = max_resident(&cfg, &k);
+    assert_eq!(two, 2);
+    let mut k2 = k.clone();
+    k2.smem_bytes = 50 * 1024;
+    let (four, fast) = max_resident(&cfg, &k2);
+    assert_eq!(four, 4);
+    assert!(slow > fast, "{slow} vs {fast}");
+    // Registers limit too: 128 threads x 255 registers = 32640 per CTA, two per SM.
+    let mut k3 = k2.clone();
+    k3.roles[0].regs = 255;
+    assert_eq!(max_resident(&cfg, &k3).0, 2);
+}
+
+#[test]
+fn scheduler_policy_changes_interleaving_not_results() {
+    let k = busy_kernel();
+    let mut cfg = GpuConfig::h800();
+    let gto = run(&cfg, &k).unwrap();
+    cfg.scheduler = SchedulerPolicy::Lrr;
+    let lrr = run(&cfg, &k).unwrap();
+    assert_eq!(gto.stats.wgmmas, lrr.stats.wgmmas);
+    assert_eq!(gto.stats.bytes_loaded, lrr.stats.bytes_loaded);
+}
+
+#[test]
+fn arena_one_byte_short_fails_cleanly() {
+    let k = busy_kernel();
+    let cfg = GpuConfig::h800();
+    let n = Simulator::<NoStream>::arena_size(&cfg, &k).unwrap();
+    let mut buf = vec![0u8; n + 8];
+    for start in 0..8 {
+        let short = &mut buf[start..start + n - 1];
+        match Simulator::new(&cfg, &k, short) {
+            Err(BuildError::ArenaTooSmall { table: Capacity::Arena, available }) => assert_eq!(available, n - 1),
+            Err(e) => panic!("unexpected {e}"),
+            Ok(_) => panic!("an arena one byte short must fail"),
+        }
+        let exact = &mut buf[start..start + n];
+        let mut sim = Simulator::new(&cfg, &k, exact).unwrap();
+        sim.run(&mut ()).unwrap();
+    }
+}
+
+#[test]
+fn cta_too_big_is_a_typed_error() {
+    let mut k = busy_kernel();
+    k.smem_bytes = 300 * 1024;
+    let cfg = GpuConfig::h800();
+    assert!(matches!(
+        Simulator::<NoStream>::arena_size(&cfg, &k),
+        Err(BuildError::Kernel(KernelError::CtaDoesNotFit { .. }))
+    ));
+}
+
+#[test]
+fn wgmma_group_capacity_is_a_typed_error() {
+    let mut b = Builder::new("groups", [1, 1, 1]);
+    b.role("main", 1, 32);
+    let n = b.c(20);
+    b.begin_loop(n);
+    b.op(Instr::Wgmma { n: 256 });
+    b.op(Instr::WgmmaCommit);
+    b.end_loop();
+    let k = b.finish();
+    let err = run(&GpuConfig::h800(), &k).unwrap_err();
+    assert!(matches!(err, SimError::CapacityExceeded { capacity: Capacity::WgmmaGroups, .. }), "{err}");
+}
+
+#[test]
+fn out_of_range_barrier_index_is_a_typed_error() {
+    let mut b = Builder::new("oob", [1, 1, 1]);
+    let full = b.mbarrier("full", 2, 1);
+    let three = b.c(3);
+    b.role("main", 1, 32);
+    b.op(Instr::MbarArrive { bar: b.at(full, three) });
+    let k = b.finish();
+    let err = run(&GpuConfig::h800(), &k).unwrap_err();
+    assert!(matches!(err, SimError::IndexOutOfRange { what: "mbarrier", .. }), "{err}");
+}
+
+#[test]
+fn tensor_buffer_back_pressure_stalls_without_changing_the_pipe() {
+    let mut b = Builder::new("buf", [1, 1, 1]);
+    b.role("main", 1, 32);
+    let n = b.c(40);
+    b.begin_loop(n);
+    b.op(Instr::Wgmma { n: 8 });
+    b.end_loop();
+    b.op(Instr::WgmmaCommit);
+    b.op(Instr::WgmmaWait { n: 0 });
+    let k = b.finish();
+    let mut cfg = GpuConfig::h800();
+    cfg.wgmma_buffer = 2;
+    // 40 WGMMAs of 4 cycles each. With two buffer entries the third waits
+    // for the first to finish (issues at 4), then one issues every 4 cycles
+    // as slots free: the 40th issues at 152 and runs [156, 160), so the pipe
+    // never idles. Commit 153, wait 154 stalls, passes 160, exit 161.
+    let s = run(&cfg, &k).unwrap();
+    assert_eq!(s.stats.tensor_busy_cycles, 160);
+    assert!(s.stats.stall_cycles > 0);
+    assert_eq!(s.cycles, 162);
+}
+
+/// An explicit stream: the consumer's instructions come from a source.
+struct Script(Vec<Op>);
+
+impl StreamSource for Script {
+    fn pull(&mut self, _cta: u32, _role: u8, _wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
+        Ok(self.0.get(pos as usize).copied())
+    }
+}
+
+#[test]
+fn stream_roles_pull_from_the_source() {
+    let mut b = Builder::new("stream", [1, 1, 1]);
+    b.role("main", 1, 32);
+    b.k.roles[0].stream = true;
+    let k = b.finish();
+    let cfg = GpuConfig::h800();
+    assert!(matches!(
+        Simulator::new(&cfg, &k, &mut vec![0u8; 1 << 20]),
+        Err(BuildError::Kernel(KernelError::NoStreamSource { role: 0 }))
+    ));
+    let ops = vec![Op::Wgmma { n: 128 }, Op::WgmmaCommit, Op::WgmmaWait { n: 0 }];
+    let n = Simulator::<Script>::arena_size(&cfg, &k).unwrap();
+    let mut arena = vec![0u8; n];
+    let mut sim = Simulator::with_source(&cfg, &k, &mut arena, Script(ops)).unwrap();
+    // Same timing as the program form: wgmma [0,64), commit 1, wait passes 64, exit 65.
+    assert_eq!(sim.run(&mut ()).unwrap().cycles, 66);
+}
+
+/// Golden digest of a fixed multi-wave kernel. It moves only when the
+/// timing model changes; update it in the same commit and say why.
+#[test]
+fn golden_digest_busy_kernel() {
+    let s = run(&GpuConfig::h800(), &busy_kernel()).unwrap();
+    assert_eq!((s.cycles, format!("{:016x}", s.digest)), (GOLDEN_BUSY.0, GOLDEN_BUSY.1.to_string()));
+}
+
+const GOLDEN_BUSY: (u64, &str) = (0, "");
