@@ -1,1 +1,281 @@
-fn main(){}
+//! `simfa`: the command-line front end of the simfa GPU simulator.
+//!
+//! ```text
+//! simfa run FILE [--gpu NAME | --config FILE.toml] [--json]
+//! simfa gen gemm --m M --n N --k K [-o FILE]
+//! simfa gemm [--m 4096] [--n 4096] [--k 4096] [--gpu NAME | --config FILE] [--json]
+//! simfa convert IN OUT
+//! simfa presets
+//! ```
+//!
+//! Exit status: 0 on success; 1 when the simulation fails (deadlock,
+//! capacity, watchdog, no memory for the arena); 2 on bad usage or bad input
+//! (unreadable or malformed files, bad configurations, kernels that do not
+//! fit the GPU). Errors go to stderr prefixed `error: `; a deadlock also
+//! lists every waiting WarpGroup. While a long run simulates, a one-line
+//! progress display is drawn on stderr if it is a terminal (not with
+//! `--json`).
+
+mod progress;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use simfa_core::{GpuConfig, Kernel, PRESETS};
+use simfa_std::config::{load_config, preset};
+use simfa_std::gen::{gemm, GemmParams};
+use simfa_std::load::{load_kernel, save_kernel, Format};
+use simfa_std::report::Report;
+use simfa_std::run::{simulate_with_progress, RunError};
+
+use progress::Progress;
+
+/// Cycle-level simulator for Hopper TMA/WGMMA kernels.
+#[derive(Debug, Parser)]
+#[command(name = "simfa", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Simulate a kernel file (text assembly or binary, told apart by content).
+    Run {
+        /// The kernel file.
+        file: PathBuf,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Print the report as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate a workload kernel.
+    Gen {
+        #[command(subcommand)]
+        what: GenCmd,
+    },
+    /// Generate the GEMM kernel and simulate it in one go.
+    Gemm {
+        #[command(flatten)]
+        shape: Shape,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Print the report as one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert a kernel between the text and binary encodings (OUT's
+    /// extension decides: .sfk or .bin is binary, anything else text).
+    Convert {
+        /// Input kernel file (either encoding).
+        input: PathBuf,
+        /// Output kernel file.
+        output: PathBuf,
+    },
+    /// List the built-in GPU presets.
+    Presets,
+}
+
+#[derive(Debug, Subcommand)]
+enum GenCmd {
+    /// The tiled FP16 GEMM of the Sim-FA paper (128x128x64 tiles).
+    Gemm {
+        #[command(flatten)]
+        shape: Shape,
+        /// Output file (.sfk or .bin: binary, else text); stdout if absent.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// The GEMM problem shape.
+#[derive(Debug, Args)]
+struct Shape {
+    /// Rows of A and C (a multiple of 128).
+    #[arg(long, default_value_t = 4096)]
+    m: u32,
+    /// Columns of B and C (a multiple of 128).
+    #[arg(long, default_value_t = 4096)]
+    n: u32,
+    /// The reduction dimension (a multiple of 64).
+    #[arg(long, default_value_t = 4096)]
+    k: u32,
+}
+
+/// Which GPU to simulate.
+#[derive(Debug, Args)]
+struct GpuArgs {
+    /// GPU preset (default h800; see `simfa presets`).
+    #[arg(long, value_name = "NAME", conflicts_with = "config")]
+    gpu: Option<String>,
+    /// TOML configuration file: `preset = "..."` plus field overrides.
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<PathBuf>,
+}
+
+/// A failure and the exit status it maps to.
+enum Failure {
+    /// Bad usage or bad input: exit 2.
+    Input(String),
+    /// The simulation failed: exit 1.
+    Sim(String),
+}
+
+impl Failure {
+    fn input(e: impl std::fmt::Display) -> Self {
+        Failure::Input(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    // Usage errors exit 2 and --help/--version exit 0 (clap's behaviour).
+    let cli = Cli::parse();
+    match dispatch(cli.cmd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            let (msg, code) = match f {
+                Failure::Input(m) => (m, 2),
+                Failure::Sim(m) => (m, 1),
+            };
+            let _ = writeln!(std::io::stderr().lock(), "error: {msg}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+fn dispatch(cmd: Cmd) -> Result<(), Failure> {
+    match cmd {
+        Cmd::Run { file, gpu, json } => {
+            let cfg = gpu.resolve()?;
+            let k = load_kernel(&file).map_err(Failure::input)?;
+            run_and_report(&cfg, &k, json)
+        }
+        Cmd::Gen {
+            what: GenCmd::Gemm { shape, output },
+        } => {
+            let k = gemm(&shape.params()).map_err(Failure::input)?;
+            match output {
+                Some(path) => save(&k, &path),
+                None => out(&simfa_std::asm::print(&k)),
+            }
+        }
+        Cmd::Gemm { shape, gpu, json } => {
+            let cfg = gpu.resolve()?;
+            let k = gemm(&shape.params()).map_err(Failure::input)?;
+            run_and_report(&cfg, &k, json)
+        }
+        Cmd::Convert { input, output } => {
+            let k = load_kernel(&input).map_err(Failure::input)?;
+            save(&k, &output)
+        }
+        Cmd::Presets => out(&presets_table()),
+    }
+}
+
+impl Shape {
+    fn params(&self) -> GemmParams {
+        GemmParams {
+            m: self.m,
+            n: self.n,
+            k: self.k,
+        }
+    }
+}
+
+impl GpuArgs {
+    fn resolve(&self) -> Result<GpuConfig, Failure> {
+        match (&self.config, &self.gpu) {
+            (Some(path), _) => load_config(path).map_err(Failure::input),
+            (None, name) => preset(name.as_deref().unwrap_or("h800")).map_err(Failure::input),
+        }
+    }
+}
+
+fn save(k: &Kernel, path: &Path) -> Result<(), Failure> {
+    save_kernel(k, path, Format::from_path(path)).map_err(Failure::input)
+}
+
+fn run_and_report(cfg: &GpuConfig, k: &Kernel, json: bool) -> Result<(), Failure> {
+    let mut progress = Progress::new(!json);
+    let result = simulate_with_progress(cfg, k, &mut (), |c, r, t| progress.update(c, r, t));
+    progress.finish();
+    let outcome = result.map_err(|e| match e {
+        RunError::Build(_) => Failure::Input(e.to_string()),
+        RunError::Alloc { .. } | RunError::Sim { .. } => Failure::Sim(e.to_string()),
+    })?;
+    let report = Report::new(cfg, k, &outcome);
+    if json {
+        let text = serde_json::to_string_pretty(&report.to_json()).map_err(Failure::input)?;
+        out(&format!("{text}\n"))
+    } else {
+        out(&report.to_text())
+    }
+}
+
+/// Writes to stdout; a closed pipe (`simfa ... | head`) is not an error.
+fn out(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::Input(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+fn presets_table() -> String {
+    let mut s = format!(
+        "{:<10} {:>5} {:>10} {:>10} {:>12}\n",
+        "preset", "SMs", "clock MHz", "HBM GB/s", "FP16 TFLOPS"
+    );
+    for name in PRESETS {
+        let Some(c) = GpuConfig::preset(name) else {
+            continue;
+        };
+        let bw = c.port.bytes_per_cycle;
+        let gbs = bw.num as f64 / bw.den as f64 * c.sms as f64 * c.clock_mhz as f64 / 1000.0;
+        // Dense peak: one m64n256k16 WGMMA per tensor-pipe occupancy per SM.
+        let flops_per_cycle = (2 * 64 * 256 * 16) as f64 / c.wgmma_cycles(256) as f64;
+        let tflops = flops_per_cycle * c.sms as f64 * c.clock_mhz as f64 / 1e6;
+        s.push_str(&format!(
+            "{:<10} {:>5} {:>10} {:>10.0} {:>12.1}\n",
+            name, c.sms, c.clock_mhz, gbs, tflops
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn gpu_and_config_conflict() {
+        let e = Cli::try_parse_from([
+            "simfa", "run", "k.sasm", "--gpu", "h20", "--config", "c.toml",
+        ])
+        .unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict);
+        assert_eq!(e.exit_code(), 2);
+    }
+
+    #[test]
+    fn presets_table_lists_all() {
+        let t = presets_table();
+        assert_eq!(t.lines().count(), PRESETS.len() + 1);
+        assert!(t.contains("h800-pcie"));
+        // H800: 132 SMs x 1830 MHz x 4096 FLOP/cycle = 989.4 TFLOPS.
+        assert!(t.lines().nth(1).unwrap().contains("989.4"), "{t}");
+    }
+}

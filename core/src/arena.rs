@@ -142,7 +142,13 @@ mod tests {
         let mut buf = [0u8; 16];
         let mut a = Arena::new(&mut buf);
         let e = a.alloc(100, 0u64, Capacity::EventQueue).unwrap_err();
-        assert!(matches!(e, BuildError::ArenaTooSmall { table: Capacity::EventQueue, .. }));
+        assert!(matches!(
+            e,
+            BuildError::ArenaTooSmall {
+                table: Capacity::EventQueue,
+                ..
+            }
+        ));
         // The arena is still usable after a failure.
         assert!(a.alloc(1, 0u8, Capacity::EventQueue).is_ok());
     }

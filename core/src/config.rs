@@ -244,17 +244,37 @@ impl GpuConfig {
             "warps_per_sm",
             "must be a multiple of 4 in 4..=128",
         )?;
-        check((1..=64).contains(&self.ctas_per_sm), "ctas_per_sm", "must be in 1..=64")?;
-        check(self.regs_per_thread > 0, "regs_per_thread", "must be positive")?;
+        check(
+            (1..=64).contains(&self.ctas_per_sm),
+            "ctas_per_sm",
+            "must be in 1..=64",
+        )?;
+        check(
+            self.regs_per_thread > 0,
+            "regs_per_thread",
+            "must be positive",
+        )?;
         check(self.regs_per_sm > 0, "regs_per_sm", "must be positive")?;
         check(
             self.wgmma_cycles_per_n.num > 0 && self.wgmma_cycles_per_n.den > 0,
             "wgmma_cycles_per_n",
             "numerator and denominator must be positive",
         )?;
-        check((1..=1024).contains(&self.wgmma_buffer), "wgmma_buffer", "must be in 1..=1024")?;
-        check((1..=64).contains(&self.max_wgmma_groups), "max_wgmma_groups", "must be in 1..=64")?;
-        check((1..=1024).contains(&self.tma_slots), "tma_slots", "must be in 1..=1024")?;
+        check(
+            (1..=1024).contains(&self.wgmma_buffer),
+            "wgmma_buffer",
+            "must be in 1..=1024",
+        )?;
+        check(
+            (1..=64).contains(&self.max_wgmma_groups),
+            "max_wgmma_groups",
+            "must be in 1..=64",
+        )?;
+        check(
+            (1..=1024).contains(&self.tma_slots),
+            "tma_slots",
+            "must be in 1..=1024",
+        )?;
         check(
             self.port.bytes_per_cycle.num > 0 && self.port.bytes_per_cycle.den > 0,
             "port.bytes_per_cycle",
@@ -265,7 +285,11 @@ impl GpuConfig {
             "units",
             "throughputs must be positive",
         )?;
-        check(self.watchdog_cycles > 0, "watchdog_cycles", "must be positive")?;
+        check(
+            self.watchdog_cycles > 0,
+            "watchdog_cycles",
+            "must be positive",
+        )?;
         Ok(())
     }
 }

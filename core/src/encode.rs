@@ -96,7 +96,11 @@ mod tests {
         let bar = Ref { decl: 0, idx: 0 };
         for i in [
             Instr::MbarExpectTx { bar, bytes: 16384 },
-            Instr::TmaLoad { map: 0, bar, coords: [1, 0, 0, 0, 0] },
+            Instr::TmaLoad {
+                map: 0,
+                bar,
+                coords: [1, 0, 0, 0, 0],
+            },
             Instr::MbarArrive { bar },
             Instr::MbarWait { bar, parity: 0 },
             Instr::Wgmma { n: 128 },
@@ -141,7 +145,10 @@ mod tests {
         for n in 0..b.len() {
             let e = decode(&b[..n]).unwrap_err();
             assert!(
-                matches!(e, DecodeError::Truncated | DecodeError::Malformed | DecodeError::BadMagic),
+                matches!(
+                    e,
+                    DecodeError::Truncated | DecodeError::Malformed | DecodeError::BadMagic
+                ),
                 "prefix {n}: {e:?}"
             );
         }
@@ -176,17 +183,32 @@ mod tests {
     #[test]
     fn out_of_range_ids_and_absurd_counts_are_rejected() {
         let mut k = sample();
-        k.code[1] = Instr::TmaLoad { map: 5, bar: Ref { decl: 0, idx: 0 }, coords: [1, 0, 0, 0, 0] };
+        k.code[1] = Instr::TmaLoad {
+            map: 5,
+            bar: Ref { decl: 0, idx: 0 },
+            coords: [1, 0, 0, 0, 0],
+        };
         assert_eq!(
             decode(&bytes(&k)),
             Err(DecodeError::Invalid(KernelError::BadTensorMap { at: 1 }))
         );
         let mut k = sample();
-        k.code[2] = Instr::MbarArrive { bar: Ref { decl: 3, idx: 0 } };
-        assert_eq!(decode(&bytes(&k)), Err(DecodeError::Invalid(KernelError::BadMbarrier { at: 2 })));
+        k.code[2] = Instr::MbarArrive {
+            bar: Ref { decl: 3, idx: 0 },
+        };
+        assert_eq!(
+            decode(&bytes(&k)),
+            Err(DecodeError::Invalid(KernelError::BadMbarrier { at: 2 }))
+        );
         let mut k = sample();
-        k.code[3] = Instr::MbarWait { bar: Ref { decl: 0, idx: 0 }, parity: 99 };
-        assert_eq!(decode(&bytes(&k)), Err(DecodeError::Invalid(KernelError::BadExpr { at: 3 })));
+        k.code[3] = Instr::MbarWait {
+            bar: Ref { decl: 0, idx: 0 },
+            parity: 99,
+        };
+        assert_eq!(
+            decode(&bytes(&k)),
+            Err(DecodeError::Invalid(KernelError::BadExpr { at: 3 }))
+        );
         // A code table claiming 2^32 instructions: a varint count far above capacity.
         let good = bytes(&sample());
         let mut absurd = good[..HEADER_LEN].to_vec();
@@ -194,6 +216,9 @@ mod tests {
         assert!(matches!(decode(&absurd), Err(DecodeError::Malformed)));
         let mut k = sample();
         k.grid = [0, 1, 1];
-        assert_eq!(decode(&bytes(&k)), Err(DecodeError::Invalid(KernelError::BadGrid)));
+        assert_eq!(
+            decode(&bytes(&k)),
+            Err(DecodeError::Invalid(KernelError::BadGrid))
+        );
     }
 }

@@ -235,26 +235,71 @@ pub enum KernelError {
 impl fmt::Display for KernelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            KernelError::BadGrid => f.write_str("grid dimensions must be >= 1 and the grid below 2^32 CTAs"),
-            KernelError::NoWarpGroups => f.write_str("a CTA needs at least one role with at least one WarpGroup"),
-            KernelError::TooManyWarpGroups => f.write_str("a CTA may have at most 8 WarpGroups (1024 threads)"),
-            KernelError::BadProgramRange { role } => write!(f, "role {role}: program lies outside the code table"),
-            KernelError::BadExpr { at } => write!(f, "instruction {at}: expression id out of range"),
-            KernelError::BadTensorMap { at } => write!(f, "instruction {at}: tensor map id out of range"),
-            KernelError::BadMbarrier { at } => write!(f, "instruction {at}: mbarrier id out of range"),
+            KernelError::BadGrid => {
+                f.write_str("grid dimensions must be >= 1 and the grid below 2^32 CTAs")
+            }
+            KernelError::NoWarpGroups => {
+                f.write_str("a CTA needs at least one role with at least one WarpGroup")
+            }
+            KernelError::TooManyWarpGroups => {
+                f.write_str("a CTA may have at most 8 WarpGroups (1024 threads)")
+            }
+            KernelError::BadProgramRange { role } => {
+                write!(f, "role {role}: program lies outside the code table")
+            }
+            KernelError::BadExpr { at } => {
+                write!(f, "instruction {at}: expression id out of range")
+            }
+            KernelError::BadTensorMap { at } => {
+                write!(f, "instruction {at}: tensor map id out of range")
+            }
+            KernelError::BadMbarrier { at } => {
+                write!(f, "instruction {at}: mbarrier id out of range")
+            }
             KernelError::BadStage { at } => write!(f, "instruction {at}: stage id out of range"),
-            KernelError::BadTensorMapShape { map, problem } => write!(f, "tensor map {map}: {problem}"),
+            KernelError::BadTensorMapShape { map, problem } => {
+                write!(f, "tensor map {map}: {problem}")
+            }
             KernelError::BadDeclaration { problem } => f.write_str(problem),
-            KernelError::BadWgmmaShape { at, n } => write!(f, "instruction {at}: wgmma N={n} is not a Hopper shape (multiple of 8 in 8..=256)"),
-            KernelError::BadThreadCount { at } => write!(f, "instruction {at}: named-barrier thread count must be a non-zero multiple of 128"),
-            KernelError::UnbalancedLoop { at } => write!(f, "instruction {at}: loop begin/end do not pair up"),
-            KernelError::LoopTooDeep { at } => write!(f, "instruction {at}: loops nest deeper than {}", crate::isa::MAX_LOOP_DEPTH),
-            KernelError::EmptyLoop { at } => write!(f, "instruction {at}: loop body has no timed instruction"),
-            KernelError::BadLoopCounter { at } => write!(f, "instruction {at}: expression uses a loop counter outside its loops"),
-            KernelError::BadExprDivisor { expr } => write!(f, "expression {expr}: divisor and modulus must be positive"),
-            KernelError::CtaDoesNotFit { resource, need, have } => write!(f, "one CTA needs {need} {resource} but an SM has {have}"),
-            KernelError::TooManyRegisters { role } => write!(f, "role {role}: registers per thread above the per-thread maximum"),
-            KernelError::NoStreamSource { role } => write!(f, "role {role} reads an explicit stream but no stream source was given"),
+            KernelError::BadWgmmaShape { at, n } => write!(
+                f,
+                "instruction {at}: wgmma N={n} is not a Hopper shape (multiple of 8 in 8..=256)"
+            ),
+            KernelError::BadThreadCount { at } => write!(
+                f,
+                "instruction {at}: named-barrier thread count must be a non-zero multiple of 128"
+            ),
+            KernelError::UnbalancedLoop { at } => {
+                write!(f, "instruction {at}: loop begin/end do not pair up")
+            }
+            KernelError::LoopTooDeep { at } => write!(
+                f,
+                "instruction {at}: loops nest deeper than {}",
+                crate::isa::MAX_LOOP_DEPTH
+            ),
+            KernelError::EmptyLoop { at } => {
+                write!(f, "instruction {at}: loop body has no timed instruction")
+            }
+            KernelError::BadLoopCounter { at } => write!(
+                f,
+                "instruction {at}: expression uses a loop counter outside its loops"
+            ),
+            KernelError::BadExprDivisor { expr } => {
+                write!(f, "expression {expr}: divisor and modulus must be positive")
+            }
+            KernelError::CtaDoesNotFit {
+                resource,
+                need,
+                have,
+            } => write!(f, "one CTA needs {need} {resource} but an SM has {have}"),
+            KernelError::TooManyRegisters { role } => write!(
+                f,
+                "role {role}: registers per thread above the per-thread maximum"
+            ),
+            KernelError::NoStreamSource { role } => write!(
+                f,
+                "role {role} reads an explicit stream but no stream source was given"
+            ),
         }
     }
 }
@@ -360,6 +405,14 @@ pub enum SimError {
         /// Cycle.
         cycle: u64,
     },
+    /// Nothing is queued and no WarpGroup waits, yet CTAs are unfinished
+    /// (an internal inconsistency of the simulator; please report it).
+    NoProgress {
+        /// Cycle.
+        cycle: u64,
+        /// CTAs not yet retired.
+        unfinished: u32,
+    },
     /// The stream source failed to produce an instruction.
     Source {
         /// The CTA.
@@ -385,6 +438,10 @@ impl fmt::Display for SimError {
             SimError::BarrierOverArrive { barrier, cta, cycle } => write!(
                 f,
                 "cycle {cycle}: CTA {cta}: more arrivals on mbarrier {barrier} than its count"
+            ),
+            SimError::NoProgress { cycle, unfinished } => write!(
+                f,
+                "cycle {cycle}: no event pending and no WarpGroup waiting, yet {unfinished} CTA(s) unfinished (simulator bug)"
             ),
             SimError::Source { cta, role } => write!(f, "stream source failed for CTA {cta} role {role}"),
         }

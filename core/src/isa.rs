@@ -434,7 +434,9 @@ pub enum WaitReason {
 impl fmt::Display for WaitReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            WaitReason::Mbarrier { bar, parity } => write!(f, "mbarrier {bar} phase parity {parity}"),
+            WaitReason::Mbarrier { bar, parity } => {
+                write!(f, "mbarrier {bar} phase parity {parity}")
+            }
             WaitReason::Stage { stage } => write!(f, "stage {stage} to be released"),
             WaitReason::NamedBarrier { id } => write!(f, "named barrier {id}"),
             WaitReason::WgmmaGroups { n } => write!(f, "WGMMA groups (wait_group {n})"),

@@ -96,7 +96,9 @@ impl TensorMap {
         let mut n: u64 = self.elem_bytes as u64;
         for (i, &c) in coords.iter().enumerate().take(self.rank as usize) {
             let lo = c.max(0);
-            let hi = c.saturating_add(self.boxdim[i] as i64).min(self.dims[i].min(i64::MAX as u64) as i64);
+            let hi = c
+                .saturating_add(self.boxdim[i] as i64)
+                .min(self.dims[i].min(i64::MAX as u64) as i64);
             if hi <= lo {
                 return 0;
             }
@@ -131,7 +133,9 @@ impl TensorMap {
             if !(1..=256).contains(&self.boxdim[i]) {
                 return bad("box extents must be in 1..=256");
             }
-            if i > 0 && (self.strides[i] == 0 || self.strides[i] % 16 != 0 || self.strides[i] >= 1 << 40) {
+            if i > 0
+                && (self.strides[i] == 0 || self.strides[i] % 16 != 0 || self.strides[i] >= 1 << 40)
+            {
                 return bad("strides must be non-zero multiples of 16 below 2^40");
             }
         }
@@ -262,7 +266,10 @@ impl Kernel {
     }
 
     fn expr_ok(&self, id: ExprId, depth: usize, at: u16) -> Result<(), KernelError> {
-        let e = self.exprs.get(id as usize).ok_or(KernelError::BadExpr { at })?;
+        let e = self
+            .exprs
+            .get(id as usize)
+            .ok_or(KernelError::BadExpr { at })?;
         if e.loop_depth_used() > depth {
             return Err(KernelError::BadLoopCounter { at });
         }
@@ -283,8 +290,17 @@ impl Kernel {
         self.expr_ok(r.idx, depth, at)
     }
 
-    fn map_ok(&self, map: u8, coords: &[ExprId; 5], depth: usize, at: u16) -> Result<(), KernelError> {
-        let m = self.maps.get(map as usize).ok_or(KernelError::BadTensorMap { at })?;
+    fn map_ok(
+        &self,
+        map: u8,
+        coords: &[ExprId; 5],
+        depth: usize,
+        at: u16,
+    ) -> Result<(), KernelError> {
+        let m = self
+            .maps
+            .get(map as usize)
+            .ok_or(KernelError::BadTensorMap { at })?;
         for &c in &coords[..m.rank as usize] {
             self.expr_ok(c, depth, at)?;
         }
@@ -354,7 +370,10 @@ impl Kernel {
         for pc in start..end {
             let at = pc as u16;
             let depth = stack.len();
-            let timed = !matches!(self.code[pc], Instr::LoopBegin { .. } | Instr::LoopEnd { .. });
+            let timed = !matches!(
+                self.code[pc],
+                Instr::LoopBegin { .. } | Instr::LoopEnd { .. }
+            );
             if timed {
                 for s in stack.iter_mut() {
                     s.1 = true;
@@ -379,7 +398,9 @@ impl Kernel {
                         });
                     }
                 }
-                Instr::MbarArrive { bar } | Instr::MbarExpectTx { bar, .. } => self.mbar_ok(bar, depth, at)?,
+                Instr::MbarArrive { bar } | Instr::MbarExpectTx { bar, .. } => {
+                    self.mbar_ok(bar, depth, at)?
+                }
                 Instr::MbarWait { bar, parity } => {
                     self.mbar_ok(bar, depth, at)?;
                     self.expr_ok(parity, depth, at)?;
@@ -406,7 +427,9 @@ impl Kernel {
                     if !pairs {
                         return Err(KernelError::UnbalancedLoop { at });
                     }
-                    stack.push((pc, false)).map_err(|_| KernelError::LoopTooDeep { at })?;
+                    stack
+                        .push((pc, false))
+                        .map_err(|_| KernelError::LoopTooDeep { at })?;
                 }
                 Instr::LoopEnd { begin } => match stack.pop() {
                     Some((b, has_timed)) if b == begin as usize => {

@@ -108,7 +108,9 @@ pub enum Event {
 impl Event {
     /// Words folded into the digest for this event.
     pub(crate) fn digest_words(&self) -> [u64; 3] {
-        let who = |w: &Who| ((w.sm as u64) << 48) | ((w.wg as u64) << 40) | ((w.role as u64) << 32) | w.cta as u64;
+        let who = |w: &Who| {
+            ((w.sm as u64) << 48) | ((w.wg as u64) << 40) | ((w.role as u64) << 32) | w.cta as u64
+        };
         match self {
             Event::CtaLaunch { sm, cta } => [1, *sm as u64, *cta as u64],
             Event::CtaRetire { sm, cta } => [2, *sm as u64, *cta as u64],
@@ -117,9 +119,27 @@ impl Event {
             Event::Wake { who: w } => [5, who(w), 0],
             Event::WgmmaStart { who: w, start, end } => [6 | start << 8, who(w), *end],
             Event::WgmmaDone { who: w } => [7, who(w), 0],
-            Event::TmaIssue { who: w, bytes, store, done } => [8 | (*store as u64) << 4 | bytes << 8, who(w), *done],
-            Event::TmaDone { who: w, bytes, store } => [9 | (*store as u64) << 4 | bytes << 8, who(w), 0],
-            Event::PhaseComplete { sm, cta, bar, phase } => [10 | (*bar as u64) << 8, ((*sm as u64) << 32) | *cta as u64, *phase as u64],
+            Event::TmaIssue {
+                who: w,
+                bytes,
+                store,
+                done,
+            } => [8 | (*store as u64) << 4 | bytes << 8, who(w), *done],
+            Event::TmaDone {
+                who: w,
+                bytes,
+                store,
+            } => [9 | (*store as u64) << 4 | bytes << 8, who(w), 0],
+            Event::PhaseComplete {
+                sm,
+                cta,
+                bar,
+                phase,
+            } => [
+                10 | (*bar as u64) << 8,
+                ((*sm as u64) << 32) | *cta as u64,
+                *phase as u64,
+            ],
         }
     }
 }
@@ -127,9 +147,18 @@ impl Event {
 fn op_word(op: &Op) -> u64 {
     match *op {
         Op::TmaLoad { map, bar, coords } => {
-            (map as u64) ^ ((bar as u64) << 8) ^ coords.iter().fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64)
+            (map as u64)
+                ^ ((bar as u64) << 8)
+                ^ coords
+                    .iter()
+                    .fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64)
         }
-        Op::TmaStore { map, coords } => (map as u64) ^ coords.iter().fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64),
+        Op::TmaStore { map, coords } => {
+            (map as u64)
+                ^ coords
+                    .iter()
+                    .fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64)
+        }
         Op::BulkLoad { bar, addr, bytes } => addr ^ ((bytes as u64) << 32) ^ bar as u64,
         Op::BulkStore { addr, bytes } => addr ^ ((bytes as u64) << 32),
         Op::StoreWait { n } | Op::WgmmaWait { n } => n as u64,
@@ -139,7 +168,9 @@ fn op_word(op: &Op) -> u64 {
         Op::MbarWait { bar, parity } => bar as u64 | (parity as u64) << 16,
         Op::StageAcquire { stage } | Op::StageRelease { stage } => stage as u64,
         Op::Wgmma { n } => n as u64,
-        Op::BarSync { id, threads } | Op::BarArrive { id, threads } => id as u64 | (threads as u64) << 8,
+        Op::BarSync { id, threads } | Op::BarArrive { id, threads } => {
+            id as u64 | (threads as u64) << 8
+        }
         Op::Bubble { cycles } => cycles as u64,
         Op::WgmmaCommit | Op::Exit => 0,
     }

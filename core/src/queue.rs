@@ -157,17 +157,6 @@ impl<'a, E: Copy> EventQueue<'a, E> {
     pub fn entries(&self) -> &[Entry<E>] {
         &self.heap[..self.len]
     }
-
-    /// Rebuilds the queue from saved entries and sequence counter.
-    pub fn restore(&mut self, entries: &[Entry<E>], next_seq: u64) -> Result<(), ()> {
-        if entries.len() > self.heap.len() {
-            return Err(());
-        }
-        self.heap[..entries.len()].copy_from_slice(entries);
-        self.len = entries.len();
-        self.next_seq = next_seq;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use core::ops::{Add, AddAssign, Sub};
 use serde::{Deserialize, Serialize};
 
 /// A point in simulated time, in cycles of the SM clock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Cycle(pub u64);
 
@@ -103,7 +105,11 @@ impl Ratio {
     /// `ceil(x * den / num)`: the inverse law, e.g. cycles needed to move
     /// `x` bytes at `num/den` bytes per cycle. A zero numerator yields `u64::MAX`.
     pub const fn div_ceil(self, x: u64) -> u64 {
-        Ratio { num: self.den, den: self.num }.mul_ceil(x)
+        Ratio {
+            num: self.den,
+            den: self.num,
+        }
+        .mul_ceil(x)
     }
 }
 

@@ -1,1 +1,235 @@
 //! Human and JSON reports.
+//!
+//! A [`Report`] gathers what a finished run tells about a kernel on a GPU:
+//! cycles and time, the digest, instruction and WGMMA counts, achieved
+//! TFLOPS, engine activity and traffic. Times and rates are floats; they are
+//! computed here, for reports only, never fed back into the simulation.
+
+use serde::Serialize;
+use simfa_core::{GpuConfig, Kernel};
+
+use crate::run::RunOutcome;
+
+/// Busy cycles of the engines, summed over SMs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Engines {
+    /// Cycles the tensor pipes were busy.
+    pub tensor_busy_cycles: u64,
+    /// Cycles with at least one TMA operation in flight.
+    pub tma_busy_cycles: u64,
+    /// Cycles the memory ports spent moving bytes.
+    pub port_busy_cycles: u64,
+    /// `tensor_busy_cycles / (cycles * sms)`: the fraction of the GPU's
+    /// tensor-pipe time that was used.
+    pub tensor_utilization: f64,
+}
+
+/// The report of one run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// GPU configuration name.
+    pub gpu: String,
+    /// Kernel name.
+    pub kernel: String,
+    /// Kernel duration in cycles.
+    pub cycles: u64,
+    /// Kernel duration in microseconds (`cycles / clock_mhz`).
+    pub time_us: f64,
+    /// Digest of the event stream: 16 lowercase hex digits.
+    pub digest: String,
+    /// CTAs in the grid.
+    pub ctas: u64,
+    /// Instructions issued (loop control not counted).
+    pub instructions: u64,
+    /// WGMMAs executed.
+    pub wgmmas: u64,
+    /// FLOPs of the WGMMAs (`2 * 64 * N * 16` each).
+    pub flops: u64,
+    /// Achieved tensor throughput in TFLOPS (`flops / time`).
+    pub tflops: f64,
+    /// Engine activity.
+    pub engines: Engines,
+    /// Cycles WarpGroups spent stalled, summed over WarpGroups.
+    pub stall_cycles: u64,
+    /// Cycles WarpGroups spent in bubbles, summed over WarpGroups.
+    pub bubble_cycles: u64,
+    /// Bytes loaded through TMA and bulk copies.
+    pub bytes_loaded: u64,
+    /// Bytes stored through TMA and bulk copies.
+    pub bytes_stored: u64,
+    /// Bytes of simulator arena the run used.
+    pub arena_bytes: usize,
+}
+
+/// Formats a digest as exactly 16 lowercase hex digits.
+pub fn format_digest(digest: u64) -> String {
+    format!("{digest:016x}")
+}
+
+impl Report {
+    /// Builds the report of `outcome`, the run of `kernel` on `cfg`.
+    pub fn new(cfg: &GpuConfig, kernel: &Kernel, outcome: &RunOutcome) -> Report {
+        let s = &outcome.summary;
+        let st = &s.stats;
+        let cycles = s.cycles;
+        let time_us = if cfg.clock_mhz == 0 {
+            0.0
+        } else {
+            cycles as f64 / cfg.clock_mhz as f64
+        };
+        // flops / (time_us * 1e-6 s) / 1e12 = flops / (time_us * 1e6)
+        let tflops = if time_us > 0.0 {
+            outcome.flops as f64 / (time_us * 1e6)
+        } else {
+            0.0
+        };
+        let lanes = cycles as f64 * cfg.sms as f64;
+        let tensor_utilization = if lanes > 0.0 {
+            st.tensor_busy_cycles as f64 / lanes
+        } else {
+            0.0
+        };
+        Report {
+            gpu: cfg.name.to_string(),
+            kernel: kernel.name.to_string(),
+            cycles,
+            time_us,
+            digest: format_digest(s.digest),
+            ctas: outcome.ctas,
+            instructions: st.instructions,
+            wgmmas: st.wgmmas,
+            flops: outcome.flops,
+            tflops,
+            engines: Engines {
+                tensor_busy_cycles: st.tensor_busy_cycles,
+                tma_busy_cycles: st.tma_busy_cycles,
+                port_busy_cycles: st.port_busy_cycles,
+                tensor_utilization,
+            },
+            stall_cycles: st.stall_cycles,
+            bubble_cycles: st.bubble_cycles,
+            bytes_loaded: st.bytes_loaded,
+            bytes_stored: st.bytes_stored,
+            arena_bytes: outcome.arena_bytes,
+        }
+    }
+
+    /// The report as a JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report always serialises")
+    }
+
+    /// A short human-readable report, one aligned `label value` per line.
+    pub fn to_text(&self) -> String {
+        let rows: [(&str, String); 10] = [
+            ("kernel", format!("{} on {}", self.kernel, self.gpu)),
+            (
+                "cycles",
+                format!("{} ({:.3} us)", self.cycles, self.time_us),
+            ),
+            ("digest", self.digest.clone()),
+            ("ctas", self.ctas.to_string()),
+            (
+                "instructions",
+                format!("{} ({} wgmma)", self.instructions, self.wgmmas),
+            ),
+            ("throughput", format!("{:.1} TFLOPS", self.tflops)),
+            (
+                "tensor",
+                format!(
+                    "{:.1}% utilised ({} busy cycles)",
+                    self.engines.tensor_utilization * 100.0,
+                    self.engines.tensor_busy_cycles
+                ),
+            ),
+            (
+                "tma / port",
+                format!(
+                    "{} / {} busy cycles",
+                    self.engines.tma_busy_cycles, self.engines.port_busy_cycles
+                ),
+            ),
+            (
+                "traffic",
+                format!(
+                    "{} B loaded, {} B stored",
+                    self.bytes_loaded, self.bytes_stored
+                ),
+            ),
+            (
+                "stalls",
+                format!(
+                    "{} stall, {} bubble cycles",
+                    self.stall_cycles, self.bubble_cycles
+                ),
+            ),
+        ];
+        let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for (label, value) in rows {
+            out.push_str(&format!("{label:<width$}  {value}\n"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use simfa_core::{Instr, Role};
+
+    #[test]
+    fn digest_is_16_hex_digits() {
+        assert_eq!(format_digest(0), "0000000000000000");
+        assert_eq!(format_digest(0xABC), "0000000000000abc");
+        assert_eq!(format_digest(u64::MAX), "ffffffffffffffff");
+        for d in [1u64, 0x1234_5678_9abc_def0, 1 << 63] {
+            let s = format_digest(d);
+            assert_eq!(s.len(), 16);
+            assert!(s
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+            assert_eq!(u64::from_str_radix(&s, 16).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn report_of_a_small_run() {
+        let mut k = Kernel {
+            name: "tiny".try_into().unwrap(),
+            grid: [1, 1, 1],
+            ..Kernel::default()
+        };
+        k.code.push(Instr::Wgmma { n: 128 }).unwrap();
+        k.code.push(Instr::WgmmaCommit).unwrap();
+        k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();
+        k.roles
+            .push(Role {
+                name: "main".try_into().unwrap(),
+                count: 1,
+                regs: 32,
+                start: 0,
+                len: 3,
+                stream: false,
+            })
+            .unwrap();
+        let cfg = GpuConfig::h800();
+        let out = crate::run::simulate(&cfg, &k, &mut ()).unwrap();
+        let r = Report::new(&cfg, &k, &out);
+        assert_eq!(r.cycles, 66);
+        assert_eq!(r.gpu, "h800");
+        assert_eq!(r.kernel, "tiny");
+        assert_eq!(r.wgmmas, 1);
+        assert_eq!(r.flops, 2 * 64 * 128 * 16);
+        assert!((r.time_us - 66.0 / 1830.0).abs() < 1e-12);
+        assert!((r.engines.tensor_utilization - 64.0 / (66.0 * 132.0)).abs() < 1e-12);
+        let j = r.to_json();
+        assert_eq!(j["cycles"].as_u64(), Some(66));
+        assert_eq!(j["digest"].as_str().unwrap().len(), 16);
+        assert_eq!(j["gpu"], "h800");
+        assert!(j["engines"]["tensor_busy_cycles"].is_u64());
+        assert!(j["time_us"].is_f64());
+        let t = r.to_text();
+        assert!(t.contains("cycles") && t.contains(&r.digest), "{t}");
+    }
+}

@@ -1,1 +1,345 @@
 //! Running a kernel with a heap-allocated arena.
+//!
+//! [`simulate`] asks [`Simulator::arena_size`] for the exact arena, allocates
+//! it, builds the simulator and runs it to the end. On a deadlock the error
+//! carries a human description of every waiting WarpGroup, with role,
+//! mbarrier and stage names taken from the kernel.
+
+use std::fmt;
+
+use simfa_core::{
+    BuildError, Cycle, Event, GpuConfig, Kernel, Observer, Op, SimError, Simulator, Status,
+    Summary, WaitReason, Waiter,
+};
+
+/// Simulation steps between two calls of the progress hook (2^10). A step
+/// is one simulated cycle in which something happens, on every SM, so it
+/// can be long: a 4096^3 GEMM on 132 SMs takes only about 12 000 steps.
+pub const PROGRESS_INTERVAL: u64 = 1 << 10;
+
+/// The result of a finished run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Cycles, digest and counters from the core.
+    pub summary: Summary,
+    /// Bytes of arena the run used.
+    pub arena_bytes: usize,
+    /// CTAs in the grid.
+    pub ctas: u64,
+    /// Floating-point operations of the WGMMAs issued: `2 * 64 * N * 16`
+    /// per m64nNk16 WGMMA.
+    pub flops: u64,
+}
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum RunError {
+    /// The simulator could not be built (bad configuration, invalid kernel,
+    /// a CTA that does not fit an SM).
+    Build(BuildError),
+    /// The arena could not be allocated.
+    Alloc {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+    /// The simulation failed.
+    Sim {
+        /// The core's error.
+        error: SimError,
+        /// On a deadlock, one line per waiting WarpGroup, e.g.
+        /// `CTA 3 (sm 3) role consumer wg 1: waits on mbarrier full[1] phase parity 0`;
+        /// empty otherwise.
+        waiters: Vec<String>,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Build(e) => write!(f, "{e}"),
+            RunError::Alloc { bytes } => {
+                write!(f, "cannot allocate the {bytes}-byte simulation arena")
+            }
+            RunError::Sim { error, waiters } => {
+                write!(f, "{error}")?;
+                for w in waiters {
+                    write!(f, "\n  {w}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Build(e) => Some(e),
+            RunError::Alloc { .. } => None,
+            RunError::Sim { error, .. } => Some(error),
+        }
+    }
+}
+
+impl From<BuildError> for RunError {
+    fn from(e: BuildError) -> Self {
+        RunError::Build(e)
+    }
+}
+
+/// Sums the FLOPs of every issued WGMMA, then forwards the event.
+struct FlopCounter<'o, O: Observer> {
+    inner: &'o mut O,
+    flops: u64,
+}
+
+impl<O: Observer> Observer for FlopCounter<'_, O> {
+    fn on_event(&mut self, cycle: Cycle, event: &Event) {
+        if let Event::Issue {
+            op: Op::Wgmma { n },
+            ..
+        } = event
+        {
+            self.flops = self.flops.saturating_add(2 * 64 * 16 * *n as u64);
+        }
+        self.inner.on_event(cycle, event);
+    }
+}
+
+/// Builds and runs `k` on `cfg`, sending every event to `obs`.
+pub fn simulate(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    obs: &mut impl Observer,
+) -> Result<RunOutcome, RunError> {
+    simulate_with_progress(cfg, k, obs, |_, _, _| {})
+}
+
+/// Like [`simulate`], calling `progress(cycle, retired_ctas, total_ctas)`
+/// every [`PROGRESS_INTERVAL`] simulation steps (for a progress display).
+pub fn simulate_with_progress(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    obs: &mut impl Observer,
+    mut progress: impl FnMut(u64, u32, u32),
+) -> Result<RunOutcome, RunError> {
+    let arena_bytes = Simulator::<simfa_core::NoStream>::arena_size(cfg, k)?;
+    let mut arena = Vec::new();
+    arena
+        .try_reserve_exact(arena_bytes)
+        .map_err(|_| RunError::Alloc { bytes: arena_bytes })?;
+    arena.resize(arena_bytes, 0u8);
+    let mut sim = Simulator::new(cfg, k, &mut arena)?;
+    let mut counter = FlopCounter {
+        inner: obs,
+        flops: 0,
+    };
+    let mut steps: u64 = 0;
+    loop {
+        match sim.step(&mut counter) {
+            Ok(Status::Finished) => break,
+            Ok(Status::Running) => {
+                steps += 1;
+                if steps % PROGRESS_INTERVAL == 0 {
+                    let (retired, total) = sim.progress();
+                    progress(sim.now().get(), retired, total);
+                }
+            }
+            Err(error) => {
+                let waiters = if matches!(error, SimError::Deadlock { .. }) {
+                    sim.waiters().map(|w| describe_waiter(k, &w)).collect()
+                } else {
+                    Vec::new()
+                };
+                return Err(RunError::Sim { error, waiters });
+            }
+        }
+    }
+    Ok(RunOutcome {
+        summary: sim.summary(),
+        arena_bytes,
+        ctas: k.ctas(),
+        flops: counter.flops,
+    })
+}
+
+/// `name[i]` for CTA-wide index `index` of the declaration arrays given as
+/// (name, len) pairs, or `None` when out of range.
+fn element_name<'a>(decls: impl Iterator<Item = (&'a str, u16)>, index: u16) -> Option<String> {
+    let mut left = index as usize;
+    for (name, len) in decls {
+        if left < len as usize {
+            return Some(format!("{name}[{left}]"));
+        }
+        left -= len as usize;
+    }
+    None
+}
+
+/// The name of CTA-wide mbarrier `bar`, e.g. `full[1]`, or its number.
+pub fn mbarrier_name(k: &Kernel, bar: u16) -> String {
+    element_name(k.mbarriers.iter().map(|d| (d.name.as_str(), d.len)), bar)
+        .unwrap_or_else(|| bar.to_string())
+}
+
+/// The name of CTA-wide stage `stage`, e.g. `ring[2]`, or its number.
+pub fn stage_name(k: &Kernel, stage: u16) -> String {
+    element_name(k.stages.iter().map(|d| (d.name.as_str(), d.len)), stage)
+        .unwrap_or_else(|| stage.to_string())
+}
+
+/// What a waiter waits on, with names from the kernel.
+pub fn describe_reason(k: &Kernel, reason: &WaitReason) -> String {
+    match *reason {
+        WaitReason::Mbarrier { bar, parity } => {
+            format!("mbarrier {} phase parity {parity}", mbarrier_name(k, bar))
+        }
+        WaitReason::Stage { stage } => format!("stage {} to be released", stage_name(k, stage)),
+        other => other.to_string(),
+    }
+}
+
+/// One line describing a waiting WarpGroup, e.g.
+/// `CTA 3 (sm 3) role consumer wg 1: waits on mbarrier full[1] phase parity 0`.
+pub fn describe_waiter(k: &Kernel, w: &Waiter) -> String {
+    let role = k
+        .roles
+        .get(w.role as usize)
+        .map_or_else(|| w.role.to_string(), |r| r.name.to_string());
+    format!(
+        "CTA {} (sm {}) role {} wg {}: waits on {}",
+        w.cta,
+        w.sm,
+        role,
+        w.wg_in_role,
+        describe_reason(k, &w.reason)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use simfa_core::{Expr, Instr, MbarDecl, Ref, Role};
+
+    fn name(s: &str) -> simfa_core::kernel::Name {
+        s.try_into().unwrap()
+    }
+
+    fn deadlock_kernel() -> Kernel {
+        let mut k = Kernel {
+            name: name("dl"),
+            grid: [2, 1, 1],
+            ..Kernel::default()
+        };
+        k.mbarriers
+            .push(MbarDecl {
+                name: name("a"),
+                len: 1,
+                count: 1,
+            })
+            .unwrap();
+        k.mbarriers
+            .push(MbarDecl {
+                name: name("full"),
+                len: 2,
+                count: 1,
+            })
+            .unwrap();
+        k.exprs.push(Expr::constant(1)).unwrap();
+        k.exprs.push(Expr::constant(0)).unwrap();
+        k.code
+            .push(Instr::MbarWait {
+                bar: Ref { decl: 1, idx: 0 },
+                parity: 1,
+            })
+            .unwrap();
+        k.code.push(Instr::Wgmma { n: 64 }).unwrap();
+        k.roles
+            .push(Role {
+                name: name("consumer"),
+                count: 2,
+                regs: 32,
+                start: 0,
+                len: 1,
+                stream: false,
+            })
+            .unwrap();
+        k.roles
+            .push(Role {
+                name: name("other"),
+                count: 1,
+                regs: 32,
+                start: 1,
+                len: 1,
+                stream: false,
+            })
+            .unwrap();
+        k
+    }
+
+    #[test]
+    fn deadlock_lists_every_waiter() {
+        let k = deadlock_kernel();
+        let e = simulate(&GpuConfig::h800(), &k, &mut ()).unwrap_err();
+        let RunError::Sim { error, waiters } = &e else {
+            panic!("{e}")
+        };
+        assert!(
+            matches!(error, SimError::Deadlock { waiting: 4, .. }),
+            "{error}"
+        );
+        assert_eq!(waiters.len(), 4, "{waiters:?}");
+        assert_eq!(
+            waiters[0],
+            "CTA 0 (sm 0) role consumer wg 0: waits on mbarrier full[1] phase parity 0"
+        );
+        assert!(
+            waiters
+                .iter()
+                .any(|w| w.starts_with("CTA 1 (sm 1) role consumer wg 1:")),
+            "{waiters:?}"
+        );
+        let text = e.to_string();
+        assert_eq!(text.lines().count(), 5, "{text}");
+    }
+
+    #[test]
+    fn progress_and_flops() {
+        let mut k = Kernel {
+            grid: [4, 1, 1],
+            ..Kernel::default()
+        };
+        for _ in 0..3 {
+            k.code.push(Instr::Wgmma { n: 128 }).unwrap();
+        }
+        k.code.push(Instr::WgmmaCommit).unwrap();
+        k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();
+        k.roles
+            .push(Role {
+                name: name("main"),
+                count: 1,
+                regs: 32,
+                start: 0,
+                len: 5,
+                stream: false,
+            })
+            .unwrap();
+        let mut calls = 0;
+        let out =
+            simulate_with_progress(&GpuConfig::h800(), &k, &mut (), |_, _, _| calls += 1).unwrap();
+        assert_eq!(out.ctas, 4);
+        assert_eq!(out.flops, 4 * 3 * 2 * 64 * 128 * 16);
+        assert_eq!(out.summary.stats.wgmmas, 12);
+        assert!(out.arena_bytes > 0);
+        assert_eq!(calls, 0, "short runs make no progress calls");
+    }
+
+    #[test]
+    fn build_errors() {
+        let k = Kernel::default();
+        assert!(matches!(
+            simulate(&GpuConfig::h800(), &k, &mut ()),
+            Err(RunError::Build(_))
+        ));
+    }
+}

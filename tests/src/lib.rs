@@ -3,8 +3,8 @@
 
 use simfa_core::isa::MAX_LOOP_DEPTH;
 use simfa_core::{
-    Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Ref, Role, SimError, Simulator, StageDecl,
-    Summary, TensorMap,
+    Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Ref, Role, SimError,
+    Simulator, StageDecl, Summary, TensorMap,
 };
 
 /// Builds kernels instruction by instruction.
@@ -74,7 +74,11 @@ impl Builder {
     pub fn mbarrier(&mut self, name: &str, len: u16, count: u16) -> u8 {
         self.k
             .mbarriers
-            .push(MbarDecl { name: name.try_into().unwrap(), len, count })
+            .push(MbarDecl {
+                name: name.try_into().unwrap(),
+                len,
+                count,
+            })
             .unwrap();
         (self.k.mbarriers.len() - 1) as u8
     }
@@ -83,7 +87,11 @@ impl Builder {
     pub fn stage(&mut self, name: &str, len: u16, consumers: u16) -> u8 {
         self.k
             .stages
-            .push(StageDecl { name: name.try_into().unwrap(), len, consumers })
+            .push(StageDecl {
+                name: name.try_into().unwrap(),
+                len,
+                consumers,
+            })
             .unwrap();
         (self.k.stages.len() - 1) as u8
     }
@@ -110,7 +118,14 @@ impl Builder {
         let start = self.k.code.len() as u16;
         self.k
             .roles
-            .push(Role { name: name.try_into().unwrap(), count, regs, start, len: 0, stream: false })
+            .push(Role {
+                name: name.try_into().unwrap(),
+                count,
+                regs,
+                start,
+                len: 0,
+                stream: false,
+            })
             .unwrap();
     }
 
@@ -170,7 +185,11 @@ pub fn run(cfg: &GpuConfig, k: &Kernel) -> Result<Summary, SimError> {
 }
 
 /// Runs a kernel to completion with an observer.
-pub fn run_observed(cfg: &GpuConfig, k: &Kernel, obs: &mut impl Observer) -> Result<Summary, SimError> {
+pub fn run_observed(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    obs: &mut impl Observer,
+) -> Result<Summary, SimError> {
     let n = Simulator::<simfa_core::NoStream>::arena_size(cfg, k).unwrap();
     let mut arena = vec![0u8; n];
     let mut sim = Simulator::new(cfg, k, &mut arena).unwrap();

@@ -104,19 +104,35 @@ fn producer_consumer_two_stage_ring() {
     let four = b.c(4);
     b.role("producer", 1, 24);
     b.begin_loop(four);
-    b.op(Instr::StageAcquire { stage: b.at(empty, slot) });
-    b.op(Instr::MbarExpectTx { bar: b.at(full, slot), bytes: 512 });
-    b.op(Instr::TmaLoad { map: x, bar: b.at(full, slot), coords: [coord, 0, 0, 0, 0] });
-    b.op(Instr::MbarArrive { bar: b.at(full, slot) });
+    b.op(Instr::StageAcquire {
+        stage: b.at(empty, slot),
+    });
+    b.op(Instr::MbarExpectTx {
+        bar: b.at(full, slot),
+        bytes: 512,
+    });
+    b.op(Instr::TmaLoad {
+        map: x,
+        bar: b.at(full, slot),
+        coords: [coord, 0, 0, 0, 0],
+    });
+    b.op(Instr::MbarArrive {
+        bar: b.at(full, slot),
+    });
     b.end_loop();
     b.op(Instr::Exit);
     b.role("consumer", 1, 240);
     b.begin_loop(four);
-    b.op(Instr::MbarWait { bar: b.at(full, slot), parity });
+    b.op(Instr::MbarWait {
+        bar: b.at(full, slot),
+        parity,
+    });
     b.op(Instr::Wgmma { n: 64 });
     b.op(Instr::WgmmaCommit);
     b.op(Instr::WgmmaWait { n: 0 });
-    b.op(Instr::StageRelease { stage: b.at(empty, slot) });
+    b.op(Instr::StageRelease {
+        stage: b.at(empty, slot),
+    });
     b.end_loop();
     b.op(Instr::Exit);
     let k = b.finish();
@@ -150,13 +166,22 @@ fn named_barrier_ping_pong() {
     let three = b.c(3);
     b.role("consumer", 2, 240);
     b.begin_loop(wg);
-    b.op(Instr::BarArrive { id: zero, threads: 256 });
+    b.op(Instr::BarArrive {
+        id: zero,
+        threads: 256,
+    });
     b.end_loop();
     b.begin_loop(three);
-    b.op(Instr::BarSync { id: wg, threads: 256 });
+    b.op(Instr::BarSync {
+        id: wg,
+        threads: 256,
+    });
     b.op(Instr::Wgmma { n: 256 });
     b.op(Instr::WgmmaCommit);
-    b.op(Instr::BarArrive { id: other, threads: 256 });
+    b.op(Instr::BarArrive {
+        id: other,
+        threads: 256,
+    });
     b.op(Instr::WgmmaWait { n: 0 });
     b.op(Instr::Bubble { cycles: 200 });
     b.end_loop();
@@ -175,14 +200,29 @@ fn named_barrier_ping_pong() {
     spans.sort_by_key(|s| s.1);
     assert_eq!(
         spans,
-        [(0, 3, 131), (1, 131, 259), (0, 333, 461), (1, 461, 589), (0, 667, 795), (1, 795, 923)]
+        [
+            (0, 3, 131),
+            (1, 131, 259),
+            (0, 333, 461),
+            (1, 461, 589),
+            (0, 667, 795),
+            (1, 795, 923)
+        ]
     );
     assert_eq!(s.cycles, 1125);
     // The named-barrier ops issued: 1 + 3*2 per WarpGroup minus WG0's prologue.
     let bars = rec
         .events
         .iter()
-        .filter(|(_, e)| matches!(e, Event::Issue { op: Op::BarSync { .. } | Op::BarArrive { .. }, .. }))
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                Event::Issue {
+                    op: Op::BarSync { .. } | Op::BarArrive { .. },
+                    ..
+                }
+            )
+        })
         .count();
     assert_eq!(bars, 13);
 }

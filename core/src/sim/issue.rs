@@ -59,7 +59,11 @@ impl<S: StreamSource> Simulator<'_, S> {
             }
             SchedulerPolicy::Lrr => {
                 // The first ready slot strictly after the last one, wrapping.
-                let after = if last < 31 { ready & !mask(last as usize + 1) } else { 0 };
+                let after = if last < 31 {
+                    ready & !mask(last as usize + 1)
+                } else {
+                    0
+                };
                 if after != 0 {
                     after.trailing_zeros()
                 } else {
@@ -140,10 +144,16 @@ impl<S: StreamSource> Simulator<'_, S> {
         let role = &k.roles[t.role as usize];
         let cta = &self.ctas[t.cta as usize];
         if role.stream {
-            return match self.source.pull(cta.cta, t.role, t.wg_in_role, t.stream_pos) {
+            return match self
+                .source
+                .pull(cta.cta, t.role, t.wg_in_role, t.stream_pos)
+            {
                 Ok(Some(op)) => Ok(Some(op)),
                 Ok(None) => Ok(Some(Op::Exit)),
-                Err(_) => Err(SimError::Source { cta: cta.cta, role: t.role }),
+                Err(_) => Err(SimError::Source {
+                    cta: cta.cta,
+                    role: t.role,
+                }),
             };
         }
         let end = role.start as usize + role.len as usize;
@@ -193,7 +203,13 @@ impl<S: StreamSource> Simulator<'_, S> {
         Ok(None)
     }
 
-    fn bar_index(&self, ti: usize, bar: u16, what: &'static str, len: usize) -> Result<usize, SimError> {
+    fn bar_index(
+        &self,
+        ti: usize,
+        bar: u16,
+        what: &'static str,
+        len: usize,
+    ) -> Result<usize, SimError> {
         if (bar as usize) < len && bar != u16::MAX {
             Ok(bar as usize)
         } else {
@@ -208,7 +224,12 @@ impl<S: StreamSource> Simulator<'_, S> {
         }
     }
 
-    fn execute(&mut self, ti: usize, op: &Op, obs: &mut impl Observer) -> Result<Outcome, SimError> {
+    fn execute(
+        &mut self,
+        ti: usize,
+        op: &Op,
+        obs: &mut impl Observer,
+    ) -> Result<Outcome, SimError> {
         let t = self.threads[ti];
         let ci = t.cta as usize;
         let sm = t.sm as usize;
@@ -219,22 +240,54 @@ impl<S: StreamSource> Simulator<'_, S> {
                 let m = &self.kernel.maps[map as usize];
                 let bytes = m.box_bytes(&coords);
                 let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
-                self.start_transfer(ti, b as u16, Direction::Load, Shape::Tensor { map: m, coords }, bytes, setup, obs)?
+                self.start_transfer(
+                    ti,
+                    b as u16,
+                    Direction::Load,
+                    Shape::Tensor { map: m, coords },
+                    bytes,
+                    setup,
+                    obs,
+                )?
             }
             Op::TmaStore { map, coords } => {
                 let m = &self.kernel.maps[map as usize];
                 let bytes = m.box_bytes(&coords);
                 let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
-                self.start_transfer(ti, u16::MAX, Direction::Store, Shape::Tensor { map: m, coords }, bytes, setup, obs)?
+                self.start_transfer(
+                    ti,
+                    u16::MAX,
+                    Direction::Store,
+                    Shape::Tensor { map: m, coords },
+                    bytes,
+                    setup,
+                    obs,
+                )?
             }
             Op::BulkLoad { bar, addr, bytes } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let setup = self.cfg.tma_setup_common as u64;
-                self.start_transfer(ti, b as u16, Direction::Load, Shape::Linear { addr }, bytes as u64, setup, obs)?
+                self.start_transfer(
+                    ti,
+                    b as u16,
+                    Direction::Load,
+                    Shape::Linear { addr },
+                    bytes as u64,
+                    setup,
+                    obs,
+                )?
             }
             Op::BulkStore { addr, bytes } => {
                 let setup = self.cfg.tma_setup_common as u64;
-                self.start_transfer(ti, u16::MAX, Direction::Store, Shape::Linear { addr }, bytes as u64, setup, obs)?
+                self.start_transfer(
+                    ti,
+                    u16::MAX,
+                    Direction::Store,
+                    Shape::Linear { addr },
+                    bytes as u64,
+                    setup,
+                    obs,
+                )?
             }
             Op::StoreWait { n } => {
                 if self.threads[ti].stores <= n as u16 {
@@ -246,7 +299,11 @@ impl<S: StreamSource> Simulator<'_, S> {
             Op::MbarInit { bar, count } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 self.mbars[ci * self.plan.nbar + b] = super::state::Mbar::new(count.max(1));
-                self.wake_cta(ci, obs, |r| matches!(r, WaitReason::Mbarrier { bar: x, .. } if x == bar));
+                self.wake_cta(
+                    ci,
+                    obs,
+                    |r| matches!(r, WaitReason::Mbarrier { bar: x, .. } if x == bar),
+                );
                 Outcome::Next
             }
             Op::MbarArrive { bar } => {
@@ -275,7 +332,10 @@ impl<S: StreamSource> Simulator<'_, S> {
                 if (phase & 1) as u8 != parity & 1 {
                     Outcome::Next
                 } else {
-                    Outcome::Stall(WaitReason::Mbarrier { bar, parity: parity & 1 })
+                    Outcome::Stall(WaitReason::Mbarrier {
+                        bar,
+                        parity: parity & 1,
+                    })
                 }
             }
             Op::StageAcquire { stage } => {
@@ -421,9 +481,24 @@ impl<S: StreamSource> Simulator<'_, S> {
             self.threads[ti].stores += 1;
         }
         self.stats.tma_ops += 1;
-        self.push(done, Ev::TmaDone { thread: ti as u32, bar, bytes })?;
+        self.push(
+            done,
+            Ev::TmaDone {
+                thread: ti as u32,
+                bar,
+                bytes,
+            },
+        )?;
         let who = self.who(ti);
-        self.emit(obs, Event::TmaIssue { who, bytes, store, done });
+        self.emit(
+            obs,
+            Event::TmaIssue {
+                who,
+                bytes,
+                store,
+                done,
+            },
+        );
         Ok(Outcome::Next)
     }
 
@@ -438,9 +513,21 @@ impl<S: StreamSource> Simulator<'_, S> {
         m.pending = m.count;
         let phase = m.phase;
         let c = self.ctas[ci];
-        self.emit(obs, Event::PhaseComplete { sm: c.sm, cta: c.cta, bar: b as u16, phase });
+        self.emit(
+            obs,
+            Event::PhaseComplete {
+                sm: c.sm,
+                cta: c.cta,
+                bar: b as u16,
+                phase,
+            },
+        );
         let bar = b as u16;
-        self.wake_cta(ci, obs, |r| matches!(r, WaitReason::Mbarrier { bar: x, .. } if x == bar));
+        self.wake_cta(
+            ci,
+            obs,
+            |r| matches!(r, WaitReason::Mbarrier { bar: x, .. } if x == bar),
+        );
     }
 
     /// Applies a due event.
@@ -519,7 +606,11 @@ fn mask(n: usize) -> u32 {
 }
 
 fn index_of(k: &Kernel, r: Ref, ctx: &EvalCtx, mbar: bool) -> u16 {
-    let base = if mbar { k.mbar_base(r.decl) } else { k.stage_base(r.decl) } as i64;
+    let base = if mbar {
+        k.mbar_base(r.decl)
+    } else {
+        k.stage_base(r.decl)
+    } as i64;
     let len = if mbar {
         k.mbarriers[r.decl as usize].len
     } else {

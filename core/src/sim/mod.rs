@@ -93,10 +93,20 @@ impl Plan {
         k.check_fits(cfg)?;
         let wgs = k.wgs_per_cta();
         let by_wg = cfg.wg_slots() / wgs;
-        let by_smem = if k.smem_bytes == 0 { usize::MAX } else { (cfg.smem_per_sm / k.smem_bytes) as usize };
+        let by_smem = cfg
+            .smem_per_sm
+            .checked_div(k.smem_bytes)
+            .map_or(usize::MAX, |n| n as usize);
         let regs = k.regs_per_cta();
-        let by_regs = if regs == 0 { usize::MAX } else { (cfg.regs_per_sm / regs) as usize };
-        let cta_slots = by_wg.min(by_smem).min(by_regs).min(cfg.ctas_per_sm as usize).max(1);
+        let by_regs = cfg
+            .regs_per_sm
+            .checked_div(regs)
+            .map_or(usize::MAX, |n| n as usize);
+        let cta_slots = by_wg
+            .min(by_smem)
+            .min(by_regs)
+            .min(cfg.ctas_per_sm as usize)
+            .max(1);
         let sms = cfg.sms as usize;
         let threads = sms * cta_slots * wgs;
         // Every thread has at most one pending wake-up; every SM at most
@@ -164,7 +174,11 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
 
 impl<'a> Simulator<'a, NoStream> {
     /// Builds a simulator for a kernel without stream roles.
-    pub fn new(cfg: &GpuConfig, kernel: &'a Kernel, arena: &'a mut [u8]) -> Result<Self, BuildError> {
+    pub fn new(
+        cfg: &GpuConfig,
+        kernel: &'a Kernel,
+        arena: &'a mut [u8],
+    ) -> Result<Self, BuildError> {
         Simulator::with_source(cfg, kernel, arena, NoStream)
     }
 }
@@ -177,7 +191,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     }
 
     /// Builds a simulator whose stream roles pull from `source`.
-    pub fn with_source(cfg: &GpuConfig, kernel: &'a Kernel, arena: &'a mut [u8], source: S) -> Result<Self, BuildError> {
+    pub fn with_source(
+        cfg: &GpuConfig,
+        kernel: &'a Kernel,
+        arena: &'a mut [u8],
+        source: S,
+    ) -> Result<Self, BuildError> {
         let plan = Plan::new(cfg, kernel)?;
         if !source.is_present() {
             if let Some(i) = kernel.roles.iter().position(|r| r.stream) {
@@ -196,7 +215,11 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let ctas = a.alloc(plan.ctas(), Cta::EMPTY, Capacity::Ctas)?;
         let mbars = a.alloc(plan.ctas() * plan.nbar, Mbar::EMPTY, Capacity::Mbarriers)?;
         let stages = a.alloc(plan.ctas() * plan.nstage, Stage::EMPTY, Capacity::Stages)?;
-        let named = a.alloc(plan.ctas() * NAMED_BARRIERS, Named::EMPTY, Capacity::NamedBarriers)?;
+        let named = a.alloc(
+            plan.ctas() * NAMED_BARRIERS,
+            Named::EMPTY,
+            Capacity::NamedBarriers,
+        )?;
         let sms = a.alloc(plan.sms, Sm::EMPTY, Capacity::Sms)?;
         let active = a.alloc(plan.sms.div_ceil(64), 0u64, Capacity::Sms)?;
         let qstore = a.alloc(plan.queue, Ev::FILLER, Capacity::EventQueue)?;
@@ -387,14 +410,11 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 role: w.role,
                 reason: w.reason,
             }),
-            // Nothing waits and nothing is queued, yet CTAs remain: cannot
-            // happen for a validated kernel, report it as a deadlock anyway.
-            None => Err(SimError::Deadlock {
+            // Nothing waits and nothing is queued, yet CTAs remain: an
+            // internal inconsistency, reported rather than hidden.
+            None => Err(SimError::NoProgress {
                 cycle: self.now,
-                waiting: 0,
-                cta: self.next_cta,
-                role: 0,
-                reason: WaitReason::TmaSlot,
+                unfinished: self.total_ctas - self.retired,
             }),
         }
     }
@@ -542,16 +562,24 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         }
         self.retired += 1;
         self.stats.ctas_retired += 1;
-        self.emit(obs, Event::CtaRetire { sm: c.sm, cta: c.cta });
+        self.emit(
+            obs,
+            Event::CtaRetire {
+                sm: c.sm,
+                cta: c.cta,
+            },
+        );
         while self.next_cta < self.total_ctas && self.try_admit(sm, obs)? {}
         Ok(())
     }
 
     fn push(&mut self, cycle: u64, ev: Ev) -> Result<(), SimError> {
-        self.queue.push(cycle, ev.class(), ev).map_err(|_| SimError::CapacityExceeded {
-            capacity: Capacity::EventQueue,
-            cycle: self.now,
-        })
+        self.queue
+            .push(cycle, ev.class(), ev)
+            .map_err(|_| SimError::CapacityExceeded {
+                capacity: Capacity::EventQueue,
+                cycle: self.now,
+            })
     }
 
     fn make_ready(&mut self, ti: usize) {

@@ -74,7 +74,11 @@ impl Thread {
         pc: 0,
         stream_pos: 0,
         depth: 0,
-        loops: [Frame { begin: 0, count: 0, iter: 0 }; MAX_LOOP_DEPTH],
+        loops: [Frame {
+            begin: 0,
+            count: 0,
+            iter: 0,
+        }; MAX_LOOP_DEPTH],
         pending: None,
         age: 0,
         since: 0,
@@ -205,9 +209,17 @@ impl Sm {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ev {
     /// A transfer landed; `bar` is `u16::MAX` for stores.
-    TmaDone { thread: u32, bar: u16, bytes: u64 },
-    WgmmaDone { thread: u32 },
-    Wake { thread: u32 },
+    TmaDone {
+        thread: u32,
+        bar: u16,
+        bytes: u64,
+    },
+    WgmmaDone {
+        thread: u32,
+    },
+    Wake {
+        thread: u32,
+    },
 }
 
 impl Ev {

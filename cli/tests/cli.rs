@@ -1,0 +1,354 @@
+//! End-to-end tests of the `simfa` binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn simfa(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_simfa"))
+        .args(args)
+        .output()
+        .expect("the simfa binary runs")
+}
+
+/// A fresh scratch directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let d = std::env::temp_dir().join(format!(
+            "simfa-cli-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+
+    fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is exactly one JSON value")
+}
+
+fn is_digest(v: &serde_json::Value) -> bool {
+    v.as_str().is_some_and(|d| {
+        d.len() == 16
+            && d.chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    })
+}
+
+#[test]
+fn gemm_json_report() {
+    let o = simfa(&["gemm", "--m", "256", "--n", "256", "--k", "512", "--json"]);
+    let j = json(&o);
+    assert!(j.is_object());
+    assert!(
+        j["cycles"].is_u64() && j["cycles"].as_u64().unwrap() > 0,
+        "{j}"
+    );
+    assert!(is_digest(&j["digest"]), "{j}");
+    assert_eq!(j["gpu"], "h800");
+    assert!(j["time_us"].as_f64().unwrap() > 0.0, "{j}");
+    assert!(j["engines"].is_object(), "{j}");
+    assert!(j["engines"]["tensor_busy_cycles"].is_u64(), "{j}");
+    assert_eq!(j["wgmmas"].as_u64(), Some(2 * 2 * 8 * 8));
+    // The same run is the same run.
+    let again = json(&simfa(&[
+        "gemm", "--m", "256", "--n", "256", "--k", "512", "--json",
+    ]));
+    assert_eq!(j, again);
+}
+
+#[test]
+fn gemm_text_report() {
+    let o = simfa(&[
+        "gemm", "--m", "128", "--n", "128", "--k", "64", "--gpu", "h20",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.contains("gemm_128x128x64 on h20"), "{out}");
+    assert!(out.contains("cycles"), "{out}");
+}
+
+#[test]
+fn run_missing_file_exits_2() {
+    let o = simfa(&["run", "/nonexistent/simfa/kernel.sasm"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("error: ") && e.contains("/nonexistent/simfa/kernel.sasm"),
+        "{e}"
+    );
+}
+
+#[test]
+fn run_syntax_error_exits_2_with_location() {
+    let d = Scratch::new("syntax");
+    let p = d.file(
+        "bad.sasm",
+        "kernel bad\ngrid 1\nrole main count=1 regs=32 {\n    frobnicate 3\n}\n",
+    );
+    let o = simfa(&["run", s(&p)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.starts_with("error: "), "{e}");
+    // file:line:col
+    let at = e
+        .find(&format!("{}:", s(&p)))
+        .unwrap_or_else(|| panic!("no file in {e}"));
+    let rest = &e[at + s(&p).len() + 1..];
+    let mut parts = rest.splitn(3, ':');
+    let line = parts.next().unwrap();
+    let col = parts.next().unwrap_or("");
+    assert!(
+        !line.is_empty() && line.chars().all(|c| c.is_ascii_digit()),
+        "{e}"
+    );
+    assert!(
+        !col.is_empty() && col.chars().all(|c| c.is_ascii_digit()),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_gpu_exits_2() {
+    let o = simfa(&[
+        "gemm", "--m", "128", "--n", "128", "--k", "64", "--gpu", "nosuch",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("nosuch") && e.contains("h800"), "{e}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(simfa(&[]).status.code(), Some(2));
+    assert_eq!(simfa(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(simfa(&["gemm", "--m", "abc"]).status.code(), Some(2));
+    let o = simfa(&["gemm", "--gpu", "h20", "--config", "x.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+    assert_eq!(simfa(&["--help"]).status.code(), Some(0));
+}
+
+#[test]
+fn bad_gemm_shape_exits_2() {
+    let o = simfa(&["gemm", "--m", "100", "--n", "128", "--k", "64"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("M = 100"), "{}", stderr(&o));
+    let o = simfa(&["gen", "gemm", "--m", "128", "--n", "128", "--k", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn deadlock_exits_1_and_names_waiters() {
+    let d = Scratch::new("deadlock");
+    let p = d.file(
+        "dl.sasm",
+        "kernel dl\ngrid 1\nmbarrier b count=1\nrole main count=1 regs=32 {\n    mbar.wait b, 0\n}\n",
+    );
+    let o = simfa(&["run", s(&p)]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.starts_with("error: deadlock"), "{e}");
+    assert!(e.contains("role main") && e.contains("mbarrier"), "{e}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn cta_that_does_not_fit_exits_2() {
+    let d = Scratch::new("fit");
+    let c = d.file(
+        "small.toml",
+        "preset = \"h800\"\nsmem_per_sm = 32768\nsmem_per_cta = 32768\n",
+    );
+    let o = simfa(&[
+        "gemm",
+        "--m",
+        "128",
+        "--n",
+        "128",
+        "--k",
+        "64",
+        "--config",
+        s(&c),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("shared memory"), "{}", stderr(&o));
+}
+
+#[test]
+fn gen_convert_run_round_trip() {
+    let d = Scratch::new("roundtrip");
+    let bin = d.path("x.sfk");
+    let text = d.path("x.sasm");
+    let o = simfa(&[
+        "gen",
+        "gemm",
+        "--m",
+        "256",
+        "--n",
+        "256",
+        "--k",
+        "512",
+        "-o",
+        s(&bin),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(std::fs::read(&bin).unwrap().starts_with(b"SIMFAKRN"));
+    let o = simfa(&["convert", s(&bin), s(&text)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!std::fs::read(&text).unwrap().starts_with(b"SIMFAKRN"));
+    let from_text = json(&simfa(&["run", s(&text), "--json"]));
+    let from_bin = json(&simfa(&["run", s(&bin), "--json"]));
+    let direct = json(&simfa(&[
+        "gemm", "--m", "256", "--n", "256", "--k", "512", "--json",
+    ]));
+    assert!(is_digest(&direct["digest"]));
+    assert_eq!(from_text["digest"], direct["digest"]);
+    assert_eq!(from_bin["digest"], direct["digest"]);
+    assert_eq!(from_text["cycles"], direct["cycles"]);
+    // gen without -o prints the text form, which runs the same.
+    let o = simfa(&["gen", "gemm", "--m", "256", "--n", "256", "--k", "512"]);
+    assert_eq!(o.status.code(), Some(0));
+    let printed = d.file("printed.sasm", std::str::from_utf8(&o.stdout).unwrap());
+    let from_stdout = json(&simfa(&["run", s(&printed), "--json"]));
+    assert_eq!(from_stdout["digest"], direct["digest"]);
+}
+
+#[test]
+fn gen_into_missing_dir_fails_cleanly() {
+    let d = Scratch::new("nodir");
+    let target = d.path("missing").join("x.sfk");
+    let o = simfa(&[
+        "gen",
+        "gemm",
+        "--m",
+        "128",
+        "--n",
+        "128",
+        "--k",
+        "64",
+        "-o",
+        s(&target),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!target.exists());
+    assert_eq!(std::fs::read_dir(&d.0).unwrap().count(), 0);
+}
+
+#[test]
+fn config_overrides_and_unknown_keys() {
+    let d = Scratch::new("config");
+    let bad = d.file("bad.toml", "preset = \"h800\"\n[port]\nlatncy = 400\n");
+    let o = simfa(&[
+        "gemm",
+        "--m",
+        "128",
+        "--n",
+        "128",
+        "--k",
+        "64",
+        "--config",
+        s(&bad),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("port.latncy") && e.contains(s(&bad)), "{e}");
+
+    let good = d.file(
+        "good.toml",
+        "preset = \"h800\"\nname = \"slowmem\"\n[port]\nlatency = 2000\n",
+    );
+    let slow = json(&simfa(&[
+        "gemm",
+        "--m",
+        "128",
+        "--n",
+        "128",
+        "--k",
+        "64",
+        "--config",
+        s(&good),
+        "--json",
+    ]));
+    let base = json(&simfa(&[
+        "gemm", "--m", "128", "--n", "128", "--k", "64", "--json",
+    ]));
+    assert_eq!(slow["gpu"], "slowmem");
+    assert!(
+        slow["cycles"].as_u64() > base["cycles"].as_u64(),
+        "{slow} vs {base}"
+    );
+
+    let o = simfa(&["gemm", "--config", s(&d.path("missing.toml"))]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn presets_lists_every_preset() {
+    let o = simfa(&["presets"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8(o.stdout).unwrap();
+    for p in ["h800", "h100", "h20", "h200", "h800-pcie"] {
+        assert!(
+            out.lines().any(|l| l.starts_with(p)),
+            "{p} missing from {out}"
+        );
+    }
+}
+
+#[test]
+fn no_progress_output_when_not_a_terminal() {
+    let o = simfa(&["gemm", "--m", "256", "--n", "256", "--k", "256"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+}
+
+#[test]
+fn watchdog_exits_1() {
+    let d = Scratch::new("watchdog");
+    let c = d.file("w.toml", "preset = \"h800\"\nwatchdog_cycles = 1000\n");
+    let o = simfa(&[
+        "gemm",
+        "--m",
+        "128",
+        "--n",
+        "128",
+        "--k",
+        "64",
+        "--config",
+        s(&c),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error: watchdog"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+}
