@@ -1,0 +1,51 @@
+//! Golden digests and the shipped examples.
+//!
+//! A golden digest moves only when the timing model changes. When it does,
+//! update the constant in the same commit and say why in the message.
+
+use simfa_core::GpuConfig;
+use simfa_std::gen::{gemm, GemmParams};
+use simfa_std::{asm, load};
+use simfa_tests::run;
+
+const GOLDEN_GEMM_1024: (u64, u64) = (59819, 0x9f46_bf48_4eb1_b7cc);
+
+#[test]
+fn golden_gemm_1024() {
+    let k = gemm(&GemmParams { m: 1024, n: 1024, k: 1024 }).unwrap();
+    let s = run(&GpuConfig::h800(), &k).unwrap();
+    assert_eq!((s.cycles, s.digest), GOLDEN_GEMM_1024, "digest {:016x}", s.digest);
+}
+
+#[test]
+fn gemm_digest_is_identical_through_both_encodings() {
+    let k = gemm(&GemmParams { m: 512, n: 256, k: 2048 }).unwrap();
+    let via_text = asm::parse(&asm::print(&k), "gemm.sasm").unwrap();
+    let via_binary = load::decode_kernel(&load::encode_kernel(&k), "gemm.sfk").unwrap();
+    assert_eq!(via_text, k);
+    assert_eq!(via_binary, k);
+    let cfg = GpuConfig::h800();
+    let d = run(&cfg, &k).unwrap().digest;
+    assert_eq!(run(&cfg, &via_text).unwrap().digest, d);
+    assert_eq!(run(&cfg, &via_binary).unwrap().digest, d);
+}
+
+fn example(name: &str) -> simfa_core::Kernel {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name);
+    load::load_kernel(&path).unwrap()
+}
+
+/// The ring example runs four independent CTAs; each is the two-stage ring
+/// of `exact_cycles::producer_consumer_two_stage_ring` on the H800 port.
+#[test]
+fn examples_run_and_round_trip() {
+    let cfg = GpuConfig::h800();
+    let ring = example("ring.sasm");
+    let s = run(&cfg, &ring).unwrap();
+    assert_eq!(s.stats.ctas_retired, 4);
+    assert_eq!(s.stats.bytes_loaded, 4 * 4 * 512);
+    let text = asm::print(&ring);
+    assert_eq!(asm::parse(&text, "again.sasm").unwrap(), ring);
+    let dl = example("deadlock.sasm");
+    assert!(matches!(run(&cfg, &dl), Err(simfa_core::SimError::Deadlock { waiting: 2, .. })));
+}
