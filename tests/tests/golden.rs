@@ -12,14 +12,29 @@ const GOLDEN_GEMM_1024: (u64, u64) = (59819, 0x9f46_bf48_4eb1_b7cc);
 
 #[test]
 fn golden_gemm_1024() {
-    let k = gemm(&GemmParams { m: 1024, n: 1024, k: 1024 }).unwrap();
+    let k = gemm(&GemmParams {
+        m: 1024,
+        n: 1024,
+        k: 1024,
+    })
+    .unwrap();
     let s = run(&GpuConfig::h800(), &k).unwrap();
-    assert_eq!((s.cycles, s.digest), GOLDEN_GEMM_1024, "digest {:016x}", s.digest);
+    assert_eq!(
+        (s.cycles, s.digest),
+        GOLDEN_GEMM_1024,
+        "digest {:016x}",
+        s.digest
+    );
 }
 
 #[test]
 fn gemm_digest_is_identical_through_both_encodings() {
-    let k = gemm(&GemmParams { m: 512, n: 256, k: 2048 }).unwrap();
+    let k = gemm(&GemmParams {
+        m: 512,
+        n: 256,
+        k: 2048,
+    })
+    .unwrap();
     let via_text = asm::parse(&asm::print(&k), "gemm.sasm").unwrap();
     let via_binary = load::decode_kernel(&load::encode_kernel(&k), "gemm.sfk").unwrap();
     assert_eq!(via_text, k);
@@ -31,7 +46,9 @@ fn gemm_digest_is_identical_through_both_encodings() {
 }
 
 fn example(name: &str) -> simfa_core::Kernel {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name);
     load::load_kernel(&path).unwrap()
 }
 
@@ -47,5 +64,8 @@ fn examples_run_and_round_trip() {
     let text = asm::print(&ring);
     assert_eq!(asm::parse(&text, "again.sasm").unwrap(), ring);
     let dl = example("deadlock.sasm");
-    assert!(matches!(run(&cfg, &dl), Err(simfa_core::SimError::Deadlock { waiting: 2, .. })));
+    assert!(matches!(
+        run(&cfg, &dl),
+        Err(simfa_core::SimError::Deadlock { waiting: 2, .. })
+    ));
 }
