@@ -11,7 +11,7 @@ use crate::kernel::Kernel;
 /// The magic bytes that open every binary kernel.
 pub const MAGIC: [u8; 8] = *b"SIMFAKRN";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Bytes of the header (magic + version).
 pub const HEADER_LEN: usize = MAGIC.len() + 2;
 
@@ -160,7 +160,12 @@ mod tests {
         assert_eq!(decode(b"SIMF"), Err(DecodeError::Truncated));
         assert_eq!(decode(b"XY"), Err(DecodeError::BadMagic));
         b[9] = 7;
-        assert_eq!(decode(&b), Err(DecodeError::BadVersion { found: 0x0701 }));
+        assert_eq!(
+            decode(&b),
+            Err(DecodeError::BadVersion {
+                found: 0x0700 | VERSION
+            })
+        );
         b[0] = b'X';
         assert_eq!(decode(&b), Err(DecodeError::BadMagic));
         let mut t = bytes(&sample());

@@ -26,17 +26,17 @@ pub struct Expr {
     /// Constant term.
     pub k: i64,
     /// Coefficient of the linear CTA index (launch order).
-    pub cta: i32,
+    pub cta: i64,
     /// Coefficients of the CTA coordinates x, y, z.
-    pub c: [i32; 3],
+    pub c: [i64; 3],
     /// Coefficient of the WarpGroup's index within its role.
-    pub wg: i32,
+    pub wg: i64,
     /// Coefficients of the loop counters, outermost first.
-    pub l: [i32; MAX_LOOP_DEPTH],
+    pub l: [i64; MAX_LOOP_DEPTH],
     /// Floor divisor, 0 for none.
-    pub div: i32,
+    pub div: i64,
     /// Euclidean modulus, 0 for none.
-    pub rem: i32,
+    pub rem: i64,
 }
 
 /// The values an [`Expr`] is evaluated against.
@@ -79,7 +79,7 @@ impl Expr {
     /// Evaluates the expression. Never panics.
     pub fn eval(&self, ctx: &EvalCtx) -> i64 {
         let mut v = self.k;
-        let term = |coef: i32, x: u32| (coef as i64).wrapping_mul(x as i64);
+        let term = |coef: i64, x: u32| coef.wrapping_mul(x as i64);
         v = v.wrapping_add(term(self.cta, ctx.cta));
         for i in 0..3 {
             v = v.wrapping_add(term(self.c[i], ctx.c[i]));
@@ -89,10 +89,10 @@ impl Expr {
             v = v.wrapping_add(term(self.l[i], ctx.l[i]));
         }
         if self.div > 0 {
-            v = v.div_euclid(self.div as i64);
+            v = v.div_euclid(self.div);
         }
         if self.rem > 0 {
-            v = v.rem_euclid(self.rem as i64);
+            v = v.rem_euclid(self.rem);
         }
         v
     }
@@ -471,12 +471,12 @@ mod tests {
     fn expr_eval_never_panics_on_extremes() {
         let e = Expr {
             k: i64::MAX,
-            cta: i32::MAX,
-            c: [i32::MIN; 3],
+            cta: i64::MAX,
+            c: [i64::MIN; 3],
             wg: -1,
-            l: [i32::MAX; MAX_LOOP_DEPTH],
+            l: [i64::MAX; MAX_LOOP_DEPTH],
             div: 1,
-            rem: i32::MAX,
+            rem: i64::MAX,
         };
         let ctx = EvalCtx {
             cta: u32::MAX,
@@ -485,6 +485,6 @@ mod tests {
             l: [u32::MAX; MAX_LOOP_DEPTH],
         };
         let v = e.eval(&ctx);
-        assert!((0..i32::MAX as i64).contains(&v));
+        assert!((0..i64::MAX).contains(&v));
     }
 }

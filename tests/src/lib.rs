@@ -54,7 +54,7 @@ impl Builder {
     }
 
     /// `k + sum(coef * var)`, then `div` and `rem` (0 for none).
-    pub fn lin(&mut self, k: i64, terms: &[(i32, Var)], div: i32, rem: i32) -> u16 {
+    pub fn lin(&mut self, k: i64, terms: &[(i64, Var)], div: i64, rem: i64) -> u16 {
         let mut e = Expr::constant(k);
         for &(c, v) in terms {
             match v {

@@ -63,11 +63,11 @@ pub(super) fn parse_expr(l: &mut Line<'_>, depth: usize) -> Result<(Expr, usize)
         )
     })?;
     for (i, name) in VARS.iter().enumerate() {
-        let c = i32::try_from(acc[1 + i]).map_err(|_| {
+        let c = i64::try_from(acc[1 + i]).map_err(|_| {
             l.err(
                 start,
                 format!(
-                    "integer overflow: coefficient {} of {name} does not fit in i32",
+                    "integer overflow: coefficient {} of {name} does not fit in i64",
                     acc[1 + i]
                 ),
             )
@@ -142,7 +142,7 @@ fn var(l: &Line<'_>, name: &str, at: usize, depth: usize) -> Result<usize, AsmEr
 }
 
 /// An optional `/ INT` or `% INT`: 0 when absent.
-fn divisor(l: &mut Line<'_>, op: char, what: &str) -> Result<i32, AsmError> {
+fn divisor(l: &mut Line<'_>, op: char, what: &str) -> Result<i64, AsmError> {
     if !l.eat(op)? {
         return Ok(0);
     }
@@ -164,10 +164,10 @@ fn divisor(l: &mut Line<'_>, op: char, what: &str) -> Result<i32, AsmError> {
             format!("{what} by a negative number (-{v}): the divisor must be positive"),
         ));
     }
-    i32::try_from(v).map_err(|_| {
+    i64::try_from(v).map_err(|_| {
         l.err(
             t.at,
-            format!("integer overflow: {what} by {v} (at most {})", i32::MAX),
+            format!("integer overflow: {what} by {v} (at most {})", i64::MAX),
         )
     })
 }

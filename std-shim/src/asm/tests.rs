@@ -180,12 +180,12 @@ fn expressions_print_canonically() {
     }
 }
 
-fn any_coef() -> impl Strategy<Value = i32> {
-    prop_oneof![3 => Just(0), 1 => Just(1), 1 => Just(-1), 2 => any::<i32>()]
+fn any_coef() -> impl Strategy<Value = i64> {
+    prop_oneof![3 => Just(0), 1 => Just(1), 1 => Just(-1), 1 => Just(i64::MIN), 2 => any::<i64>()]
 }
 
-fn any_div() -> impl Strategy<Value = i32> {
-    prop_oneof![2 => Just(0), 1 => 1..=i32::MAX]
+fn any_div() -> impl Strategy<Value = i64> {
+    prop_oneof![2 => Just(0), 1 => 1..=i64::MAX]
 }
 
 prop_compose! {

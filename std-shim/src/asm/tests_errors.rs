@@ -92,9 +92,9 @@ fn errors_in_instructions() {
         "integer overflow",
     );
     check_body(
-        "    bulk.store cx*2147483648, 16",
+        "    bulk.store cx*9223372036854775807 + cx, 16",
         16,
-        "integer overflow: coefficient 2147483648 of cx",
+        "integer overflow: coefficient 9223372036854775808 of cx",
     );
     check_body(
         "    bubble 4294967296",

@@ -167,21 +167,21 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     let k_off = expr(
         &mut k,
         Expr {
-            l: [TILE_K as i32, 0, 0, 0],
+            l: [TILE_K as i64, 0, 0, 0],
             ..Expr::constant(0)
         },
     )?;
     let row = expr(
         &mut k,
         Expr {
-            c: [0, TILE_M as i32, 0],
+            c: [0, TILE_M as i64, 0],
             ..Expr::constant(0)
         },
     )?;
     let col = expr(
         &mut k,
         Expr {
-            c: [TILE_N as i32, 0, 0],
+            c: [TILE_N as i64, 0, 0],
             ..Expr::constant(0)
         },
     )?;
