@@ -206,7 +206,8 @@ pub enum KernelError {
         /// Instruction index.
         at: u16,
     },
-    /// An expression divides or takes a remainder by a negative number.
+    /// An expression divides or takes a remainder by a negative number, or
+    /// scales without a division or remainder.
     BadExprDivisor {
         /// Expression index.
         expr: u16,
@@ -285,7 +286,7 @@ impl fmt::Display for KernelError {
                 "instruction {at}: expression uses a loop counter outside its loops"
             ),
             KernelError::BadExprDivisor { expr } => {
-                write!(f, "expression {expr}: divisor and modulus must be positive")
+                write!(f, "expression {expr}: divisor and modulus must be positive, and a scale needs one of them")
             }
             KernelError::CtaDoesNotFit {
                 resource,

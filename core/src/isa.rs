@@ -17,9 +17,11 @@ pub const MAX_LOOP_DEPTH: usize = 4;
 /// Index of an expression in [`crate::Kernel::exprs`].
 pub type ExprId = u16;
 
-/// An integer expression: `((k + cta*CTA + cx*X + cy*Y + cz*Z + wg*W +
-/// Σ l[i]*L_i) div d) mod m`, with floor division and a non-negative
-/// remainder, `d`/`m` omitted when zero. Arithmetic wraps, so no input can
+/// An integer expression: `(((k + cta*CTA + cx*X + cy*Y + cz*Z + wg*W +
+/// Σ l[i]*L_i) div d) mod m) * s`, with floor division and a non-negative
+/// remainder, `d`, `m` and `s` omitted when zero. The scale `s` turns a
+/// tile index decomposed by `div`/`mod` back into a coordinate, and is only
+/// allowed after a division or remainder. Arithmetic wraps, so no input can
 /// make evaluation panic.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Expr {
@@ -37,6 +39,8 @@ pub struct Expr {
     pub div: i64,
     /// Euclidean modulus, 0 for none.
     pub rem: i64,
+    /// Scale applied last, 0 for none.
+    pub mul: i64,
 }
 
 /// The values an [`Expr`] is evaluated against.
@@ -63,6 +67,7 @@ impl Expr {
             l: [0; MAX_LOOP_DEPTH],
             div: 0,
             rem: 0,
+            mul: 0,
         }
     }
 
@@ -93,6 +98,9 @@ impl Expr {
         }
         if self.rem > 0 {
             v = v.rem_euclid(self.rem);
+        }
+        if self.mul != 0 {
+            v = v.wrapping_mul(self.mul);
         }
         v
     }
@@ -465,6 +473,8 @@ mod tests {
         ctx.l[0] = 5; // 2 div 2 = 1
         assert_eq!(e.eval(&ctx), 1);
         assert_eq!(e.loop_depth_used(), 1);
+        e.mul = 32;
+        assert_eq!(e.eval(&ctx), 32);
     }
 
     #[test]
@@ -477,6 +487,7 @@ mod tests {
             l: [i64::MAX; MAX_LOOP_DEPTH],
             div: 1,
             rem: i64::MAX,
+            mul: 0,
         };
         let ctx = EvalCtx {
             cta: u32::MAX,

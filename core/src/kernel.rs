@@ -348,7 +348,7 @@ impl Kernel {
             });
         }
         for (i, e) in self.exprs.iter().enumerate() {
-            if e.div < 0 || e.rem < 0 {
+            if e.div < 0 || e.rem < 0 || (e.mul != 0 && e.div == 0 && e.rem == 0) {
                 return Err(KernelError::BadExprDivisor { expr: i as u16 });
             }
         }

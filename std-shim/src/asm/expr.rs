@@ -1,6 +1,7 @@
-//! Expressions: `[-]term (+|- term)* [/ INT] [% INT]`, the sum optionally in
-//! parentheses, where a term is an integer, a variable, or a product of the
-//! two. The division and the remainder apply to the whole sum.
+//! Expressions: `[-]term (+|- term)* [/ INT] [% INT] [* INT]`, the sum
+//! optionally in parentheses, where a term is an integer, a variable, or a
+//! product of the two. The division and the remainder apply to the whole
+//! sum; the final scale (allowed only after `/` or `%`) to their result.
 
 use core::fmt::Write as _;
 
@@ -48,9 +49,14 @@ pub(super) fn parse_expr(l: &mut Line<'_>, depth: usize) -> Result<(Expr, usize)
     if rem != 0 && t.tok == Tok::Punct('/') {
         return Err(l.err(t.at, "'/' must come before '%' in an expression"));
     }
+    let mut mul = 0;
+    if div != 0 || rem != 0 {
+        mul = scale(l)?;
+    }
     let mut e = Expr {
         div,
         rem,
+        mul,
         ..Expr::default()
     };
     e.k = i64::try_from(acc[0]).map_err(|_| {
@@ -172,6 +178,32 @@ fn divisor(l: &mut Line<'_>, op: char, what: &str) -> Result<i64, AsmError> {
     })
 }
 
+/// An optional `* INT` after a division or remainder: 0 when absent.
+fn scale(l: &mut Line<'_>) -> Result<i64, AsmError> {
+    if !l.eat('*')? {
+        return Ok(0);
+    }
+    let neg = l.eat('-')?;
+    let t = l.next(Mode::Expr)?;
+    let Tok::Int(s) = t.tok else {
+        return Err(l.err(
+            t.at,
+            format!("expected an integer after '*', found {}", t.tok),
+        ));
+    };
+    let v = int(l, s, t.at)?;
+    let v = if neg { -v } else { v };
+    if v == 0 {
+        return Err(l.err(t.at, "scale by zero"));
+    }
+    i64::try_from(v).map_err(|_| {
+        l.err(
+            t.at,
+            format!("integer overflow: scale {v} does not fit in i64"),
+        )
+    })
+}
+
 /// Appends the canonical text of `e`: `cx*128 + l0*64 + 16`, with
 /// parentheses around a sum of several terms followed by `/` or `%`.
 pub(super) fn write_expr(out: &mut String, e: &Expr) {
@@ -187,7 +219,7 @@ pub(super) fn write_expr(out: &mut String, e: &Expr) {
     if e.k != 0 || terms.is_empty() {
         terms.push((e.k, None));
     }
-    let paren = (e.div != 0 || e.rem != 0) && terms.len() > 1;
+    let paren = (e.div != 0 || e.rem != 0 || e.mul != 0) && terms.len() > 1;
     if paren {
         out.push('(');
     }
@@ -218,6 +250,9 @@ pub(super) fn write_expr(out: &mut String, e: &Expr) {
     }
     if e.rem != 0 {
         let _ = write!(out, " % {}", e.rem);
+    }
+    if e.mul != 0 {
+        let _ = write!(out, " * {}", e.mul);
     }
 }
 

@@ -191,8 +191,10 @@ fn any_div() -> impl Strategy<Value = i64> {
 prop_compose! {
     fn any_expr()(k in prop_oneof![Just(0i64), any::<i64>(), -100i64..100],
                   v in proptest::array::uniform9(any_coef()),
-                  div in any_div(), rem in any_div()) -> Expr {
-        Expr { k, cta: v[0], c: [v[1], v[2], v[3]], wg: v[4], l: [v[5], v[6], v[7], v[8]], div, rem }
+                  div in any_div(), rem in any_div(),
+                  mul in prop_oneof![2 => Just(0i64), 1 => Just(32i64), 1 => any::<i64>()]) -> Expr {
+        let mul = if (div == 0 && rem == 0) || mul == 0 { 0 } else { mul };
+        Expr { k, cta: v[0], c: [v[1], v[2], v[3]], wg: v[4], l: [v[5], v[6], v[7], v[8]], div, rem, mul }
     }
 }
 
