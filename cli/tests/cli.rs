@@ -285,7 +285,7 @@ fn config_overrides_and_unknown_keys() {
 
     let good = d.file(
         "good.toml",
-        "preset = \"h800\"\nname = \"slowmem\"\n[port]\nlatency = 2000\n",
+        "preset = \"h800\"\nname = \"slowmem\"\nmemory = \"fixed\"\n[port]\nlatency = 2000\n",
     );
     let slow = json(&simfa(&[
         "gemm",

@@ -10,7 +10,22 @@ use heapless::String;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
+use crate::mem::config::{L2Config, ProxyConfig, TmaLineConfig};
+use crate::mem::dram::DramConfig;
+use crate::mem::hash::SliceHash;
 use crate::time::Ratio;
+
+/// Which memory model serves the TMA engines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryModel {
+    /// The fixed-latency, fixed-bandwidth port ([`GpuConfig::port`]).
+    Fixed,
+    /// The calibrated hierarchy: line requests through coalescers, the
+    /// partitioned L2 ([`GpuConfig::l2`]) and HBM ([`GpuConfig::dram`]).
+    #[default]
+    Hierarchy,
+}
 
 /// Which ready WarpGroup an SM's scheduler issues from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,8 +105,16 @@ pub struct GpuConfig {
     pub tma_slots: u16,
     /// Cycles from a CTA's admission to its first issue.
     pub cta_launch_cycles: u32,
-    /// The fixed memory port.
+    /// Which memory model serves the TMA engines.
+    pub memory: MemoryModel,
+    /// The fixed memory port (with `memory = "fixed"`).
     pub port: FixedPortConfig,
+    /// The L2 (with `memory = "hierarchy"`).
+    pub l2: L2Config,
+    /// The HBM (with `memory = "hierarchy"`).
+    pub dram: DramConfig,
+    /// Line-request generation of the TMA engines (with `memory = "hierarchy"`).
+    pub tma: TmaLineConfig,
     /// Non-tensor unit throughputs.
     pub units: UnitThroughput,
     /// Every run stops with an error after this many cycles.
@@ -109,6 +132,37 @@ fn name(s: &str) -> String<24> {
     let _ = n.push_str(s);
     n
 }
+
+/// The 50 MiB, two-partition L2 of the H100/H800 family: 80 slices of 320
+/// sets x 16 ways x 128 B. Latencies are calibrated by `simfa calibrate`
+/// against the H800 PCIe pointer chase (see the README).
+const L2_50MB: L2Config = L2Config {
+    line_bytes: 128,
+    slices: 80,
+    sets: 320,
+    ways: 16,
+    hash: SliceHash::Xor,
+    hit_latency: 147,
+    xbar_latency: 90,
+    far_latency: 110,
+    slice_interval: 1,
+    fill_latency: 130,
+    mshrs: 256,
+    coalescer: true,
+    proxy: ProxyConfig {
+        enabled: true,
+        max_prob_permille: 100,
+        threshold_permille: 900,
+    },
+};
+
+/// TMA engines emit one line request per cycle with up to 256 in flight.
+const TMA_LINES: TmaLineConfig = TmaLineConfig {
+    lines_per_cycle: 1,
+    max_lines: 256,
+    dedup: true,
+    dedup_lines: 4096,
+};
 
 /// Per-SM bandwidth in bytes per cycle from a GPU-wide figure.
 const fn per_sm_bw(gb_per_s: u32, sms: u16, clock_mhz: u32) -> Ratio {
@@ -137,10 +191,14 @@ impl GpuConfig {
             tma_setup_tensor: 130,
             tma_slots: 32,
             cta_launch_cycles: 0,
+            memory: MemoryModel::Hierarchy,
             port: FixedPortConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(3350, 132, 1830),
             },
+            l2: L2_50MB,
+            dram: DramConfig::hbm3_h100(),
+            tma: TMA_LINES,
             units: UnitThroughput {
                 mufu: 16,
                 fp32: 128,
@@ -171,6 +229,7 @@ impl GpuConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(4000, 78, 1830),
             },
+            dram: DramConfig::hbm3_h20(),
             ..Self::h800()
         }
     }
@@ -183,6 +242,12 @@ impl GpuConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(4800, 132, 1830),
             },
+            l2: L2Config {
+                slices: 96,
+                sets: 267,
+                ..L2_50MB
+            },
+            dram: DramConfig::hbm3e_h200(),
             ..Self::h800()
         }
     }
@@ -197,6 +262,7 @@ impl GpuConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(2000, 114, 1755),
             },
+            dram: DramConfig::hbm2e_h800_pcie(),
             ..Self::h800()
         }
     }

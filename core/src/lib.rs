@@ -60,6 +60,7 @@ pub mod encode;
 pub mod error;
 pub mod isa;
 pub mod kernel;
+pub mod mem;
 pub mod observer;
 pub mod port;
 pub mod queue;

@@ -72,7 +72,9 @@ pub enum Event {
         /// Issuer.
         who: Who,
     },
-    /// A TMA or bulk transfer left the TMA engine; it lands at `done`.
+    /// A TMA or bulk operation was issued; with the fixed port it lands at
+    /// `done`, with the memory hierarchy its landing is known only when its
+    /// last line returns (`None`).
     TmaIssue {
         /// Issuer.
         who: Who,
@@ -80,8 +82,8 @@ pub enum Event {
         bytes: u64,
         /// True for stores.
         store: bool,
-        /// Completion cycle.
-        done: u64,
+        /// Completion cycle, when known at issue.
+        done: Option<u64>,
     },
     /// A TMA or bulk transfer completed.
     TmaDone {
@@ -91,6 +93,13 @@ pub enum Event {
         bytes: u64,
         /// True for stores.
         store: bool,
+    },
+    /// The DRAM accepted a line request (memory hierarchy only).
+    DramRequest {
+        /// A write-back rather than a read.
+        write: bool,
+        /// Line address.
+        addr: u64,
     },
     /// An mbarrier completed a phase.
     PhaseComplete {
@@ -124,12 +133,13 @@ impl Event {
                 bytes,
                 store,
                 done,
-            } => [8 | (*store as u64) << 4 | bytes << 8, who(w), *done],
+            } => [8 | (*store as u64) << 4 | bytes << 8, who(w), done.unwrap_or(u64::MAX)],
             Event::TmaDone {
                 who: w,
                 bytes,
                 store,
             } => [9 | (*store as u64) << 4 | bytes << 8, who(w), 0],
+            Event::DramRequest { write, addr } => [11 | (*write as u64) << 8, *addr, 0],
             Event::PhaseComplete {
                 sm,
                 cta,
@@ -201,6 +211,8 @@ pub struct Stats {
     pub tensor_busy_cycles: u64,
     /// TMA and bulk operations issued.
     pub tma_ops: u64,
+    /// Cache-line requests the TMA engines emitted (memory hierarchy only).
+    pub tma_lines: u64,
     /// Cycles with at least one TMA operation in flight, summed over SMs.
     pub tma_busy_cycles: u64,
     /// Bytes loaded through TMA/bulk copies.

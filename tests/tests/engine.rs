@@ -7,6 +7,13 @@ use simfa_core::{
 };
 use simfa_tests::{run, run_observed, Builder, Recorder, Var};
 
+/// The H800 with the fixed-latency port of the foundation.
+fn fixed_port() -> GpuConfig {
+    let mut cfg = GpuConfig::h800();
+    cfg.memory = simfa_core::config::MemoryModel::Fixed;
+    cfg
+}
+
 /// A consumer waits on a full barrier that the producer never fills: the
 /// producer exits, and the consumer can never make progress.
 fn deadlocking_kernel() -> simfa_core::Kernel {
@@ -328,7 +335,7 @@ fn stream_roles_pull_from_the_source() {
 /// timing model changes; update it in the same commit and say why.
 #[test]
 fn golden_digest_busy_kernel() {
-    let s = run(&GpuConfig::h800(), &busy_kernel()).unwrap();
+    let s = run(&fixed_port(), &busy_kernel()).unwrap();
     assert_eq!(
         (s.cycles, format!("{:016x}", s.digest)),
         (GOLDEN_BUSY.0, GOLDEN_BUSY.1.to_string())

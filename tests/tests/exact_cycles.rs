@@ -1,6 +1,7 @@
 //! Small kernels whose cycle counts are derived by hand (the derivations are
 //! in the comments) and asserted exactly.
 
+use simfa_core::config::MemoryModel;
 use simfa_core::{Event, GpuConfig, Instr, Op, Ratio};
 use simfa_tests::{run, run_observed, Builder, Recorder, Var};
 
@@ -60,6 +61,7 @@ fn h20_wgmma_multiplier() {
 
 fn ring_config() -> GpuConfig {
     let mut cfg = GpuConfig::h800();
+    cfg.memory = MemoryModel::Fixed;
     cfg.tma_setup_common = 10;
     cfg.tma_setup_tensor = 20;
     cfg.port.latency = 100;

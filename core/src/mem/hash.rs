@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn formulas() {
         assert_eq!(SliceHash::Modulo.slice(1000, 80), 1000 % 80);
-        assert_eq!(SliceHash::Xor.slice(1000, 80), ((1000 ^ (1000 >> 5)) % 80) as u32);
+        assert_eq!(
+            SliceHash::Xor.slice(1000, 80),
+            ((1000 ^ (1000 >> 5)) % 80) as u32
+        );
         assert_eq!(SliceHash::Xor.slice(12345, 0), 0);
         assert_eq!(SliceHash::Modulo.slice_of_addr(128 * 81, 128, 80), 1);
         assert_eq!(SliceHash::Modulo.slice_of_addr(7, 0, 80), 7);
@@ -123,7 +126,11 @@ mod tests {
             let (xmin, xmax) = (*xor.iter().min().unwrap(), *xor.iter().max().unwrap());
             assert!(xmin >= 1, "xor leaves a slice idle: {xor:?}");
             assert_eq!(xor.iter().filter(|&&c| c > 0).count(), slices as usize);
-            assert!(xmax as f64 / mean <= 2.0, "xor max/mean {}", xmax as f64 / mean);
+            assert!(
+                xmax as f64 / mean <= 2.0,
+                "xor max/mean {}",
+                xmax as f64 / mean
+            );
 
             let modulo = loads(SliceHash::Modulo, slices, 2048, n);
             // 16 | gcd(16, slices) = 16 for 80 and 96: only slices = 0 mod 16.
@@ -131,7 +138,11 @@ mod tests {
             assert!(used.iter().all(|&s| s % 16 == 0), "{used:?}");
             assert_eq!(used.len(), slices as usize / 16);
             let mmax = *modulo.iter().max().unwrap();
-            assert!(mmax as f64 / mean >= 10.0, "modulo max/mean {}", mmax as f64 / mean);
+            assert!(
+                mmax as f64 / mean >= 10.0,
+                "modulo max/mean {}",
+                mmax as f64 / mean
+            );
             assert!(mmax >= 4 * xmax, "modulo {mmax} vs xor {xmax}");
         }
     }

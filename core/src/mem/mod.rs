@@ -1,6 +1,9 @@
 //! Building blocks of the calibrated L2 / TMA memory hierarchy.
 
+pub mod config;
+pub mod dram;
 pub mod hash;
 pub mod lines;
 pub mod table;
 pub mod tags;
+pub mod system;

@@ -290,10 +290,16 @@ mod tests {
         let mut a = Arena::new(&mut buf);
         assert!(matches!(
             FixedMap::<u64>::new_in(&mut a, 4, Capacity::MemoryPort),
-            Err(BuildError::ArenaTooSmall { table: Capacity::MemoryPort, .. })
+            Err(BuildError::ArenaTooSmall {
+                table: Capacity::MemoryPort,
+                ..
+            })
         ));
         let mut l = Layout::new();
-        assert_eq!(FixedMap::<u8>::layout(usize::MAX, &mut l), Err(BuildError::TooLarge));
+        assert_eq!(
+            FixedMap::<u8>::layout(usize::MAX, &mut l),
+            Err(BuildError::TooLarge)
+        );
     }
 
     #[test]

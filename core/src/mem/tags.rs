@@ -41,6 +41,16 @@ pub struct Evicted {
     pub kind: u8,
 }
 
+/// The outcome of [`TagArray::access`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Access {
+    /// The line was resident.
+    pub hit: bool,
+    /// The line a miss displaced.
+    pub evicted: Option<Evicted>,
+}
+
 /// The state of a resident line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -160,7 +170,13 @@ impl<'a> TagArray<'a> {
     /// Slot index (`set * ways + way`) holding `line`.
     #[inline]
     fn find(&self, line: u64) -> Option<usize> {
-        let base = self.base_of(line);
+        self.find_in(self.base_of(line), line)
+    }
+
+    /// Slot index holding `line` in the set starting at slot `base`. Reads
+    /// the metadata of tag matches only.
+    #[inline]
+    fn find_in(&self, base: usize, line: u64) -> Option<usize> {
         let tags = &self.tags[base..base + self.ways];
         let meta = &self.meta[base..base + self.ways];
         tags.iter()
@@ -229,9 +245,9 @@ impl<'a> TagArray<'a> {
     /// Marks `line` most recently used. False on a miss.
     #[inline]
     pub fn touch(&mut self, line: u64) -> bool {
-        match self.find(line) {
+        let set = self.set_of(line);
+        match self.find_in(set * self.ways, line) {
             Some(i) => {
-                let set = i / self.ways;
                 self.meta[i].stamp = self.bump(set);
                 true
             }
@@ -242,10 +258,7 @@ impl<'a> TagArray<'a> {
     /// The line [`TagArray::insert`] of `line` would evict now: `None` when
     /// `line` is resident or its set has a free way.
     pub fn victim(&self, line: u64) -> Option<Evicted> {
-        if self.find(line).is_some() {
-            return None;
-        }
-        let i = self.victim_slot(self.base_of(line));
+        let i = self.scan(self.base_of(line), line).err()?;
         let m = self.meta[i];
         m.valid.then_some(Evicted {
             line: self.tags[i],
@@ -254,44 +267,36 @@ impl<'a> TagArray<'a> {
         })
     }
 
-    /// The slot an insertion into the set starting at `base` fills: the
-    /// lowest free way, or else the least recently used one.
+    /// One pass over the set starting at `base`: `Ok(slot)` holding `line`,
+    /// or `Err(slot)` an insertion of it would fill: the lowest free way, or
+    /// else the least recently used one.
     #[inline]
-    fn victim_slot(&self, base: usize) -> usize {
+    fn scan(&self, base: usize, line: u64) -> Result<usize, usize> {
+        let tags = &self.tags[base..base + self.ways];
         let meta = &self.meta[base..base + self.ways];
         let mut victim = 0;
         let mut oldest = u32::MAX;
-        for (w, m) in meta.iter().enumerate() {
-            if !m.valid {
-                return base + w;
-            }
-            if m.stamp <= oldest {
-                oldest = m.stamp;
+        let mut free = false;
+        for (w, (&t, m)) in tags.iter().zip(meta).enumerate() {
+            if m.valid {
+                if t == line {
+                    return Ok(base + w);
+                }
+                if !free && m.stamp <= oldest {
+                    oldest = m.stamp;
+                    victim = w;
+                }
+            } else if !free {
+                free = true;
                 victim = w;
             }
         }
-        base + victim
+        Err(base + victim)
     }
 
-    /// Makes `line` resident and most recently used with the given dirty bit
-    /// and kind, evicting the set's LRU line when no way is free. When `line`
-    /// is already resident it is touched, its dirty bit becomes
-    /// `old | dirty` and its kind `kind`; nothing is evicted.
+    /// Fills slot `i` of `set` with `line`, returning what it held.
     #[inline]
-    pub fn insert(&mut self, line: u64, dirty: bool, kind: u8) -> Option<Evicted> {
-        let kind = kind_index(kind);
-        let set = self.set_of(line);
-        if let Some(i) = self.find(line) {
-            let stamp = self.bump(set);
-            let m = &mut self.meta[i];
-            self.occ[m.kind as usize] -= 1;
-            self.occ[kind as usize] += 1;
-            m.stamp = stamp;
-            m.dirty |= dirty;
-            m.kind = kind;
-            return None;
-        }
-        let i = self.victim_slot(set * self.ways);
+    fn fill(&mut self, set: usize, i: usize, line: u64, dirty: bool, kind: u8) -> Option<Evicted> {
         let old = self.meta[i];
         let evicted = if old.valid {
             self.occ[old.kind as usize] -= 1;
@@ -313,6 +318,54 @@ impl<'a> TagArray<'a> {
         };
         self.occ[kind as usize] += 1;
         evicted
+    }
+
+    /// Makes `line` resident and most recently used with the given dirty bit
+    /// and kind, evicting the set's LRU line when no way is free. When `line`
+    /// is already resident it is touched, its dirty bit becomes
+    /// `old | dirty` and its kind `kind`; nothing is evicted.
+    #[inline]
+    pub fn insert(&mut self, line: u64, dirty: bool, kind: u8) -> Option<Evicted> {
+        let kind = kind_index(kind);
+        let set = self.set_of(line);
+        match self.scan(set * self.ways, line) {
+            Ok(i) => {
+                let stamp = self.bump(set);
+                let m = &mut self.meta[i];
+                self.occ[m.kind as usize] -= 1;
+                self.occ[kind as usize] += 1;
+                m.stamp = stamp;
+                m.dirty |= dirty;
+                m.kind = kind;
+                None
+            }
+            Err(i) => self.fill(set, i, line, dirty, kind),
+        }
+    }
+
+    /// A write-allocate access in one pass over the set: on a hit `line`
+    /// becomes most recently used and dirty if `write` (its kind is kept);
+    /// on a miss it is inserted with dirty bit `write` and kind `kind`,
+    /// evicting as [`TagArray::insert`] does.
+    #[inline]
+    pub fn access(&mut self, line: u64, write: bool, kind: u8) -> Access {
+        let set = self.set_of(line);
+        match self.scan(set * self.ways, line) {
+            Ok(i) => {
+                let stamp = self.bump(set);
+                let m = &mut self.meta[i];
+                m.stamp = stamp;
+                m.dirty |= write;
+                Access {
+                    hit: true,
+                    evicted: None,
+                }
+            }
+            Err(i) => Access {
+                hit: false,
+                evicted: self.fill(set, i, line, write, kind_index(kind)),
+            },
+        }
     }
 
     /// Removes `line` and returns its state, or `None` when it was not
@@ -394,5 +447,309 @@ impl<'a> TagArray<'a> {
         self.meta.fill(Meta::default());
         self.clocks.fill(0);
         self.occ = [0; KINDS];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn buf(sets: usize, ways: usize) -> Vec<u8> {
+        let mut l = Layout::new();
+        TagArray::layout(sets, ways, &mut l).unwrap();
+        vec![0u8; l.bytes()]
+    }
+
+    /// Reference: per set, resident lines most recent first.
+    struct Model {
+        sets: Vec<Vec<Evicted>>,
+        ways: usize,
+    }
+
+    impl Model {
+        fn new(sets: usize, ways: usize) -> Self {
+            Model {
+                sets: vec![Vec::new(); sets],
+                ways,
+            }
+        }
+        fn set(&mut self, line: u64) -> &mut Vec<Evicted> {
+            let n = self.sets.len() as u64;
+            &mut self.sets[(line % n) as usize]
+        }
+        fn pos(&mut self, line: u64) -> Option<usize> {
+            self.set(line).iter().position(|e| e.line == line)
+        }
+        fn touch(&mut self, line: u64) -> bool {
+            match self.pos(line) {
+                Some(p) => {
+                    let e = self.set(line).remove(p);
+                    self.set(line).insert(0, e);
+                    true
+                }
+                None => false,
+            }
+        }
+        fn insert(&mut self, line: u64, dirty: bool, kind: u8) -> Option<Evicted> {
+            let kind = kind.min(KINDS as u8 - 1);
+            if let Some(p) = self.pos(line) {
+                let mut e = self.set(line).remove(p);
+                e.dirty |= dirty;
+                e.kind = kind;
+                self.set(line).insert(0, e);
+                return None;
+            }
+            let ways = self.ways;
+            let s = self.set(line);
+            let out = if s.len() == ways { s.pop() } else { None };
+            s.insert(0, Evicted { line, dirty, kind });
+            out
+        }
+        fn invalidate(&mut self, line: u64) -> Option<Evicted> {
+            let p = self.pos(line)?;
+            Some(self.set(line).remove(p))
+        }
+        fn get(&mut self, line: u64) -> Option<Evicted> {
+            let p = self.pos(line)?;
+            Some(self.set(line)[p])
+        }
+        fn occupancy(&self) -> [u32; KINDS] {
+            let mut o = [0; KINDS];
+            for e in self.sets.iter().flatten() {
+                o[e.kind as usize] += 1;
+            }
+            o
+        }
+    }
+
+    #[test]
+    fn geometry_errors_and_layout() {
+        let mut l = Layout::new();
+        assert!(matches!(
+            TagArray::layout(0, 4, &mut l),
+            Err(BuildError::Config(ConfigError { field: "sets", .. }))
+        ));
+        assert!(matches!(
+            TagArray::layout(4, 0, &mut l),
+            Err(BuildError::Config(ConfigError { field: "ways", .. }))
+        ));
+        assert_eq!(
+            TagArray::layout(usize::MAX, 2, &mut l),
+            Err(BuildError::TooLarge)
+        );
+        let mut l = Layout::new();
+        TagArray::layout(5, 3, &mut l).unwrap();
+        for start in 0..8 {
+            let mut b = vec![0u8; l.bytes() + 8];
+            let mut a = Arena::new(&mut b[start..start + l.bytes()]);
+            let t = TagArray::new_in(&mut a, 5, 3, Capacity::Arena).unwrap();
+            assert_eq!((t.sets(), t.ways(), t.capacity()), (5, 3, 15));
+        }
+        let mut b = [0u8; 16];
+        let mut a = Arena::new(&mut b);
+        assert!(matches!(
+            TagArray::new_in(&mut a, 5, 3, Capacity::Arena),
+            Err(BuildError::ArenaTooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn lru_eviction_and_state() {
+        let mut b = buf(2, 2);
+        let mut a = Arena::new(&mut b);
+        let mut t = TagArray::new_in(&mut a, 2, 2, Capacity::Arena).unwrap();
+        assert_eq!(t.set_of(7), 1);
+        assert_eq!(t.insert(0, false, 0), None);
+        assert_eq!(t.insert(2, true, 1), None);
+        assert_eq!(t.lookup(0), Some(0));
+        assert_eq!(t.lookup(2), Some(1));
+        assert_eq!(t.occupancy(), [1, 1, 0, 0]);
+        // 0 is LRU; a lookup does not change that, a touch does.
+        assert_eq!(
+            t.victim(4),
+            Some(Evicted {
+                line: 0,
+                dirty: false,
+                kind: 0
+            })
+        );
+        assert!(t.touch(0));
+        assert_eq!(
+            t.victim(4),
+            Some(Evicted {
+                line: 2,
+                dirty: true,
+                kind: 1
+            })
+        );
+        assert_eq!(
+            t.insert(4, false, 9),
+            Some(Evicted {
+                line: 2,
+                dirty: true,
+                kind: 1
+            })
+        );
+        assert_eq!(
+            t.state(4),
+            Some(LineState {
+                way: 1,
+                dirty: false,
+                kind: 3
+            })
+        );
+        assert_eq!(t.occupancy_of(200), 1);
+        assert!(t.mark_dirty(0));
+        assert!(!t.mark_dirty(2));
+        assert!(t.set_kind(0, 2));
+        assert_eq!(
+            t.invalidate(0),
+            Some(Evicted {
+                line: 0,
+                dirty: true,
+                kind: 2
+            })
+        );
+        assert_eq!(t.invalidate(0), None);
+        assert_eq!(t.valid_lines(), 1);
+        assert_eq!(t.victim(6), None); // a free way
+        assert_eq!(t.insert(6, false, 0), None);
+        assert_eq!(t.lookup(6), Some(0));
+        assert!(t.clean(6));
+        t.clear();
+        assert_eq!(t.valid_lines(), 0);
+        assert_eq!(t.lookup(4), None);
+    }
+
+    #[test]
+    fn renumbering_keeps_lru_order() {
+        let mut b = buf(1, 4);
+        let mut a = Arena::new(&mut b);
+        let mut t = TagArray::new_in(&mut a, 1, 4, Capacity::Arena).unwrap();
+        let mut m = Model::new(1, 4);
+        t.clocks[0] = u32::MAX - 5;
+        for line in [1u64, 2, 3, 4, 2, 1, 5, 3, 6, 1, 7, 8, 2, 9] {
+            assert_eq!(t.touch(line), m.touch(line));
+            assert_eq!(t.insert(line, false, 0), m.insert(line, false, 0));
+        }
+        assert!(t.clocks[0] < 100);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Touch(u64),
+        Insert(u64, bool, u8),
+        Access(u64, bool),
+        Invalidate(u64),
+        MarkDirty(u64),
+        SetKind(u64, u8),
+        Lookup(u64),
+    }
+
+    fn op(lines: u64) -> impl Strategy<Value = Op> {
+        prop_oneof![
+            2 => (0..lines).prop_map(Op::Touch),
+            3 => (0..lines, any::<bool>(), 0u8..6).prop_map(|(l, d, k)| Op::Insert(l, d, k)),
+            6 => (0..lines, any::<bool>()).prop_map(|(l, w)| Op::Access(l, w)),
+            1 => (0..lines).prop_map(Op::Invalidate),
+            1 => (0..lines).prop_map(Op::MarkDirty),
+            1 => (0..lines, 0u8..5).prop_map(|(l, k)| Op::SetKind(l, k)),
+            1 => (0..lines).prop_map(Op::Lookup),
+        ]
+    }
+
+    fn case() -> impl Strategy<Value = (usize, usize, u32, Vec<Op>)> {
+        (
+            1usize..6,
+            1usize..6,
+            prop_oneof![Just(0u32), Just(u32::MAX - 40)],
+        )
+            .prop_flat_map(|(sets, ways, clock)| {
+                let lines = (sets * ways * 3) as u64;
+                (
+                    Just(sets),
+                    Just(ways),
+                    Just(clock),
+                    proptest::collection::vec(op(lines), 0..400),
+                )
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn matches_reference_lru((sets, ways, clock, ops) in case()) {
+            let mut b = buf(sets, ways);
+            let mut a = Arena::new(&mut b);
+            let mut t = TagArray::new_in(&mut a, sets, ways, Capacity::Arena).unwrap();
+            t.clocks.fill(clock);
+            let mut m = Model::new(sets, ways);
+            let (mut hits, mut misses, mut evictions) = (0u32, 0u32, 0u32);
+            for op in ops {
+                match op {
+                    Op::Touch(l) => prop_assert_eq!(t.touch(l), m.touch(l)),
+                    Op::Insert(l, d, k) => prop_assert_eq!(t.insert(l, d, k), m.insert(l, d, k)),
+                    Op::Access(l, w) if l % 2 == 0 => {
+                        // The one-pass access against the model's two steps.
+                        let got = t.access(l, w, 1);
+                        let hit = m.touch(l);
+                        let evicted = if hit {
+                            hits += 1;
+                            if w {
+                                m.set(l).first_mut().unwrap().dirty = true;
+                            }
+                            None
+                        } else {
+                            misses += 1;
+                            m.insert(l, w, 1)
+                        };
+                        evictions += evicted.is_some() as u32;
+                        prop_assert_eq!(got, Access { hit, evicted });
+                    }
+                    Op::Access(l, w) => {
+                        // The usual cache access: hit -> touch, miss -> fill.
+                        let hit = t.touch(l);
+                        prop_assert_eq!(hit, m.touch(l));
+                        if hit {
+                            hits += 1;
+                            if w {
+                                prop_assert!(t.mark_dirty(l));
+                                m.set(l).first_mut().unwrap().dirty = true;
+                            }
+                        } else {
+                            misses += 1;
+                            let e = t.insert(l, w, 0);
+                            prop_assert_eq!(e, m.insert(l, w, 0));
+                            evictions += e.is_some() as u32;
+                        }
+                    }
+                    Op::Invalidate(l) => prop_assert_eq!(t.invalidate(l), m.invalidate(l)),
+                    Op::MarkDirty(l) => {
+                        let want = m.pos(l).map(|p| m.set(l)[p].dirty = true).is_some();
+                        prop_assert_eq!(t.mark_dirty(l), want);
+                    }
+                    Op::SetKind(l, k) => {
+                        let k2 = k.min(KINDS as u8 - 1);
+                        let want = m.pos(l).map(|p| m.set(l)[p].kind = k2).is_some();
+                        prop_assert_eq!(t.set_kind(l, k), want);
+                    }
+                    Op::Lookup(l) => {
+                        let s = t.state(l);
+                        prop_assert_eq!(t.lookup(l), s.map(|s| s.way));
+                        let r = m.get(l);
+                        prop_assert_eq!(s.map(|s| (s.dirty, s.kind)), r.map(|e| (e.dirty, e.kind)));
+                    }
+                }
+                prop_assert_eq!(t.occupancy(), m.occupancy());
+            }
+            // Final contents agree line by line.
+            for l in 0..(sets * ways * 3) as u64 {
+                let r = m.get(l);
+                prop_assert_eq!(t.state(l).map(|s| (s.dirty, s.kind)), r.map(|e| (e.dirty, e.kind)));
+            }
+            prop_assert!(evictions <= misses);
+            let _ = hits;
+        }
     }
 }

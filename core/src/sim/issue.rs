@@ -461,15 +461,14 @@ impl<S: StreamSource> Simulator<'_, S> {
             return Ok(Outcome::Stall(WaitReason::TmaSlot));
         }
         let leave = self.now + setup;
-        let done = self.port.transfer(
-            leave,
-            &Transfer {
-                sm: t.sm,
-                dir,
-                shape,
-                bytes,
-            },
-        );
+        let done = match &mut self.mem {
+            super::Mem::Fixed(port) => Some(port.transfer(leave, &Transfer { sm: t.sm, dir, shape, bytes })),
+            super::Mem::Hier(_) => None,
+        };
+        match done {
+            Some(done) => self.push(done, Ev::TmaDone { thread: ti as u32, bar, bytes })?,
+            None => self.start_op(ti, bar, dir == Direction::Store, shape, bytes, leave)?,
+        }
         let s = &mut self.sms[sm];
         if s.tma_inflight == 0 {
             s.tma_busy_since = self.now;
@@ -481,14 +480,6 @@ impl<S: StreamSource> Simulator<'_, S> {
             self.threads[ti].stores += 1;
         }
         self.stats.tma_ops += 1;
-        self.push(
-            done,
-            Ev::TmaDone {
-                thread: ti as u32,
-                bar,
-                bytes,
-            },
-        )?;
         let who = self.who(ti);
         self.emit(
             obs,
@@ -500,6 +491,40 @@ impl<S: StreamSource> Simulator<'_, S> {
             },
         );
         Ok(Outcome::Next)
+    }
+
+    /// A transfer of thread `ti` landed: free its TMA slot, deliver its bytes
+    /// to the mbarrier (loads) or count the store down.
+    pub(super) fn finish_transfer(&mut self, ti: usize, bar: u16, bytes: u64, obs: &mut impl Observer) -> Result<(), SimError> {
+        let t = self.threads[ti];
+        let (sm, ci) = (t.sm as usize, t.cta as usize);
+        let s = &mut self.sms[sm];
+        s.tma_inflight -= 1;
+        if s.tma_inflight == 0 {
+            self.stats.tma_busy_cycles += self.now - s.tma_busy_since;
+        }
+        self.ctas[ci].inflight -= 1;
+        self.end = self.end.max(self.now);
+        let store = bar == u16::MAX;
+        let who = self.who(ti);
+        self.emit(obs, Event::TmaDone { who, bytes, store });
+        if store {
+            self.stats.bytes_stored += bytes;
+            let th = &mut self.threads[ti];
+            th.stores -= 1;
+            let left = th.stores;
+            if let TState::Waiting(WaitReason::Stores { n }) = th.state {
+                if left <= n as u16 {
+                    self.wake(ti, obs);
+                }
+            }
+        } else {
+            self.stats.bytes_loaded += bytes;
+            self.mbars[ci * self.plan.nbar + bar as usize].tx -= bytes as i64;
+            self.try_complete_phase(ci, bar as usize, obs);
+        }
+        self.wake_sm(sm, obs, |r| r == WaitReason::TmaSlot);
+        self.maybe_retire(ci, obs)
     }
 
     /// Completes the current phase of mbarrier `b` of CTA slot `ci` if no
@@ -560,37 +585,10 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.wake_sm(sm, obs, |r| r == WaitReason::TensorBuffer);
                 self.maybe_retire(ci, obs)?;
             }
-            Ev::TmaDone { thread, bar, bytes } => {
-                let ti = thread as usize;
-                let t = self.threads[ti];
-                let (sm, ci) = (t.sm as usize, t.cta as usize);
-                let s = &mut self.sms[sm];
-                s.tma_inflight -= 1;
-                if s.tma_inflight == 0 {
-                    self.stats.tma_busy_cycles += self.now - s.tma_busy_since;
-                }
-                self.ctas[ci].inflight -= 1;
-                self.end = self.end.max(self.now);
-                let store = bar == u16::MAX;
-                let who = self.who(ti);
-                self.emit(obs, Event::TmaDone { who, bytes, store });
-                if store {
-                    self.stats.bytes_stored += bytes;
-                    let th = &mut self.threads[ti];
-                    th.stores -= 1;
-                    let left = th.stores;
-                    if let TState::Waiting(WaitReason::Stores { n }) = th.state {
-                        if left <= n as u16 {
-                            self.wake(ti, obs);
-                        }
-                    }
-                } else {
-                    self.stats.bytes_loaded += bytes;
-                    self.mbars[ci * self.plan.nbar + bar as usize].tx -= bytes as i64;
-                    self.try_complete_phase(ci, bar as usize, obs);
-                }
-                self.wake_sm(sm, obs, |r| r == WaitReason::TmaSlot);
-                self.maybe_retire(ci, obs)?;
+            Ev::TmaDone { thread, bar, bytes } => self.finish_transfer(thread as usize, bar, bytes, obs)?,
+            Ev::TmaTick { sm } => {
+                self.engine_mut(sm as usize).tick_pending = false;
+                self.tma_tick(sm as usize, obs)?;
             }
         }
         Ok(())

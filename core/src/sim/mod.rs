@@ -22,22 +22,36 @@
 //! [`Simulator::new`] needs; every table is carved from that one buffer and
 //! nothing grows afterwards.
 
+mod engine;
 mod issue;
 mod state;
+mod tma;
 
 use crate::arena::{Arena, Layout};
-use crate::config::GpuConfig;
+use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
 use crate::error::{BuildError, Capacity, KernelError, SimError};
 use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
 use crate::observer::{Event, Observer, Stats, Who};
+use crate::mem::lines::max_box_lines;
+use crate::mem::system::{MemStats, MemorySystem};
 use crate::port::{FixedPort, MemoryPort};
 use crate::queue::{Entry, EventQueue};
 use crate::source::{NoStream, StreamSource};
 use crate::time::Cycle;
 
+use engine::TmaTables;
 use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
+use tma::{Dedup, Engine, TmaOp};
+
+/// The memory behind the TMA engines.
+pub(crate) enum Mem<'a> {
+    /// The fixed-latency, fixed-bandwidth port.
+    Fixed(FixedPort<'a>),
+    /// The L2 / DRAM hierarchy.
+    Hier(MemorySystem<'a>),
+}
 
 /// Where a run stands after a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +98,11 @@ struct Plan {
     nbar: usize,
     nstage: usize,
     queue: usize,
+    hier: bool,
+    /// TMA operation slots per SM.
+    tma_slots: usize,
+    /// Dedup-set capacity per SM (hierarchy mode).
+    dcap: usize,
 }
 
 impl Plan {
@@ -111,7 +130,17 @@ impl Plan {
         let threads = sms * cta_slots * wgs;
         // Every thread has at most one pending wake-up; every SM at most
         // `wgmma_buffer` WGMMAs and `tma_slots` transfers in flight.
-        let queue = threads + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize);
+        // In hierarchy mode every SM also has at most one engine tick queued.
+        let queue = threads + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize + 1);
+        let hier = cfg.memory == MemoryModel::Hierarchy;
+        let lb = cfg.l2.line_bytes as u64;
+        let most = k
+            .maps
+            .iter()
+            .map(|m| max_box_lines(m, lb).unwrap_or(u64::MAX))
+            .max()
+            .unwrap_or(1);
+        let dcap = most.min(cfg.tma.dedup_lines as u64).max(1) as usize;
         Ok(Plan {
             sms,
             cta_slots,
@@ -119,6 +148,9 @@ impl Plan {
             nbar: k.mbarriers_per_cta(),
             nstage: k.stages_per_cta(),
             queue,
+            hier,
+            tma_slots: cfg.tma_slots as usize,
+            dcap,
         })
     }
 
@@ -143,6 +175,21 @@ impl Plan {
         l.add::<u64>(self.sms)?;
         Ok(l)
     }
+
+    fn layout_hier(&self, cfg: &GpuConfig, l: &mut Layout) -> Result<(), BuildError> {
+        if !self.hier {
+            return Ok(());
+        }
+        let ops = self.sms * self.tma_slots;
+        l.add::<TmaOp>(ops)?;
+        l.add::<u16>(ops)?;
+        l.add::<Engine>(self.sms)?;
+        l.add::<u64>(self.sms * Dedup::slots_for(self.dcap))?;
+        l.add::<u32>(self.sms * self.dcap)?;
+        l.add::<u32>(self.sms)?;
+        l.add::<u32>(self.sms * cfg.tma.max_lines as usize)?;
+        MemorySystem::layout(&cfg.l2, &cfg.dram, cfg.sms, cfg.tma.max_lines, l)
+    }
 }
 
 /// A cycle-level simulation of one kernel on one GPU, built in a
@@ -162,7 +209,8 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     sms: &'a mut [Sm],
     active: &'a mut [u64],
     queue: EventQueue<'a, Ev>,
-    port: FixedPort<'a>,
+    mem: Mem<'a>,
+    tma: Option<TmaTables<'a>>,
     next_cta: u32,
     total_ctas: u32,
     retired: u32,
@@ -187,7 +235,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// Bytes of arena [`Simulator::new`] needs for this pair; independent of
     /// the buffer's alignment.
     pub fn arena_size(cfg: &GpuConfig, kernel: &Kernel) -> Result<usize, BuildError> {
-        Ok(Plan::new(cfg, kernel)?.layout()?.bytes())
+        let plan = Plan::new(cfg, kernel)?;
+        let mut l = plan.layout()?;
+        plan.layout_hier(cfg, &mut l)?;
+        Ok(l.bytes())
     }
 
     /// Builds a simulator whose stream roles pull from `source`.
@@ -203,7 +254,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 return Err(KernelError::NoStreamSource { role: i as u8 }.into());
             }
         }
-        let need = plan.layout()?.bytes();
+        let mut layout = plan.layout()?;
+        plan.layout_hier(cfg, &mut layout)?;
+        let need = layout.bytes();
         if arena.len() < need {
             return Err(BuildError::ArenaTooSmall {
                 table: Capacity::Arena,
@@ -224,6 +277,25 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let active = a.alloc(plan.sms.div_ceil(64), 0u64, Capacity::Sms)?;
         let qstore = a.alloc(plan.queue, Ev::FILLER, Capacity::EventQueue)?;
         let port_store = a.alloc(plan.sms, 0u64, Capacity::MemoryPort)?;
+        let (mem, tma) = if plan.hier {
+            let ops = plan.sms * plan.tma_slots;
+            let tables = TmaTables {
+                ops: a.alloc(ops, TmaOp::EMPTY, Capacity::MemoryPort)?,
+                order: a.alloc(ops, 0u16, Capacity::MemoryPort)?,
+                engines: a.alloc(plan.sms, Engine::EMPTY, Capacity::MemoryPort)?,
+                dslots: a.alloc(plan.sms * Dedup::slots_for(plan.dcap), u64::MAX, Capacity::MemoryPort)?,
+                dused: a.alloc(plan.sms * plan.dcap, 0u32, Capacity::MemoryPort)?,
+                dlen: a.alloc(plan.sms, 0u32, Capacity::MemoryPort)?,
+                returned: a.alloc(plan.sms * cfg.tma.max_lines as usize, 0u32, Capacity::MemoryPort)?,
+                slots: plan.tma_slots,
+                dcap: plan.dcap,
+                dslot_n: Dedup::slots_for(plan.dcap),
+            };
+            let mem = MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, cfg.tma.max_lines, cfg.seed, &mut a)?;
+            (Mem::Hier(mem), Some(tables))
+        } else {
+            (Mem::Fixed(FixedPort::new(cfg.port, port_store)), None)
+        };
         let total = kernel.ctas() as u32;
         let sim = Simulator {
             cfg: cfg.clone(),
@@ -240,7 +312,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             sms,
             active,
             queue: EventQueue::new(qstore),
-            port: FixedPort::new(cfg.port, port_store),
+            mem,
+            tma,
             next_cta: 0,
             total_ctas: total,
             retired: 0,
@@ -283,7 +356,20 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         if self.any_active() {
             return Some(Cycle(self.now));
         }
-        self.queue.next_cycle().map(|c| Cycle(c.max(self.now)))
+        self.next_queued().map(|c| Cycle(c.max(self.now)))
+    }
+
+    /// The earliest cycle of the event queue and the memory system.
+    fn next_queued(&self) -> Option<u64> {
+        let q = self.queue.next_cycle();
+        let m = match &self.mem {
+            Mem::Hier(m) => m.next_event(),
+            Mem::Fixed(_) => None,
+        };
+        match (q, m) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Where the run stands.
@@ -294,8 +380,18 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// Counters so far.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats;
-        s.port_busy_cycles = self.port.busy_cycles();
+        if let Mem::Fixed(p) = &self.mem {
+            s.port_busy_cycles = p.busy_cycles();
+        }
         s
+    }
+
+    /// Counters of the memory hierarchy (`None` with the fixed port).
+    pub fn mem_stats(&self) -> Option<MemStats> {
+        match &self.mem {
+            Mem::Hier(m) => Some(m.stats()),
+            Mem::Fixed(_) => None,
+        }
     }
 
     /// Digest of the events so far.
@@ -341,7 +437,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             self.admit_all(obs)?;
         }
         if !self.any_active() {
-            match self.queue.next_cycle() {
+            match self.next_queued() {
                 Some(c) => self.now = self.now.max(c),
                 None => return self.finish_or_deadlock(),
             }
@@ -351,6 +447,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 limit: self.cfg.watchdog_cycles,
             });
         }
+        self.drain_memory(obs)?;
         while let Some(e) = self.queue.pop_due(self.now) {
             self.apply(e.event, obs)?;
         }

@@ -205,7 +205,8 @@ impl Sm {
 }
 
 /// An event in the shared queue. The class orders events of one cycle:
-/// transfer completions (0), then WGMMA completions (1), then wake-ups (2).
+/// transfer completions (0), then WGMMA completions (1), then wake-ups (2),
+/// then TMA engine ticks (3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Ev {
     /// A transfer landed; `bar` is `u16::MAX` for stores.
@@ -219,6 +220,10 @@ pub(crate) enum Ev {
     },
     Wake {
         thread: u32,
+    },
+    /// The TMA engine of an SM emits its next line requests.
+    TmaTick {
+        sm: u16,
     },
 }
 
@@ -235,6 +240,7 @@ impl Ev {
             Ev::TmaDone { .. } => 0,
             Ev::WgmmaDone { .. } => 1,
             Ev::Wake { .. } => 2,
+            Ev::TmaTick { .. } => 3,
         }
     }
 }

@@ -1,0 +1,128 @@
+//! Parameters of the L2 side of the memory hierarchy and of the TMA
+//! engines' request generation.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+use crate::mem::hash::SliceHash;
+
+/// The remote-copy proxy of the partitioned L2 (paper §IV-C).
+///
+/// When a request from an SM resolves to a slice in the far partition and
+/// hits there, a shadow copy of the line is inserted into the near
+/// partition's mirror slice: always while that slice is less than
+/// `threshold_permille` full, and with probability `max_prob_permille`/1000
+/// above it. Draws come from the core's seeded generator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyConfig {
+    /// Model the proxy at all.
+    pub enabled: bool,
+    /// Insertion probability above the threshold, in thousandths.
+    pub max_prob_permille: u16,
+    /// Occupancy of the near slice (valid lines per capacity, thousandths)
+    /// below which every far hit is copied.
+    pub threshold_permille: u16,
+}
+
+/// The L2: coalescers, crossbar, hashed slices in two partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L2Config {
+    /// Line size in bytes (a power of two).
+    pub line_bytes: u32,
+    /// Slices in all; the first half form partition 0, the rest partition 1.
+    pub slices: u16,
+    /// Sets per slice.
+    pub sets: u32,
+    /// Ways per set.
+    pub ways: u16,
+    /// Slice selection.
+    pub hash: SliceHash,
+    /// Cycles from a request reaching a slice to its data leaving it on a hit.
+    pub hit_latency: u32,
+    /// One-way crossbar cycles between an SM and a slice of its partition.
+    pub xbar_latency: u32,
+    /// Extra one-way cycles to reach a slice of the far partition.
+    pub far_latency: u32,
+    /// Cycles between two requests a slice accepts (its bandwidth is one
+    /// line per `slice_interval` cycles).
+    pub slice_interval: u32,
+    /// Cycles from DRAM data returning to the slice to the fill being usable.
+    pub fill_latency: u32,
+    /// MSHRs per slice (misses in flight to DRAM); when full, further misses
+    /// of that slice wait in order.
+    pub mshrs: u16,
+    /// Merge identical in-flight reads of an SM pair in a request coalescer.
+    pub coalescer: bool,
+    /// The remote-copy proxy.
+    pub proxy: ProxyConfig,
+}
+
+impl L2Config {
+    /// Capacity in bytes.
+    pub const fn bytes(&self) -> u64 {
+        self.line_bytes as u64 * self.slices as u64 * self.sets as u64 * self.ways as u64
+    }
+
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, problem| Err(ConfigError { field, problem });
+        if !self.line_bytes.is_power_of_two() || !(16..=4096).contains(&self.line_bytes) {
+            return bad("l2.line_bytes", "must be a power of two in 16..=4096");
+        }
+        if self.slices < 2 || self.slices % 2 != 0 || self.slices as usize > crate::mem::system::MAX_SLICES {
+            return bad("l2.slices", "must be even, in 2..=256 (two partitions)");
+        }
+        if self.sets == 0 || self.sets > 1 << 20 {
+            return bad("l2.sets", "must be in 1..=2^20");
+        }
+        if self.ways == 0 || self.ways > 64 {
+            return bad("l2.ways", "must be in 1..=64");
+        }
+        if self.slice_interval == 0 {
+            return bad("l2.slice_interval", "must be at least 1");
+        }
+        if self.mshrs == 0 {
+            return bad("l2.mshrs", "must be at least 1");
+        }
+        if self.proxy.max_prob_permille > 1000 || self.proxy.threshold_permille > 1000 {
+            return bad("l2.proxy", "probability and threshold are thousandths (0..=1000)");
+        }
+        Ok(())
+    }
+}
+
+/// How the TMA engine of each SM turns operations into line requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TmaLineConfig {
+    /// Line requests the engine emits per cycle.
+    pub lines_per_cycle: u16,
+    /// Line requests of one SM in flight at once (its request-tracking
+    /// resources); the engine pauses when they are all busy.
+    pub max_lines: u16,
+    /// Remove repeated lines of a box (the paper's deduplication).
+    pub dedup: bool,
+    /// Capacity of each SM's deduplication set, in lines. A box with more
+    /// distinct lines than this (only when rows share lines out of order)
+    /// keeps its remaining repeats.
+    pub dedup_lines: u32,
+}
+
+impl TmaLineConfig {
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, problem| Err(ConfigError { field, problem });
+        if self.lines_per_cycle == 0 {
+            return bad("tma.lines_per_cycle", "must be at least 1");
+        }
+        if self.max_lines == 0 {
+            return bad("tma.max_lines", "must be at least 1");
+        }
+        if self.dedup_lines == 0 || self.dedup_lines > 1 << 20 {
+            return bad("tma.dedup_lines", "must be in 1..=2^20");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! Address mapping: which pseudo-channel, bank and row a line lives in.
+//!
+//! An address is first turned into a line index (`addr / line_bytes`; the
+//! offset within the line is ignored). The line index is then read as a
+//! mixed-radix number whose digits, lowest first, are the fields named by
+//! an [`AddressMapping`]: the channel digit has radix `channels`, the bank
+//! group digit `bank_groups`, the bank digit `banks_per_group`, the column
+//! digit the number of lines per row, and the row digit `rows`. Radixes need
+//! not be powers of two (H100 has 160 pseudo-channels); whatever is left
+//! above the highest digit wraps around.
+
+use serde::{Deserialize, Serialize};
+
+use super::config::DramConfig;
+
+/// One digit of the line index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MapField {
+    /// The pseudo-channel.
+    Channel,
+    /// The bank group.
+    BankGroup,
+    /// The bank within its group.
+    Bank,
+    /// The line slot within the row (each is `line_bytes / burst_bytes`
+    /// consecutive columns).
+    Column,
+    /// The row.
+    Row,
+}
+
+/// The order of the fields in the line index, lowest digit first. Every
+/// field appears exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AddressMapping(pub [MapField; 5]);
+
+impl AddressMapping {
+    /// The default: consecutive lines go to consecutive pseudo-channels,
+    /// then bank groups, then banks, then line slots of a row, then rows.
+    /// Spreads any stream over every channel and bank.
+    pub const INTERLEAVED: AddressMapping = AddressMapping([
+        MapField::Channel,
+        MapField::BankGroup,
+        MapField::Bank,
+        MapField::Column,
+        MapField::Row,
+    ]);
+
+    /// "row-bank-column-channel" (highest first): consecutive lines go to
+    /// consecutive channels, then fill a row of one bank, then move to the
+    /// next bank group, then bank, then row. Sequential streams stay in
+    /// open rows.
+    pub const ROW_BANK_COLUMN_CHANNEL: AddressMapping = AddressMapping([
+        MapField::Channel,
+        MapField::Column,
+        MapField::BankGroup,
+        MapField::Bank,
+        MapField::Row,
+    ]);
+
+    /// True when every field appears exactly once.
+    pub fn is_permutation(&self) -> bool {
+        let all = [
+            MapField::Channel,
+            MapField::BankGroup,
+            MapField::Bank,
+            MapField::Column,
+            MapField::Row,
+        ];
+        all.iter()
+            .all(|f| self.0.iter().filter(|g| *g == f).count() == 1)
+    }
+}
+
+impl Default for AddressMapping {
+    fn default() -> Self {
+        AddressMapping::INTERLEAVED
+    }
+}
+
+/// A decoded DRAM location of one line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DramAddr {
+    /// Pseudo-channel.
+    pub channel: u16,
+    /// Bank group.
+    pub bank_group: u8,
+    /// Bank within the group.
+    pub bank: u8,
+    /// Row.
+    pub row: u32,
+    /// Line slot within the row; its first column is
+    /// `line * (line_bytes / burst_bytes)`.
+    pub line: u16,
+}
+
+impl DramConfig {
+    /// The radix of one field.
+    fn radix(&self, f: MapField) -> u64 {
+        match f {
+            MapField::Channel => self.channels as u64,
+            MapField::BankGroup => self.bank_groups as u64,
+            MapField::Bank => self.banks_per_group as u64,
+            MapField::Column => self.lines_per_row() as u64,
+            MapField::Row => self.rows as u64,
+        }
+    }
+
+    /// Where the line holding byte `addr` lives. Requires a valid
+    /// configuration (no zero radix).
+    pub fn decode(&self, addr: u64) -> DramAddr {
+        let mut rest = addr / self.line_bytes as u64;
+        let mut a = DramAddr::default();
+        for f in self.mapping.0 {
+            let r = self.radix(f);
+            let v = rest % r;
+            rest /= r;
+            // Each digit is below its radix, which fits its field.
+            match f {
+                MapField::Channel => a.channel = v as u16,
+                MapField::BankGroup => a.bank_group = v as u8,
+                MapField::Bank => a.bank = v as u8,
+                MapField::Column => a.line = v as u16,
+                MapField::Row => a.row = v as u32,
+            }
+        }
+        a
+    }
+
+    /// The first byte address of the line at `a` (the inverse of
+    /// [`DramConfig::decode`] for in-range fields).
+    pub fn compose(&self, a: &DramAddr) -> u64 {
+        let mut line = 0u64;
+        let mut weight = 1u64;
+        for f in self.mapping.0 {
+            let v = match f {
+                MapField::Channel => a.channel as u64,
+                MapField::BankGroup => a.bank_group as u64,
+                MapField::Bank => a.bank as u64,
+                MapField::Column => a.line as u64,
+                MapField::Row => a.row as u64,
+            };
+            line += v * weight;
+            weight *= self.radix(f);
+        }
+        line * self.line_bytes as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_interleaves_channels_then_groups_then_banks() {
+        let c = DramConfig::hbm3_h100();
+        let a = |l: u64| c.decode(l * 128);
+        assert_eq!(a(0), DramAddr::default());
+        assert_eq!(a(1).channel, 1);
+        assert_eq!(a(159).channel, 159);
+        let x = a(160);
+        assert_eq!((x.channel, x.bank_group, x.bank), (0, 1, 0));
+        let x = a(160 * 4);
+        assert_eq!((x.channel, x.bank_group, x.bank), (0, 0, 1));
+        let x = a(160 * 16);
+        assert_eq!((x.channel, x.bank_group, x.bank, x.line), (0, 0, 0, 1));
+        // Bytes within a line map to the line.
+        assert_eq!(c.decode(160 * 16 * 128 + 127), x);
+    }
+
+    #[test]
+    fn row_bank_column_channel_fills_rows() {
+        let mut c = DramConfig::hbm3_h100();
+        c.mapping = AddressMapping::ROW_BANK_COLUMN_CHANNEL;
+        let x = c.decode(160 * 128);
+        assert_eq!((x.channel, x.line, x.bank_group), (0, 1, 0));
+        let x = c.decode(160 * 8 * 128);
+        assert_eq!((x.channel, x.line, x.bank_group), (0, 0, 1));
+    }
+
+    #[test]
+    fn compose_inverts_decode() {
+        for m in [
+            AddressMapping::INTERLEAVED,
+            AddressMapping::ROW_BANK_COLUMN_CHANNEL,
+        ] {
+            let mut c = DramConfig::hbm3_h100();
+            c.mapping = m;
+            for l in [0u64, 1, 159, 160, 7777, 123_456_789, 654_321_987] {
+                let a = c.decode(l * 128);
+                assert_eq!(c.compose(&a), l * 128);
+            }
+        }
+    }
+
+    #[test]
+    fn permutation_check() {
+        assert!(AddressMapping::INTERLEAVED.is_permutation());
+        let mut m = AddressMapping::INTERLEAVED;
+        m.0[1] = MapField::Channel;
+        assert!(!m.is_permutation());
+    }
+}

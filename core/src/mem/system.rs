@@ -1,0 +1,761 @@
+//! The memory system behind the TMA engines: request coalescers per SM
+//! pair, the crossbar, hashed L2 slices in two partitions with MSHRs and
+//! the remote-copy proxy, and the HBM controllers.
+//!
+//! # Request path
+//!
+//! A line request from SM `s` first meets the coalescer of its SM pair: a
+//! read of a line that pair already has in flight merges with it and
+//! completes with it. Otherwise it crosses the crossbar (`xbar_latency`,
+//! plus `far_latency` when its home slice lies in the other partition) and
+//! reserves its slice's input port (one request per `slice_interval`).
+//! A far read first probes the near partition's mirror slice for a shadow
+//! copy. At the home slice a hit answers after `hit_latency`; a miss merges
+//! into an MSHR for the same line or allocates one and goes to DRAM; with
+//! every MSHR of the slice busy it waits, in order, for one to free
+//! (back-pressure, never a drop). A fill is usable `fill_latency` after
+//! DRAM returns the data; then every merged request answers. Writes (TMA
+//! stores) allocate their line dirty without fetching it (full-line
+//! writes); dirty victims are written back to DRAM.
+//!
+//! All state lives in arena tables sized from the configuration; events
+//! are ordered like the simulator's (cycle, class, sequence), so the
+//! memory system is as deterministic as the rest of the core.
+
+use heapless::Vec as HVec;
+
+use crate::arena::{Arena, Layout};
+use crate::error::{BuildError, Capacity};
+use crate::mem::config::L2Config;
+use crate::mem::dram::{Completion, Dram, DramConfig};
+use crate::mem::table::FixedMap;
+use crate::mem::tags::TagArray;
+use crate::queue::{Entry, EventQueue};
+use crate::rand::Rng;
+
+/// Most L2 slices supported.
+pub const MAX_SLICES: usize = 256;
+
+const NIL: u32 = u32::MAX;
+/// Tag kind of a home copy.
+const HOME: u8 = 0;
+/// Tag kind of a shadow copy made by the remote-copy proxy.
+const SHADOW: u8 = 1;
+
+/// One cache-line request from a TMA engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineRequest {
+    /// Requesting SM.
+    pub sm: u16,
+    /// Line-aligned byte address.
+    pub addr: u64,
+    /// A write (TMA store) rather than a read.
+    pub write: bool,
+    /// Returned with the completion.
+    pub token: u32,
+}
+
+/// The memory system cannot take another request now; retry next cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Busy;
+
+/// Counters of the L2 and DRAM.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemStats {
+    /// Line requests accepted.
+    pub requests: u64,
+    /// Of which writes.
+    pub writes: u64,
+    /// Reads merged in a coalescer.
+    pub coalesced: u64,
+    /// Requests that reached a slice (after coalescing).
+    pub l2_requests: u64,
+    /// Hits in the home slice.
+    pub l2_hits: u64,
+    /// Hits on a shadow copy in the near partition.
+    pub shadow_hits: u64,
+    /// Misses (reads that needed DRAM or merged into an MSHR; write misses).
+    pub l2_misses: u64,
+    /// Reads served by the far partition.
+    pub far_reads: u64,
+    /// Misses merged into an existing MSHR.
+    pub mshr_merged: u64,
+    /// Misses that had to wait for a free MSHR.
+    pub mshr_stalls: u64,
+    /// Shadow copies inserted.
+    pub shadow_inserts: u64,
+    /// DRAM line reads issued.
+    pub dram_reads: u64,
+    /// DRAM line writes (write-backs) issued.
+    pub dram_writes: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    token: u32,
+    sm: u16,
+    write: bool,
+    far: bool,
+    line: u64,
+    /// Next request merged in the same coalescer entry.
+    co_next: u32,
+    /// Next request merged in the same MSHR.
+    ms_next: u32,
+    /// Next request waiting for an MSHR of the same slice.
+    wait_next: u32,
+}
+
+impl Req {
+    const EMPTY: Req = Req {
+        token: 0,
+        sm: 0,
+        write: false,
+        far: false,
+        line: 0,
+        co_next: NIL,
+        ms_next: NIL,
+        wait_next: NIL,
+    };
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MemEv {
+    /// A request reaches a slice; `probe` when it looks for a shadow copy.
+    Arrive { req: u32, slice: u16, probe: bool },
+    /// A request's data is back at its SM.
+    Respond { req: u32 },
+}
+
+impl MemEv {
+    const FILLER: Entry<MemEv> = Entry {
+        cycle: 0,
+        class: 0,
+        seq: 0,
+        event: MemEv::Respond { req: 0 },
+    };
+
+    const fn class(&self) -> u8 {
+        match self {
+            MemEv::Respond { .. } => 0,
+            MemEv::Arrive { .. } => 1,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SliceState {
+    /// First cycle the slice's input port is free.
+    next_free: u64,
+    mshrs_used: u16,
+    wait_head: u32,
+    wait_tail: u32,
+}
+
+/// A request the DRAM accepted, as logged for traces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DramRequest {
+    /// SM cycle it entered the controller's queue.
+    pub cycle: u64,
+    /// A write (write-back) rather than a read.
+    pub write: bool,
+    /// Line address.
+    pub addr: u64,
+}
+
+/// A pending DRAM write-back or a read that found the DRAM queue full.
+#[derive(Clone, Copy, Debug)]
+struct DramRetry {
+    addr: u64,
+    write: bool,
+    tag: u32,
+}
+
+/// A fixed-capacity FIFO over arena storage.
+#[derive(Debug)]
+struct Ring<'a, T> {
+    buf: &'a mut [T],
+    head: usize,
+    len: usize,
+}
+
+impl<'a, T: Copy> Ring<'a, T> {
+    fn push(&mut self, v: T) -> bool {
+        if self.len == self.buf.len() {
+            return false;
+        }
+        let i = (self.head + self.len) % self.buf.len();
+        self.buf[i] = v;
+        self.len += 1;
+        true
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        if self.len == 0 {
+            return None;
+        }
+        let v = self.buf[self.head];
+        self.head = (self.head + 1) % self.buf.len();
+        self.len -= 1;
+        Some(v)
+    }
+
+    fn front(&self) -> Option<T> {
+        (self.len > 0).then(|| self.buf[self.head])
+    }
+}
+
+/// Multiplier of the bijective line scramble that picks L2 sets.
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The inverse of [`MIX`] modulo 2^64 (Newton's iteration).
+const fn mix_inverse() -> u64 {
+    let mut x = MIX;
+    let mut i = 0;
+    while i < 6 {
+        x = x.wrapping_mul(2u64.wrapping_sub(MIX.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+}
+
+const UNMIX: u64 = mix_inverse();
+
+/// Tag-array key of a line: a bijection, so keys identify lines, whose low
+/// bits (the tag array's set index) depend on every bit of the line, so the
+/// lines of one slice spread over all of its sets whatever the slice hash
+/// left in their low bits.
+#[inline]
+fn key_of(line: u64) -> u64 {
+    let k = line.wrapping_mul(MIX);
+    k ^ (k >> 32)
+}
+
+/// The inverse of [`key_of`] (`x ^ (x >> 32)` is its own inverse).
+#[inline]
+fn line_of(key: u64) -> u64 {
+    (key ^ (key >> 32)).wrapping_mul(UNMIX)
+}
+
+/// Table sizes.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    reqs: usize,
+    mshrs: usize,
+    retries: usize,
+    queue: usize,
+}
+
+impl Sizes {
+    fn new(l2: &L2Config, dram: &DramConfig, sms: u16, max_lines: u16) -> Sizes {
+        let reqs = sms as usize * max_lines as usize;
+        let mshrs = l2.slices as usize * l2.mshrs as usize;
+        Sizes {
+            reqs,
+            mshrs,
+            // Every MSHR can wait for a DRAM queue slot and every fill can
+            // cause one write-back; writes allocate too.
+            retries: 2 * mshrs + reqs + dram_queue_capacity(dram),
+            // Each request has at most one event pending.
+            queue: reqs,
+        }
+    }
+}
+
+/// The L2 and DRAM behind every SM's TMA engine.
+pub struct MemorySystem<'a> {
+    cfg: L2Config,
+    sms: u16,
+    rng: Rng,
+    reqs: &'a mut [Req],
+    free: &'a mut [u32],
+    nfree: usize,
+    coalescer: FixedMap<'a, u32>,
+    mshr: FixedMap<'a, u32>,
+    slices: &'a mut [SliceState],
+    tags: HVec<TagArray<'a>, MAX_SLICES>,
+    queue: EventQueue<'a, MemEv>,
+    dram: Dram<'a>,
+    done: Ring<'a, Completion>,
+    retry: Ring<'a, DramRetry>,
+    log: Ring<'a, DramRequest>,
+    stats: MemStats,
+}
+
+impl<'a> MemorySystem<'a> {
+    /// Accounts in `l` for every table of a memory system for `sms` SMs,
+    /// each with `max_lines` requests in flight.
+    pub fn layout(l2: &L2Config, dram: &DramConfig, sms: u16, max_lines: u16, l: &mut Layout) -> Result<(), BuildError> {
+        let z = Sizes::new(l2, dram, sms, max_lines);
+        l.add::<Req>(z.reqs)?;
+        l.add::<u32>(z.reqs)?;
+        FixedMap::<u32>::layout(z.reqs, l)?;
+        FixedMap::<u32>::layout(z.mshrs, l)?;
+        l.add::<SliceState>(l2.slices as usize)?;
+        for _ in 0..l2.slices {
+            TagArray::layout(l2.sets as usize, l2.ways as usize, l)?;
+        }
+        l.add::<Entry<MemEv>>(z.queue)?;
+        Dram::layout(dram, l)?;
+        l.add::<Completion>(dram_queue_capacity(dram))?;
+        l.add::<DramRetry>(z.retries)?;
+        l.add::<DramRequest>(z.retries)?;
+        Ok(())
+    }
+
+    /// Builds the memory system from `arena`.
+    pub fn new(
+        l2: &L2Config,
+        dram: &DramConfig,
+        sms: u16,
+        max_lines: u16,
+        seed: u64,
+        a: &mut Arena<'a>,
+    ) -> Result<Self, BuildError> {
+        let z = Sizes::new(l2, dram, sms, max_lines);
+        let reqs = a.alloc(z.reqs, Req::EMPTY, Capacity::MemoryPort)?;
+        let free = a.alloc(z.reqs, 0u32, Capacity::MemoryPort)?;
+        for (i, f) in free.iter_mut().enumerate() {
+            *f = (z.reqs - 1 - i) as u32;
+        }
+        let coalescer = FixedMap::new_in(a, z.reqs, Capacity::MemoryPort)?;
+        let mshr = FixedMap::new_in(a, z.mshrs, Capacity::MemoryPort)?;
+        let slices = a.alloc(
+            l2.slices as usize,
+            SliceState {
+                next_free: 0,
+                mshrs_used: 0,
+                wait_head: NIL,
+                wait_tail: NIL,
+            },
+            Capacity::MemoryPort,
+        )?;
+        let mut tags = HVec::new();
+        for _ in 0..l2.slices {
+            let t = TagArray::new_in(a, l2.sets as usize, l2.ways as usize, Capacity::MemoryPort)?;
+            if tags.push(t).is_err() {
+                return Err(BuildError::TooLarge);
+            }
+        }
+        let qstore = a.alloc(z.queue, MemEv::FILLER, Capacity::MemoryPort)?;
+        let dram_model = Dram::new(dram, a)?;
+        let cfill = Completion {
+            tag: 0,
+            write: false,
+            cycle: 0,
+        };
+        let done = a.alloc(dram_queue_capacity(dram), cfill, Capacity::MemoryPort)?;
+        let retry = a.alloc(
+            z.retries,
+            DramRetry {
+                addr: 0,
+                write: false,
+                tag: 0,
+            },
+            Capacity::MemoryPort,
+        )?;
+        let log = a.alloc(
+            z.retries,
+            DramRequest {
+                cycle: 0,
+                write: false,
+                addr: 0,
+            },
+            Capacity::MemoryPort,
+        )?;
+        Ok(MemorySystem {
+            cfg: *l2,
+            sms,
+            rng: Rng::new(seed ^ 0x4C32_5052_4F58_5921),
+            nfree: z.reqs,
+            reqs,
+            free,
+            coalescer,
+            mshr,
+            slices,
+            tags,
+            queue: EventQueue::new(qstore),
+            dram: dram_model,
+            done: Ring { buf: done, head: 0, len: 0 },
+            retry: Ring { buf: retry, head: 0, len: 0 },
+            log: Ring { buf: log, head: 0, len: 0 },
+            stats: MemStats::default(),
+        })
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> MemStats {
+        self.stats
+    }
+
+    /// The DRAM model (for its statistics).
+    pub fn dram(&self) -> &Dram<'a> {
+        &self.dram
+    }
+
+    fn partition_of_sm(&self, sm: u16) -> u16 {
+        ((sm as u32 * 2) / self.sms.max(1) as u32) as u16
+    }
+
+    fn partition_of_slice(&self, slice: u16) -> u16 {
+        (slice as u32 * 2 / self.cfg.slices as u32) as u16
+    }
+
+    fn home(&self, line: u64) -> u16 {
+        self.cfg.hash.slice(line, self.cfg.slices as u32) as u16
+    }
+
+    fn push(&mut self, cycle: u64, ev: MemEv) {
+        // Capacity equals the request pool and each request has at most one
+        // event pending, so the queue cannot overflow.
+        let _ = self.queue.push(cycle, ev.class(), ev);
+    }
+
+    /// Offers one line request at cycle `now`.
+    pub fn try_request(&mut self, now: u64, r: &LineRequest) -> Result<(), Busy> {
+        if self.nfree == 0 {
+            return Err(Busy);
+        }
+        self.nfree -= 1;
+        let id = self.free[self.nfree];
+        let line = r.addr / self.cfg.line_bytes as u64;
+        self.reqs[id as usize] = Req {
+            token: r.token,
+            sm: r.sm,
+            write: r.write,
+            line,
+            ..Req::EMPTY
+        };
+        self.stats.requests += 1;
+        if r.write {
+            self.stats.writes += 1;
+        } else if self.cfg.coalescer {
+            let key = line ^ ((r.sm as u64 / 2) << 56);
+            if let Some(&leader) = self.coalescer.get(key) {
+                let lr = self.reqs[leader as usize];
+                if lr.line == line && lr.sm / 2 == r.sm / 2 {
+                    self.reqs[id as usize].co_next = lr.co_next;
+                    self.reqs[leader as usize].co_next = id;
+                    self.stats.coalesced += 1;
+                    return Ok(());
+                }
+            } else {
+                let _ = self.coalescer.insert(key, id);
+            }
+        }
+        self.route(now, id);
+        Ok(())
+    }
+
+    /// Sends request `id` across the crossbar towards its slice.
+    fn route(&mut self, now: u64, id: u32) {
+        let r = self.reqs[id as usize];
+        let home = self.home(r.line);
+        let near = self.partition_of_sm(r.sm);
+        let far = self.partition_of_slice(home) != near;
+        self.reqs[id as usize].far = far;
+        self.stats.l2_requests += 1;
+        let xbar = self.cfg.xbar_latency as u64;
+        if far && !r.write && self.cfg.proxy.enabled {
+            let mirror = self.mirror(home);
+            let t = self.reserve(mirror, now + xbar);
+            self.push(t, MemEv::Arrive { req: id, slice: mirror, probe: true });
+        } else {
+            let t = now + xbar + if far { self.cfg.far_latency as u64 } else { 0 };
+            let t = self.reserve(home, t);
+            self.push(t, MemEv::Arrive { req: id, slice: home, probe: false });
+        }
+    }
+
+    fn mirror(&self, slice: u16) -> u16 {
+        (slice + self.cfg.slices / 2) % self.cfg.slices
+    }
+
+    /// Reserves the input port of `slice` for a request arriving at `t`;
+    /// returns when it is accepted.
+    fn reserve(&mut self, slice: u16, t: u64) -> u64 {
+        let s = &mut self.slices[slice as usize];
+        let at = t.max(s.next_free);
+        s.next_free = at + self.cfg.slice_interval as u64;
+        at
+    }
+
+    /// Cycles from a slice answering to the data reaching the SM.
+    fn back(&self, id: u32) -> u64 {
+        self.cfg.xbar_latency as u64 + if self.reqs[id as usize].far { self.cfg.far_latency as u64 } else { 0 }
+    }
+
+    /// The next cycle at which the memory system has something to do.
+    pub fn next_event(&self) -> Option<u64> {
+        match (self.queue.next_cycle(), self.dram.next_event()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Processes everything due up to and including `now`, calling `done`
+    /// with `(token, cycle)` for every request that completes.
+    pub fn advance(&mut self, now: u64, done: &mut impl FnMut(u32, u64)) {
+        loop {
+            let tq = self.queue.next_cycle().filter(|&c| c <= now);
+            let td = self.dram.next_event().filter(|&c| c <= now);
+            match (tq, td) {
+                (None, None) => break,
+                (Some(q), Some(d)) if q < d => self.pop_event(done),
+                (Some(_), None) => self.pop_event(done),
+                (_, Some(d)) => {
+                    let MemorySystem { dram, done: ring, .. } = self;
+                    dram.advance(d, &mut |c| {
+                        let _ = ring.push(c);
+                    });
+                    while let Some(c) = self.done.pop() {
+                        self.dram_done(c);
+                    }
+                    self.retry_dram(d);
+                }
+            }
+        }
+    }
+
+    fn pop_event(&mut self, done: &mut impl FnMut(u32, u64)) {
+        let Some(e) = self.queue.pop() else { return };
+        let t = e.cycle;
+        match e.event {
+            MemEv::Arrive { req, slice, probe } => self.arrive(t, req, slice, probe),
+            MemEv::Respond { req } => self.respond(t, req, done),
+        }
+    }
+
+    fn arrive(&mut self, t: u64, id: u32, slice: u16, probe: bool) {
+        let r = self.reqs[id as usize];
+        let key = key_of(r.line);
+        let tags = &mut self.tags[slice as usize];
+        if probe {
+            if tags.touch(key) {
+                // A shadow copy in the near partition: no far crossing.
+                self.stats.shadow_hits += 1;
+                self.reqs[id as usize].far = false;
+                let back = self.back(id);
+                self.push(t + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: id });
+                return;
+            }
+            let home = self.home(r.line);
+            let at = self.reserve(home, t + self.cfg.far_latency as u64);
+            self.push(at, MemEv::Arrive { req: id, slice: home, probe: false });
+            return;
+        }
+        if r.write {
+            if tags.touch(key) {
+                tags.mark_dirty(key);
+                self.stats.l2_hits += 1;
+            } else {
+                self.stats.l2_misses += 1;
+                if let Some(ev) = tags.insert(key, true, HOME) {
+                    self.evicted(t, ev.line, ev.dirty, ev.kind);
+                }
+            }
+            let back = self.back(id);
+            self.push(t + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: id });
+            return;
+        }
+        if tags.touch(key) {
+            self.stats.l2_hits += 1;
+            if r.far {
+                self.stats.far_reads += 1;
+                self.maybe_shadow(t, slice, key);
+            }
+            let back = self.back(id);
+            self.push(t + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: id });
+            return;
+        }
+        self.stats.l2_misses += 1;
+        self.miss(t, id, slice);
+    }
+
+    /// A read miss at `slice`: merge into an MSHR, allocate one, or wait.
+    fn miss(&mut self, t: u64, id: u32, slice: u16) {
+        let line = self.reqs[id as usize].line;
+        if let Some(&leader) = self.mshr.get(line) {
+            self.reqs[id as usize].ms_next = self.reqs[leader as usize].ms_next;
+            self.reqs[leader as usize].ms_next = id;
+            self.stats.mshr_merged += 1;
+            return;
+        }
+        let s = &mut self.slices[slice as usize];
+        if s.mshrs_used >= self.cfg.mshrs {
+            self.stats.mshr_stalls += 1;
+            self.reqs[id as usize].wait_next = NIL;
+            if s.wait_tail == NIL {
+                s.wait_head = id;
+            } else {
+                self.reqs[s.wait_tail as usize].wait_next = id;
+            }
+            s.wait_tail = id;
+            return;
+        }
+        s.mshrs_used += 1;
+        let _ = self.mshr.insert(line, id);
+        self.stats.dram_reads += 1;
+        self.to_dram(t, line * self.cfg.line_bytes as u64, false, id);
+    }
+
+    fn to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
+        if self.retry.len > 0 || self.dram.try_enqueue(t, addr, write, tag).is_err() {
+            let _ = self.retry.push(DramRetry { addr, write, tag });
+        } else {
+            let _ = self.log.push(DramRequest { cycle: t, write, addr });
+        }
+    }
+
+    fn retry_dram(&mut self, t: u64) {
+        while let Some(r) = self.retry.front() {
+            if self.dram.try_enqueue(t, r.addr, r.write, r.tag).is_err() {
+                break;
+            }
+            self.retry.pop();
+            let _ = self.log.push(DramRequest {
+                cycle: t,
+                write: r.write,
+                addr: r.addr,
+            });
+        }
+    }
+
+    /// Hands every DRAM request accepted since the last call to `f`, in
+    /// order. The log holds as many requests as one [`MemorySystem::advance`]
+    /// can cause, so draining after each call loses none.
+    pub fn drain_dram_log(&mut self, mut f: impl FnMut(DramRequest)) {
+        while let Some(r) = self.log.pop() {
+            f(r);
+        }
+    }
+
+    /// Moves logged DRAM requests into `out` until it is full; `more` tells
+    /// whether some remain.
+    pub fn drain_dram_log_some<const N: usize>(&mut self, out: &mut heapless::Vec<DramRequest, N>, more: &mut bool) {
+        while !out.is_full() {
+            match self.log.pop() {
+                Some(r) => {
+                    let _ = out.push(r);
+                }
+                None => break,
+            }
+        }
+        *more = self.log.len > 0;
+    }
+
+    fn evicted(&mut self, t: u64, key: u64, dirty: bool, kind: u8) {
+        if dirty && kind == HOME {
+            self.stats.dram_writes += 1;
+            self.to_dram(t, line_of(key) * self.cfg.line_bytes as u64, true, NIL);
+        }
+    }
+
+    /// The remote-copy proxy: copy a line served by far slice `slice` into
+    /// the near partition's mirror slice.
+    fn maybe_shadow(&mut self, t: u64, slice: u16, key: u64) {
+        let p = self.cfg.proxy;
+        if !p.enabled {
+            return;
+        }
+        let mirror = self.mirror(slice);
+        let tags = &mut self.tags[mirror as usize];
+        if tags.lookup(key).is_some() {
+            return;
+        }
+        let occ = tags.valid_lines() as u64 * 1000 / tags.capacity().max(1) as u64;
+        if occ >= p.threshold_permille as u64 && !self.rng.chance(p.max_prob_permille as u32, 1000) {
+            return;
+        }
+        self.stats.shadow_inserts += 1;
+        if let Some(ev) = self.tags[mirror as usize].insert(key, false, SHADOW) {
+            self.evicted(t, ev.line, ev.dirty, ev.kind);
+        }
+    }
+
+    /// DRAM finished a request.
+    fn dram_done(&mut self, c: Completion) {
+        if c.write || c.tag == NIL {
+            return;
+        }
+        let leader = c.tag;
+        let line = self.reqs[leader as usize].line;
+        let slice = self.home(line);
+        let key = key_of(line);
+        let t = c.cycle + self.cfg.fill_latency as u64;
+        if !self.tags[slice as usize].touch(key) {
+            if let Some(ev) = self.tags[slice as usize].insert(key, false, HOME) {
+                self.evicted(c.cycle, ev.line, ev.dirty, ev.kind);
+            }
+        }
+        self.mshr.remove(line);
+        let mut id = leader;
+        let mut any_far = false;
+        while id != NIL {
+            let next = self.reqs[id as usize].ms_next;
+            any_far |= self.reqs[id as usize].far;
+            let back = self.back(id);
+            self.push(t + back, MemEv::Respond { req: id });
+            id = next;
+        }
+        if any_far {
+            self.stats.far_reads += 1;
+            self.maybe_shadow(c.cycle, slice, key);
+        }
+        let s = &mut self.slices[slice as usize];
+        s.mshrs_used -= 1;
+        if s.wait_head != NIL {
+            let w = s.wait_head;
+            s.wait_head = self.reqs[w as usize].wait_next;
+            if s.wait_head == NIL {
+                s.wait_tail = NIL;
+            }
+            // The waiting request retries its lookup now: the line may have
+            // been filled meanwhile.
+            let key = key_of(self.reqs[w as usize].line);
+            if self.tags[slice as usize].touch(key) {
+                let back = self.back(w);
+                self.push(c.cycle + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: w });
+            } else {
+                self.miss(c.cycle, w, slice);
+            }
+        }
+    }
+
+    /// A request's data is back at its SM: complete it and every request
+    /// merged with it in its pair's coalescer.
+    fn respond(&mut self, t: u64, id: u32, done: &mut impl FnMut(u32, u64)) {
+        let r = self.reqs[id as usize];
+        if !r.write && self.cfg.coalescer {
+            let key = r.line ^ ((r.sm as u64 / 2) << 56);
+            if self.coalescer.get(key) == Some(&id) {
+                self.coalescer.remove(key);
+            }
+        }
+        let mut cur = id;
+        while cur != NIL {
+            let next = self.reqs[cur as usize].co_next;
+            done(self.reqs[cur as usize].token, t);
+            self.reqs[cur as usize] = Req::EMPTY;
+            self.free[self.nfree] = cur;
+            self.nfree += 1;
+            cur = next;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_is_a_bijection() {
+        for line in [0u64, 1, 2, 127, 1 << 40, u64::MAX, 0x1234_5678_9abc] {
+            assert_eq!(line_of(key_of(line)), line);
+        }
+    }
+}
+
+/// Requests all DRAM queues hold together.
+fn dram_queue_capacity(d: &DramConfig) -> usize {
+    d.channels as usize * (d.read_queue as usize + d.write_queue as usize)
+}

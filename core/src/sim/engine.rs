@@ -1,0 +1,246 @@
+//! The TMA engines' side of the memory hierarchy: starting operations,
+//! emitting their line requests cycle by cycle, and counting lines back.
+
+use super::state::Ev;
+use super::tma::{bulk_gen, tensor_gen, Dedup, Engine, TmaOp};
+use super::{Mem, Simulator};
+use crate::error::{Capacity, SimError};
+use crate::mem::system::LineRequest;
+use crate::observer::Observer;
+use crate::port::Shape;
+use crate::source::StreamSource;
+
+/// The arena tables of the TMA engines.
+pub(crate) struct TmaTables<'a> {
+    pub ops: &'a mut [TmaOp],
+    pub order: &'a mut [u16],
+    pub engines: &'a mut [Engine],
+    pub dslots: &'a mut [u64],
+    pub dused: &'a mut [u32],
+    pub dlen: &'a mut [u32],
+    /// Tokens of lines returned this cycle.
+    pub returned: &'a mut [u32],
+    /// Operation slots per SM.
+    pub slots: usize,
+    /// Dedup capacity per SM and slots per SM.
+    pub dcap: usize,
+    pub dslot_n: usize,
+}
+
+impl<'a, S: StreamSource> Simulator<'a, S> {
+    pub(super) fn engine_mut(&mut self, sm: usize) -> &mut Engine {
+        &mut self.tma.as_mut().expect("hierarchy mode").engines[sm]
+    }
+
+    /// Queues a TMA operation of thread `ti` whose setup ends at `start`.
+    pub(super) fn start_op(
+        &mut self,
+        ti: usize,
+        bar: u16,
+        store: bool,
+        shape: Shape<'_>,
+        bytes: u64,
+        start: u64,
+    ) -> Result<(), SimError> {
+        let sm = self.threads[ti].sm as usize;
+        let lb = self.cfg.l2.line_bytes as u64;
+        let now = self.now;
+        let tma = self.tma.as_mut().expect("hierarchy mode");
+        let base = sm * tma.slots;
+        let Some(slot) = (0..tma.slots).find(|&i| !tma.ops[base + i].live) else {
+            return Err(SimError::CapacityExceeded { capacity: Capacity::Threads, cycle: now });
+        };
+        let gen = match shape {
+            Shape::Tensor { map, coords } => tensor_gen(map, &coords, lb),
+            Shape::Linear { addr } => bulk_gen(addr, bytes, lb),
+        };
+        tma.ops[base + slot] = TmaOp {
+            live: true,
+            thread: ti as u32,
+            bar,
+            store,
+            bytes,
+            start,
+            gen,
+            ..TmaOp::EMPTY
+        };
+        let e = &mut tma.engines[sm];
+        let pos = (e.order_head as usize + e.order_len as usize) % tma.slots;
+        tma.order[base + pos] = slot as u16;
+        e.order_len += 1;
+        if !e.tick_pending {
+            e.tick_pending = true;
+            let at = start.max(now);
+            self.push(at, Ev::TmaTick { sm: sm as u16 })?;
+        }
+        Ok(())
+    }
+
+    fn schedule_tick(&mut self, sm: usize, at: u64) -> Result<(), SimError> {
+        let e = self.engine_mut(sm);
+        if e.tick_pending {
+            return Ok(());
+        }
+        e.tick_pending = true;
+        self.push(at, Ev::TmaTick { sm: sm as u16 })
+    }
+
+    /// One cycle of SM `sm`'s engine: emit up to `lines_per_cycle` lines.
+    pub(super) fn tma_tick(&mut self, sm: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let now = self.now;
+        let lb = self.cfg.l2.line_bytes as u64;
+        let lpc = self.cfg.tma.lines_per_cycle as u32;
+        let max_lines = self.cfg.tma.max_lines as u32;
+        let dedup_on = self.cfg.tma.dedup;
+        let mut emitted = 0;
+        let mut finished: heapless::Vec<usize, 8> = heapless::Vec::new();
+        let next_tick = loop {
+            let Mem::Hier(mem) = &mut self.mem else { return Ok(()) };
+            let tma = self.tma.as_mut().expect("hierarchy mode");
+            let base = sm * tma.slots;
+            let e = &mut tma.engines[sm];
+            if e.order_len == 0 || finished.is_full() {
+                break (e.order_len > 0).then_some(now + 1);
+            }
+            let slot = tma.order[base + e.order_head as usize] as usize;
+            let op = &mut tma.ops[base + slot];
+            if op.start > now {
+                break Some(op.start);
+            }
+            if emitted >= lpc {
+                break Some(now + 1);
+            }
+            if e.lines_out >= max_lines {
+                e.blocked = true;
+                break None;
+            }
+            let line = match e.held.take() {
+                Some(l) => Some(l),
+                None => {
+                    let d0 = sm * tma.dslot_n;
+                    let u0 = sm * tma.dcap;
+                    let mut set = Dedup {
+                        slots: &mut tma.dslots[d0..d0 + tma.dslot_n],
+                        used: &mut tma.dused[u0..u0 + tma.dcap],
+                        len: &mut tma.dlen[sm],
+                    };
+                    op.next_line(lb, dedup_on.then_some(&mut set))
+                }
+            };
+            match line {
+                None => {
+                    op.generated = true;
+                    e.order_head = ((e.order_head as usize + 1) % tma.slots) as u16;
+                    e.order_len -= 1;
+                    let d0 = sm * tma.dslot_n;
+                    let u0 = sm * tma.dcap;
+                    Dedup {
+                        slots: &mut tma.dslots[d0..d0 + tma.dslot_n],
+                        used: &mut tma.dused[u0..u0 + tma.dcap],
+                        len: &mut tma.dlen[sm],
+                    }
+                    .clear();
+                    if op.complete() {
+                        let _ = finished.push(base + slot);
+                    }
+                }
+                Some(addr) => {
+                    let req = LineRequest {
+                        sm: sm as u16,
+                        addr,
+                        write: op.store,
+                        token: (base + slot) as u32,
+                    };
+                    if mem.try_request(now, &req).is_err() {
+                        e.held = Some(addr);
+                        break Some(now + 1);
+                    }
+                    op.issued += 1;
+                    e.lines_out += 1;
+                    emitted += 1;
+                    self.stats.tma_lines += 1;
+                }
+            }
+        };
+        if let Some(at) = next_tick {
+            self.schedule_tick(sm, at)?;
+        }
+        for op in finished {
+            self.finish_op(op, obs)?;
+        }
+        Ok(())
+    }
+
+    /// Operation `op` (a global slot index) has all its lines back.
+    fn finish_op(&mut self, op: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let tma = self.tma.as_mut().expect("hierarchy mode");
+        let o = &mut tma.ops[op];
+        o.live = false;
+        let (thread, bar, bytes) = (o.thread as usize, o.bar, o.bytes);
+        self.finish_transfer(thread, bar, bytes, obs)
+    }
+
+    /// Collects the lines the memory system returns up to now and counts
+    /// them against their operations.
+    pub(super) fn drain_memory(&mut self, obs: &mut impl Observer) -> Result<(), SimError> {
+        let now = self.now;
+        let (Mem::Hier(mem), Some(tma)) = (&mut self.mem, self.tma.as_mut()) else {
+            return Ok(());
+        };
+        if mem.next_event().is_none_or(|c| c > now) {
+            return Ok(());
+        }
+        let returned = &mut *tma.returned;
+        let mut n = 0usize;
+        mem.advance(now, &mut |token, _cycle| {
+            if n < returned.len() {
+                returned[n] = token;
+                n += 1;
+            }
+        });
+        let mut log: heapless::Vec<crate::mem::system::DramRequest, 64> = heapless::Vec::new();
+        loop {
+            let Mem::Hier(mem) = &mut self.mem else { break };
+            log.clear();
+            let mut more = false;
+            mem.drain_dram_log_some(&mut log, &mut more);
+            for r in &log {
+                // The event carries the cycle the request entered DRAM.
+                let saved = self.now;
+                self.now = r.cycle;
+                self.emit(obs, crate::observer::Event::DramRequest { write: r.write, addr: r.addr });
+                self.now = saved;
+            }
+            if !more {
+                break;
+            }
+        }
+        for i in 0..n {
+            let token = self.tma.as_ref().expect("hierarchy mode").returned[i] as usize;
+            self.line_returned(token, obs)?;
+        }
+        Ok(())
+    }
+
+    fn line_returned(&mut self, token: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let now = self.now;
+        let tma = self.tma.as_mut().expect("hierarchy mode");
+        let sm = token / tma.slots;
+        let op = &mut tma.ops[token];
+        op.done += 1;
+        let complete = op.complete();
+        let (thread, bar, bytes) = (op.thread as usize, op.bar, op.bytes);
+        let e = &mut tma.engines[sm];
+        e.lines_out -= 1;
+        let unblock = e.blocked;
+        e.blocked = false;
+        if complete {
+            tma.ops[token].live = false;
+            self.finish_transfer(thread, bar, bytes, obs)?;
+        }
+        if unblock {
+            self.schedule_tick(sm, now)?;
+        }
+        Ok(())
+    }
+}
