@@ -3,9 +3,13 @@
 //! ```text
 //! simfa run FILE [--gpu NAME | --config FILE.toml] [--json]
 //! simfa gen gemm --m M --n N --k K [-o FILE]
+//! simfa gen pchase --working-set SIZE [--hops M] [-o FILE]
+//! simfa gen tma-bw --copy bulk|1d|2d|3d (--box A[xB[xC]] | --bytes SIZE) [--blocks-per-sm N] [--total SIZE] [-o FILE]
 //! simfa gemm [--m 4096] [--n 4096] [--k 4096] [--gpu NAME | --config FILE] [--json]
 //! simfa convert IN OUT
 //! simfa presets
+//! simfa calibrate pchase CSV [--gpu NAME | --config FILE] [--json] [--svg FILE] [--points N]
+//! simfa calibrate tma-bw [--gpu NAME | --config FILE] [--json] [--cells N]
 //! ```
 //!
 //! Exit status: 0 on success; 1 when the simulation fails (deadlock,
@@ -16,6 +20,7 @@
 //! progress display is drawn on stderr if it is a terminal (not with
 //! `--json`).
 
+mod calibrate_cmd;
 mod progress;
 
 use std::io::Write;
@@ -30,6 +35,7 @@ use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::report::Report;
 use simfa_std::run::{simulate_with_progress, RunError};
 
+use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use progress::Progress;
 
 /// Cycle-level simulator for Hopper TMA/WGMMA kernels.
@@ -77,6 +83,11 @@ enum Cmd {
     },
     /// List the built-in GPU presets.
     Presets,
+    /// Compare simulated microbenchmarks with published measurements.
+    Calibrate {
+        #[command(subcommand)]
+        what: CalibrateCmd,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -89,6 +100,11 @@ enum GenCmd {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// The TMA pointer-chase latency benchmark: one CTA chasing a random
+    /// cycle of 128-byte lines with 16-byte bulk copies.
+    Pchase(PchaseGen),
+    /// The TMA load throughput benchmark: every CTA streams tiles.
+    TmaBw(TmaBwGen),
 }
 
 /// The GEMM problem shape.
@@ -157,11 +173,15 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::Gemm { shape, output },
         } => {
             let k = gemm(&shape.params()).map_err(Failure::input)?;
-            match output {
-                Some(path) => save(&k, &path),
-                None => out(&simfa_std::asm::print(&k)),
-            }
+            emit_kernel(&k, output.as_deref())
         }
+        Cmd::Gen {
+            what: GenCmd::Pchase(g),
+        } => g.run(),
+        Cmd::Gen {
+            what: GenCmd::TmaBw(g),
+        } => g.run(),
+        Cmd::Calibrate { what } => what.run(),
         Cmd::Gemm { shape, gpu, json } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params()).map_err(Failure::input)?;
@@ -196,6 +216,14 @@ impl GpuArgs {
 
 fn save(k: &Kernel, path: &Path) -> Result<(), Failure> {
     save_kernel(k, path, Format::from_path(path)).map_err(Failure::input)
+}
+
+/// Writes a generated kernel to `output`, or as text to stdout.
+fn emit_kernel(k: &Kernel, output: Option<&Path>) -> Result<(), Failure> {
+    match output {
+        Some(path) => save(k, path),
+        None => out(&simfa_std::asm::print(k)),
+    }
 }
 
 fn run_and_report(cfg: &GpuConfig, k: &Kernel, json: bool) -> Result<(), Failure> {

@@ -133,7 +133,11 @@ impl Event {
                 bytes,
                 store,
                 done,
-            } => [8 | (*store as u64) << 4 | bytes << 8, who(w), done.unwrap_or(u64::MAX)],
+            } => [
+                8 | (*store as u64) << 4 | bytes << 8,
+                who(w),
+                done.unwrap_or(u64::MAX),
+            ],
             Event::TmaDone {
                 who: w,
                 bytes,

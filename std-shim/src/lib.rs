@@ -6,8 +6,10 @@
 //! kernel with a heap-allocated arena ([`run`]) and reports ([`report`]).
 
 pub mod asm;
+pub mod calibrate;
 pub mod config;
 pub mod gen;
 pub mod load;
 pub mod report;
 pub mod run;
+pub mod svg;

@@ -13,6 +13,11 @@ fn main() {
         let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
         let s = sim.run(&mut ()).unwrap();
         let hops = p.warmup() + p.measured_hops;
-        println!("{mb} MB: {} cycles, {:.1}/hop overall, {:?}", s.cycles, s.cycles as f64 / hops as f64, sim.mem_stats().unwrap());
+        println!(
+            "{mb} MB: {} cycles, {:.1}/hop overall, {:?}",
+            s.cycles,
+            s.cycles as f64 / hops as f64,
+            sim.mem_stats().unwrap()
+        );
     }
 }

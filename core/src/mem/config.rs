@@ -71,7 +71,10 @@ impl L2Config {
         if !self.line_bytes.is_power_of_two() || !(16..=4096).contains(&self.line_bytes) {
             return bad("l2.line_bytes", "must be a power of two in 16..=4096");
         }
-        if self.slices < 2 || self.slices % 2 != 0 || self.slices as usize > crate::mem::system::MAX_SLICES {
+        if self.slices < 2
+            || self.slices % 2 != 0
+            || self.slices as usize > crate::mem::system::MAX_SLICES
+        {
             return bad("l2.slices", "must be even, in 2..=256 (two partitions)");
         }
         if self.sets == 0 || self.sets > 1 << 20 {
@@ -87,7 +90,10 @@ impl L2Config {
             return bad("l2.mshrs", "must be at least 1");
         }
         if self.proxy.max_prob_permille > 1000 || self.proxy.threshold_permille > 1000 {
-            return bad("l2.proxy", "probability and threshold are thousandths (0..=1000)");
+            return bad(
+                "l2.proxy",
+                "probability and threshold are thousandths (0..=1000)",
+            );
         }
         Ok(())
     }

@@ -725,7 +725,7 @@ mod tests {
             prop_assert_eq!(g.bytes(), bytes);
             prop_assert_eq!(m.box_bytes(&c), bytes);
             // The generator itself, driven line by line.
-            let mut g2 = g.clone();
+            let mut g2 = g;
             set.clear();
             let mut by_hand = Vec::new();
             while let Some(a) = g2.next_line(Some(&mut set)).unwrap() {
@@ -733,7 +733,7 @@ mod tests {
             }
             prop_assert_eq!(&by_hand, &uniq);
             // The set path gives the same answer when forced on any box.
-            let mut g3 = g.clone();
+            let mut g3 = g;
             g3.sorted = false;
             set.clear();
             let mut hashed = Vec::new();

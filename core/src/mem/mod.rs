@@ -4,6 +4,6 @@ pub mod config;
 pub mod dram;
 pub mod hash;
 pub mod lines;
+pub mod system;
 pub mod table;
 pub mod tags;
-pub mod system;

@@ -254,7 +254,7 @@ impl Sizes {
             mshrs,
             // Every MSHR can wait for a DRAM queue slot and every fill can
             // cause one write-back; writes allocate too.
-            retries: 2 * mshrs + reqs + dram_queue_capacity(dram),
+            retries: 2 * mshrs + reqs + dram.queue_capacity(),
             // Each request has at most one event pending.
             queue: reqs,
         }
@@ -284,7 +284,13 @@ pub struct MemorySystem<'a> {
 impl<'a> MemorySystem<'a> {
     /// Accounts in `l` for every table of a memory system for `sms` SMs,
     /// each with `max_lines` requests in flight.
-    pub fn layout(l2: &L2Config, dram: &DramConfig, sms: u16, max_lines: u16, l: &mut Layout) -> Result<(), BuildError> {
+    pub fn layout(
+        l2: &L2Config,
+        dram: &DramConfig,
+        sms: u16,
+        max_lines: u16,
+        l: &mut Layout,
+    ) -> Result<(), BuildError> {
         let z = Sizes::new(l2, dram, sms, max_lines);
         l.add::<Req>(z.reqs)?;
         l.add::<u32>(z.reqs)?;
@@ -296,7 +302,7 @@ impl<'a> MemorySystem<'a> {
         }
         l.add::<Entry<MemEv>>(z.queue)?;
         Dram::layout(dram, l)?;
-        l.add::<Completion>(dram_queue_capacity(dram))?;
+        l.add::<Completion>(dram.queue_capacity())?;
         l.add::<DramRetry>(z.retries)?;
         l.add::<DramRequest>(z.retries)?;
         Ok(())
@@ -343,7 +349,7 @@ impl<'a> MemorySystem<'a> {
             write: false,
             cycle: 0,
         };
-        let done = a.alloc(dram_queue_capacity(dram), cfill, Capacity::MemoryPort)?;
+        let done = a.alloc(dram.queue_capacity(), cfill, Capacity::MemoryPort)?;
         let retry = a.alloc(
             z.retries,
             DramRetry {
@@ -375,9 +381,21 @@ impl<'a> MemorySystem<'a> {
             tags,
             queue: EventQueue::new(qstore),
             dram: dram_model,
-            done: Ring { buf: done, head: 0, len: 0 },
-            retry: Ring { buf: retry, head: 0, len: 0 },
-            log: Ring { buf: log, head: 0, len: 0 },
+            done: Ring {
+                buf: done,
+                head: 0,
+                len: 0,
+            },
+            retry: Ring {
+                buf: retry,
+                head: 0,
+                len: 0,
+            },
+            log: Ring {
+                buf: log,
+                head: 0,
+                len: 0,
+            },
             stats: MemStats::default(),
         })
     }
@@ -458,11 +476,25 @@ impl<'a> MemorySystem<'a> {
         if far && !r.write && self.cfg.proxy.enabled {
             let mirror = self.mirror(home);
             let t = self.reserve(mirror, now + xbar);
-            self.push(t, MemEv::Arrive { req: id, slice: mirror, probe: true });
+            self.push(
+                t,
+                MemEv::Arrive {
+                    req: id,
+                    slice: mirror,
+                    probe: true,
+                },
+            );
         } else {
             let t = now + xbar + if far { self.cfg.far_latency as u64 } else { 0 };
             let t = self.reserve(home, t);
-            self.push(t, MemEv::Arrive { req: id, slice: home, probe: false });
+            self.push(
+                t,
+                MemEv::Arrive {
+                    req: id,
+                    slice: home,
+                    probe: false,
+                },
+            );
         }
     }
 
@@ -481,7 +513,12 @@ impl<'a> MemorySystem<'a> {
 
     /// Cycles from a slice answering to the data reaching the SM.
     fn back(&self, id: u32) -> u64 {
-        self.cfg.xbar_latency as u64 + if self.reqs[id as usize].far { self.cfg.far_latency as u64 } else { 0 }
+        self.cfg.xbar_latency as u64
+            + if self.reqs[id as usize].far {
+                self.cfg.far_latency as u64
+            } else {
+                0
+            }
     }
 
     /// The next cycle at which the memory system has something to do.
@@ -503,7 +540,9 @@ impl<'a> MemorySystem<'a> {
                 (Some(q), Some(d)) if q < d => self.pop_event(done),
                 (Some(_), None) => self.pop_event(done),
                 (_, Some(d)) => {
-                    let MemorySystem { dram, done: ring, .. } = self;
+                    let MemorySystem {
+                        dram, done: ring, ..
+                    } = self;
                     dram.advance(d, &mut |c| {
                         let _ = ring.push(c);
                     });
@@ -535,12 +574,22 @@ impl<'a> MemorySystem<'a> {
                 self.stats.shadow_hits += 1;
                 self.reqs[id as usize].far = false;
                 let back = self.back(id);
-                self.push(t + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: id });
+                self.push(
+                    t + self.cfg.hit_latency as u64 + back,
+                    MemEv::Respond { req: id },
+                );
                 return;
             }
             let home = self.home(r.line);
             let at = self.reserve(home, t + self.cfg.far_latency as u64);
-            self.push(at, MemEv::Arrive { req: id, slice: home, probe: false });
+            self.push(
+                at,
+                MemEv::Arrive {
+                    req: id,
+                    slice: home,
+                    probe: false,
+                },
+            );
             return;
         }
         if r.write {
@@ -554,7 +603,10 @@ impl<'a> MemorySystem<'a> {
                 }
             }
             let back = self.back(id);
-            self.push(t + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: id });
+            self.push(
+                t + self.cfg.hit_latency as u64 + back,
+                MemEv::Respond { req: id },
+            );
             return;
         }
         if tags.touch(key) {
@@ -564,7 +616,10 @@ impl<'a> MemorySystem<'a> {
                 self.maybe_shadow(t, slice, key);
             }
             let back = self.back(id);
-            self.push(t + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: id });
+            self.push(
+                t + self.cfg.hit_latency as u64 + back,
+                MemEv::Respond { req: id },
+            );
             return;
         }
         self.stats.l2_misses += 1;
@@ -595,14 +650,18 @@ impl<'a> MemorySystem<'a> {
         s.mshrs_used += 1;
         let _ = self.mshr.insert(line, id);
         self.stats.dram_reads += 1;
-        self.to_dram(t, line * self.cfg.line_bytes as u64, false, id);
+        self.send_to_dram(t, line * self.cfg.line_bytes as u64, false, id);
     }
 
-    fn to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
+    fn send_to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
         if self.retry.len > 0 || self.dram.try_enqueue(t, addr, write, tag).is_err() {
             let _ = self.retry.push(DramRetry { addr, write, tag });
         } else {
-            let _ = self.log.push(DramRequest { cycle: t, write, addr });
+            let _ = self.log.push(DramRequest {
+                cycle: t,
+                write,
+                addr,
+            });
         }
     }
 
@@ -631,7 +690,11 @@ impl<'a> MemorySystem<'a> {
 
     /// Moves logged DRAM requests into `out` until it is full; `more` tells
     /// whether some remain.
-    pub fn drain_dram_log_some<const N: usize>(&mut self, out: &mut heapless::Vec<DramRequest, N>, more: &mut bool) {
+    pub fn drain_dram_log_some<const N: usize>(
+        &mut self,
+        out: &mut heapless::Vec<DramRequest, N>,
+        more: &mut bool,
+    ) {
         while !out.is_full() {
             match self.log.pop() {
                 Some(r) => {
@@ -646,7 +709,7 @@ impl<'a> MemorySystem<'a> {
     fn evicted(&mut self, t: u64, key: u64, dirty: bool, kind: u8) {
         if dirty && kind == HOME {
             self.stats.dram_writes += 1;
-            self.to_dram(t, line_of(key) * self.cfg.line_bytes as u64, true, NIL);
+            self.send_to_dram(t, line_of(key) * self.cfg.line_bytes as u64, true, NIL);
         }
     }
 
@@ -663,7 +726,8 @@ impl<'a> MemorySystem<'a> {
             return;
         }
         let occ = tags.valid_lines() as u64 * 1000 / tags.capacity().max(1) as u64;
-        if occ >= p.threshold_permille as u64 && !self.rng.chance(p.max_prob_permille as u32, 1000) {
+        if occ >= p.threshold_permille as u64 && !self.rng.chance(p.max_prob_permille as u32, 1000)
+        {
             return;
         }
         self.stats.shadow_inserts += 1;
@@ -714,7 +778,10 @@ impl<'a> MemorySystem<'a> {
             let key = key_of(self.reqs[w as usize].line);
             if self.tags[slice as usize].touch(key) {
                 let back = self.back(w);
-                self.push(c.cycle + self.cfg.hit_latency as u64 + back, MemEv::Respond { req: w });
+                self.push(
+                    c.cycle + self.cfg.hit_latency as u64 + back,
+                    MemEv::Respond { req: w },
+                );
             } else {
                 self.miss(c.cycle, w, slice);
             }
@@ -753,9 +820,4 @@ mod tests {
             assert_eq!(line_of(key_of(line)), line);
         }
     }
-}
-
-/// Requests all DRAM queues hold together.
-fn dram_queue_capacity(d: &DramConfig) -> usize {
-    d.channels as usize * (d.read_queue as usize + d.write_queue as usize)
 }

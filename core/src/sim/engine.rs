@@ -48,7 +48,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let tma = self.tma.as_mut().expect("hierarchy mode");
         let base = sm * tma.slots;
         let Some(slot) = (0..tma.slots).find(|&i| !tma.ops[base + i].live) else {
-            return Err(SimError::CapacityExceeded { capacity: Capacity::Threads, cycle: now });
+            return Err(SimError::CapacityExceeded {
+                capacity: Capacity::Threads,
+                cycle: now,
+            });
         };
         let gen = match shape {
             Shape::Tensor { map, coords } => tensor_gen(map, &coords, lb),
@@ -95,7 +98,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let mut emitted = 0;
         let mut finished: heapless::Vec<usize, 8> = heapless::Vec::new();
         let next_tick = loop {
-            let Mem::Hier(mem) = &mut self.mem else { return Ok(()) };
+            let Mem::Hier(mem) = &mut self.mem else {
+                return Ok(());
+            };
             let tma = self.tma.as_mut().expect("hierarchy mode");
             let base = sm * tma.slots;
             let e = &mut tma.engines[sm];
@@ -187,7 +192,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let (Mem::Hier(mem), Some(tma)) = (&mut self.mem, self.tma.as_mut()) else {
             return Ok(());
         };
-        if mem.next_event().is_none_or(|c| c > now) {
+        if mem.next_event().map_or(true, |c| c > now) {
             return Ok(());
         }
         let returned = &mut *tma.returned;
@@ -199,8 +204,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             }
         });
         let mut log: heapless::Vec<crate::mem::system::DramRequest, 64> = heapless::Vec::new();
-        loop {
-            let Mem::Hier(mem) = &mut self.mem else { break };
+        while let Mem::Hier(mem) = &mut self.mem {
             log.clear();
             let mut more = false;
             mem.drain_dram_log_some(&mut log, &mut more);
@@ -208,7 +212,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 // The event carries the cycle the request entered DRAM.
                 let saved = self.now;
                 self.now = r.cycle;
-                self.emit(obs, crate::observer::Event::DramRequest { write: r.write, addr: r.addr });
+                self.emit(
+                    obs,
+                    crate::observer::Event::DramRequest {
+                        write: r.write,
+                        addr: r.addr,
+                    },
+                );
                 self.now = saved;
             }
             if !more {

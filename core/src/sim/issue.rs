@@ -462,11 +462,26 @@ impl<S: StreamSource> Simulator<'_, S> {
         }
         let leave = self.now + setup;
         let done = match &mut self.mem {
-            super::Mem::Fixed(port) => Some(port.transfer(leave, &Transfer { sm: t.sm, dir, shape, bytes })),
+            super::Mem::Fixed(port) => Some(port.transfer(
+                leave,
+                &Transfer {
+                    sm: t.sm,
+                    dir,
+                    shape,
+                    bytes,
+                },
+            )),
             super::Mem::Hier(_) => None,
         };
         match done {
-            Some(done) => self.push(done, Ev::TmaDone { thread: ti as u32, bar, bytes })?,
+            Some(done) => self.push(
+                done,
+                Ev::TmaDone {
+                    thread: ti as u32,
+                    bar,
+                    bytes,
+                },
+            )?,
             None => self.start_op(ti, bar, dir == Direction::Store, shape, bytes, leave)?,
         }
         let s = &mut self.sms[sm];
@@ -495,7 +510,13 @@ impl<S: StreamSource> Simulator<'_, S> {
 
     /// A transfer of thread `ti` landed: free its TMA slot, deliver its bytes
     /// to the mbarrier (loads) or count the store down.
-    pub(super) fn finish_transfer(&mut self, ti: usize, bar: u16, bytes: u64, obs: &mut impl Observer) -> Result<(), SimError> {
+    pub(super) fn finish_transfer(
+        &mut self,
+        ti: usize,
+        bar: u16,
+        bytes: u64,
+        obs: &mut impl Observer,
+    ) -> Result<(), SimError> {
         let t = self.threads[ti];
         let (sm, ci) = (t.sm as usize, t.cta as usize);
         let s = &mut self.sms[sm];
@@ -585,7 +606,9 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.wake_sm(sm, obs, |r| r == WaitReason::TensorBuffer);
                 self.maybe_retire(ci, obs)?;
             }
-            Ev::TmaDone { thread, bar, bytes } => self.finish_transfer(thread as usize, bar, bytes, obs)?,
+            Ev::TmaDone { thread, bar, bytes } => {
+                self.finish_transfer(thread as usize, bar, bytes, obs)?
+            }
             Ev::TmaTick { sm } => {
                 self.engine_mut(sm as usize).tick_pending = false;
                 self.tma_tick(sm as usize, obs)?;

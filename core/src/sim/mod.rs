@@ -33,9 +33,9 @@ use crate::digest::Digest;
 use crate::error::{BuildError, Capacity, KernelError, SimError};
 use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
-use crate::observer::{Event, Observer, Stats, Who};
 use crate::mem::lines::max_box_lines;
 use crate::mem::system::{MemStats, MemorySystem};
+use crate::observer::{Event, Observer, Stats, Who};
 use crate::port::{FixedPort, MemoryPort};
 use crate::queue::{Entry, EventQueue};
 use crate::source::{NoStream, StreamSource};
@@ -45,7 +45,9 @@ use engine::TmaTables;
 use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
 use tma::{Dedup, Engine, TmaOp};
 
-/// The memory behind the TMA engines.
+/// The memory behind the TMA engines. The hierarchy variant is large, but
+/// the core has no heap to box it in, and there is one per simulator.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Mem<'a> {
     /// The fixed-latency, fixed-bandwidth port.
     Fixed(FixedPort<'a>),
@@ -283,15 +285,30 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 ops: a.alloc(ops, TmaOp::EMPTY, Capacity::MemoryPort)?,
                 order: a.alloc(ops, 0u16, Capacity::MemoryPort)?,
                 engines: a.alloc(plan.sms, Engine::EMPTY, Capacity::MemoryPort)?,
-                dslots: a.alloc(plan.sms * Dedup::slots_for(plan.dcap), u64::MAX, Capacity::MemoryPort)?,
+                dslots: a.alloc(
+                    plan.sms * Dedup::slots_for(plan.dcap),
+                    u64::MAX,
+                    Capacity::MemoryPort,
+                )?,
                 dused: a.alloc(plan.sms * plan.dcap, 0u32, Capacity::MemoryPort)?,
                 dlen: a.alloc(plan.sms, 0u32, Capacity::MemoryPort)?,
-                returned: a.alloc(plan.sms * cfg.tma.max_lines as usize, 0u32, Capacity::MemoryPort)?,
+                returned: a.alloc(
+                    plan.sms * cfg.tma.max_lines as usize,
+                    0u32,
+                    Capacity::MemoryPort,
+                )?,
                 slots: plan.tma_slots,
                 dcap: plan.dcap,
                 dslot_n: Dedup::slots_for(plan.dcap),
             };
-            let mem = MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, cfg.tma.max_lines, cfg.seed, &mut a)?;
+            let mem = MemorySystem::new(
+                &cfg.l2,
+                &cfg.dram,
+                cfg.sms,
+                cfg.tma.max_lines,
+                cfg.seed,
+                &mut a,
+            )?;
             (Mem::Hier(mem), Some(tables))
         } else {
             (Mem::Fixed(FixedPort::new(cfg.port, port_store)), None)

@@ -214,7 +214,7 @@ pub(super) fn write_expr(out: &mut String, e: &Expr) {
         .iter()
         .zip(coefs)
         .filter(|(_, c)| *c != 0)
-        .map(|(v, c)| (c as i64, Some(*v)))
+        .map(|(v, c)| (c, Some(*v)))
         .collect();
     if e.k != 0 || terms.is_empty() {
         terms.push((e.k, None));

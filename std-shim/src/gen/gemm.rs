@@ -81,7 +81,7 @@ fn check(dim: &'static str, value: u32, tile: u32) -> Result<(), GenError> {
 }
 
 /// Index of `e` in the expression table, pushing it if not yet present.
-fn expr(k: &mut Kernel, e: Expr) -> Result<u16, GenError> {
+pub(super) fn expr(k: &mut Kernel, e: Expr) -> Result<u16, GenError> {
     if let Some(i) = k.exprs.iter().position(|x| *x == e) {
         return Ok(i as u16);
     }
@@ -91,14 +91,14 @@ fn expr(k: &mut Kernel, e: Expr) -> Result<u16, GenError> {
     Ok((k.exprs.len() - 1) as u16)
 }
 
-fn code(k: &mut Kernel, i: Instr) -> Result<u16, GenError> {
+pub(super) fn code(k: &mut Kernel, i: Instr) -> Result<u16, GenError> {
     k.code
         .push(i)
         .map_err(|_| GenError::Capacity("code table"))?;
     Ok((k.code.len() - 1) as u16)
 }
 
-fn name(s: &str) -> Name {
+pub(super) fn name(s: &str) -> Name {
     let mut n = Name::new();
     for c in s.chars() {
         if n.push(c).is_err() {

@@ -1,12 +1,22 @@
 //! Workload generators: kernels built directly from core types.
 //!
 //! - [`gemm()`]: the tiled GEMM of the paper's section V-B1.
+//! - [`pchase()`]: the TMA pointer-chase latency microbenchmark, and
+//!   [`cycles_per_hop`], its simulated figure.
+//! - [`tma_bw()`]: the TMA load throughput microbenchmark, and
+//!   [`throughput_gbps`], its simulated figure.
 
 pub mod gemm;
+pub mod pchase;
+pub mod tmabw;
 
 pub use gemm::{gemm, GemmParams};
+pub use pchase::{cycles_per_hop, pchase, PchaseParams};
+pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};
 
 use simfa_core::KernelError;
+
+use crate::run::RunError;
 
 /// Why a generator could not build a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -33,4 +43,37 @@ pub enum GenError {
     /// The generated kernel is invalid (for example a grid of 2^32 CTAs or more).
     #[error("the generated kernel is invalid: {0}")]
     Invalid(KernelError),
+    /// A generator parameter is out of range.
+    #[error("{param}: {problem}")]
+    BadParam {
+        /// The parameter, e.g. `"working set"`.
+        param: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+}
+
+/// Why a microbenchmark could not produce its figure.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The kernel could not be generated.
+    #[error(transparent)]
+    Gen(#[from] GenError),
+    /// The simulation failed (or could not be built).
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// The run finished without the events the figure is measured between.
+    #[error("the run did not reach the measured section: {0}")]
+    NoMeasurement(&'static str),
+}
+
+impl BenchError {
+    /// True for errors caused by the input (parameters, configuration, a
+    /// kernel that does not fit the GPU) rather than by the simulation.
+    pub fn is_input_error(&self) -> bool {
+        matches!(
+            self,
+            BenchError::Gen(_) | BenchError::Run(RunError::Build(_))
+        )
+    }
 }

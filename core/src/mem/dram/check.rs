@@ -311,7 +311,11 @@ impl<'a> TimingChecker<'a> {
                         actual: cmd.clock,
                     });
                 }
-                let (hb, hg, hc) = (&mut self.banks[b], &mut self.group_hist[g], &mut self.chans[c]);
+                let (hb, hg, hc) = (
+                    &mut self.banks[b],
+                    &mut self.group_hist[g],
+                    &mut self.chans[c],
+                );
                 if read {
                     hb.rd = Some(cmd.clock);
                     hg.rd = Some(cmd.clock);

@@ -37,7 +37,7 @@
 //! The controller is event-driven: [`Dram::next_event`] names the next SM
 //! cycle at which a command can issue or data returns, and
 //! [`Dram::advance`] processes everything up to a cycle, channel by channel
-//! in (DRAM clock, channel index) order through an indexed heap, so idle
+//! in (DRAM clock, channel index) order through a tournament tree, so idle
 //! channels cost nothing but their refreshes.
 //!
 //! # Checking
@@ -49,10 +49,13 @@
 mod check;
 mod config;
 mod ctrl;
-mod heap;
 mod map;
+mod presets;
+mod sched;
+mod state;
 #[cfg(test)]
 mod tests;
+mod tree;
 
 use core::fmt;
 

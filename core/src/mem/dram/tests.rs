@@ -81,7 +81,11 @@ fn drive(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> Run {
 }
 
 fn check_run(cfg: &DramConfig, reqs: &[(u64, u64, bool)], run: &Run) -> Result<(), TestCaseError> {
-    prop_assert!(run.violations.is_empty(), "violations: {:?}", &run.violations[..run.violations.len().min(3)]);
+    prop_assert!(
+        run.violations.is_empty(),
+        "violations: {:?}",
+        &run.violations[..run.violations.len().min(3)]
+    );
     prop_assert_eq!(run.done.len(), reqs.len());
     let mut seen = vec![false; reqs.len()];
     for c in &run.done {
@@ -95,7 +99,10 @@ fn check_run(cfg: &DramConfig, reqs: &[(u64, u64, bool)], run: &Run) -> Result<(
     prop_assert!(run.done.windows(2).all(|w| w[0].cycle <= w[1].cycle));
     let s = run.stats;
     prop_assert_eq!(s.reads + s.writes, reqs.len() as u64);
-    prop_assert_eq!(s.row_hits + s.row_misses + s.row_conflicts, reqs.len() as u64);
+    prop_assert_eq!(
+        s.row_hits + s.row_misses + s.row_conflicts,
+        reqs.len() as u64
+    );
     prop_assert_eq!(s.bytes, reqs.len() as u64 * cfg.line_bytes as u64);
     let cols = run
         .cmds
@@ -110,7 +117,8 @@ fn check_run(cfg: &DramConfig, reqs: &[(u64, u64, bool)], run: &Run) -> Result<(
 /// mode 0 continues sequentially, 1 stays in the previous row, 2 picks
 /// from a small hot set, 3 is uniform.
 fn requests(cfg: &DramConfig, raw: &[(u8, u32, u8, bool)]) -> Vec<(u64, u64, bool)> {
-    let lines = cfg.channels as u64 * cfg.banks() as u64 * cfg.lines_per_row() as u64 * cfg.rows as u64;
+    let lines =
+        cfg.channels as u64 * cfg.banks() as u64 * cfg.lines_per_row() as u64 * cfg.rows as u64;
     let lb = cfg.line_bytes as u64;
     let mut prev = 0u64;
     raw.iter()
@@ -132,7 +140,11 @@ fn requests(cfg: &DramConfig, raw: &[(u8, u32, u8, bool)]) -> Vec<(u64, u64, boo
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    // 96 cases unless PROPTEST_CASES says otherwise.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        ..ProptestConfig::default()
+    })]
 
     /// Random streams: no timing violation, every request completes exactly
     /// once, and the same stream gives the same schedule.
@@ -223,7 +235,10 @@ fn row_hit_stream(cfg: &DramConfig, lines: u64) -> (u64, u64, u64) {
     let bl = cfg.timing.n_bl as u64;
     let cl = cfg.timing.n_cl as u64;
     loop {
-        while next < lines && d.try_enqueue(now, next * stride, false, next as u32).is_ok() {
+        while next < lines
+            && d.try_enqueue(now, next * stride, false, next as u32)
+                .is_ok()
+        {
             next += 1;
         }
         let Some(t) = d.next_event() else { break };
@@ -297,7 +312,9 @@ fn random_reads_at_low_load_have_hbm_latency() {
         // tRCD + CL + the line's bursts is the floor; refresh and
         // conflicts add to it.
         let t = cfg.timing;
-        let floor = cfg.clock.div_ceil((t.n_rcdrd + t.n_cl + 4 * t.n_bl + cfg.ctrl_latency) as u64);
+        let floor = cfg
+            .clock
+            .div_ceil((t.n_rcdrd + t.n_cl + 4 * t.n_bl + cfg.ctrl_latency) as u64);
         assert!(mean >= floor as f64 && mean < 500.0, "{mean}");
     }
 }
@@ -313,7 +330,10 @@ fn full_queue_pushes_back_then_accepts() {
     d.try_enqueue(0, ch0(0), false, 0).unwrap();
     d.try_enqueue(0, ch0(1), false, 1).unwrap();
     assert!(!d.can_accept(ch0(2), false));
-    assert_eq!(d.try_enqueue(0, ch0(2), false, 2), Err(DramFull { channel: 0 }));
+    assert_eq!(
+        d.try_enqueue(0, ch0(2), false, 2),
+        Err(DramFull { channel: 0 })
+    );
     // Another channel and the write queue are unaffected.
     d.try_enqueue(0, 128, false, 3).unwrap();
     d.try_enqueue(0, ch0(5), true, 4).unwrap();
@@ -353,19 +373,34 @@ fn refresh_happens_every_refi_even_when_idle() {
                 refs[c.channel as usize].push(c.clock);
             }
         });
-        d.try_enqueue(now, (7 + 160 * (i * 131 % 5000)) * 128, i % 3 == 0, i as u32)
-            .unwrap();
+        d.try_enqueue(
+            now,
+            (7 + 160 * (i * 131 % 5000)) * 128,
+            i % 3 == 0,
+            i as u32,
+        )
+        .unwrap();
         i += 1;
     }
     for (c, r) in refs.iter().enumerate() {
         // The first is due within the first interval (staggered by channel).
-        assert!((20..=21).contains(&r.len()), "channel {c}: {} refreshes", r.len());
+        assert!(
+            (20..=21).contains(&r.len()),
+            "channel {c}: {} refreshes",
+            r.len()
+        );
         for w in r.windows(2) {
             let gap = w[1] - w[0];
-            assert!(gap + 200 >= refi && gap <= refi + 200, "channel {c}: gap {gap}");
+            assert!(
+                gap + 200 >= refi && gap <= refi + 200,
+                "channel {c}: gap {gap}"
+            );
         }
     }
-    assert_eq!(d.stats().refreshes, refs.iter().map(|r| r.len() as u64).sum::<u64>());
+    assert_eq!(
+        d.stats().refreshes,
+        refs.iter().map(|r| r.len() as u64).sum::<u64>()
+    );
 }
 
 /// Commands for the checker tests on the H100 preset timing.
@@ -409,7 +444,8 @@ fn checker_catches_broken_sequences() {
     let v = first_violation(&[c(0, Act, 0, 0, 5), c(5, Rd, 0, 0, 5)]).unwrap();
     assert_eq!((v.constraint, v.earliest, v.actual), ("tRCD", Some(26), 5));
 
-    let v = first_violation(&[c(0, Act, 0, 0, 5), c(40, Pre, 0, 0, 5), c(60, Act, 0, 0, 6)]).unwrap();
+    let v =
+        first_violation(&[c(0, Act, 0, 0, 5), c(40, Pre, 0, 0, 5), c(60, Act, 0, 0, 6)]).unwrap();
     assert_eq!((v.constraint, v.earliest), ("tRP", Some(62)));
 
     let v = first_violation(&[
@@ -490,9 +526,17 @@ fn clock_conversion_never_reports_early() {
 #[test]
 #[ignore]
 fn bench_saturated_traffic() {
-    let n: u64 = std::env::var("DRAM_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
-    let only: Option<usize> = std::env::var("DRAM_BENCH_CASE").ok().and_then(|v| v.parse().ok());
-    for (i, (channels, random)) in [(160, true), (160, false), (16, true), (16, false)].into_iter().enumerate() {
+    let n: u64 = std::env::var("DRAM_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    let only: Option<usize> = std::env::var("DRAM_BENCH_CASE")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    for (i, (channels, random)) in [(160, true), (160, false), (16, true), (16, false)]
+        .into_iter()
+        .enumerate()
+    {
         if only.is_some_and(|o| o != i) {
             continue;
         }

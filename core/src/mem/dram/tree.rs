@@ -98,7 +98,9 @@ mod tests {
         let mut q = ChannelTree::new(&mut t, 37, |_| 0);
         let mut x = 12345u64;
         for _ in 0..5000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let c = (x >> 33) as usize % 37;
             let k = (x >> 50) % 64;
             keys[c] = k;

@@ -1,0 +1,1147 @@
+//! Calibration against the published Hopper microbenchmarks of
+//! `reference/calibration.md`: the TMA pointer-chase latency curve (§1, a
+//! CSV file) and the TMA load throughput table (§2, embedded below).
+//!
+//! Each point or cell is an independent deterministic simulation; they run
+//! in parallel on rayon's pool and are collected in input order, so the
+//! results do not depend on the number of threads. Errors are signed,
+//! `(simulated - measured) / measured` in percent; MAPE is the mean of
+//! their absolute values.
+
+use std::fmt::{self, Write as _};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+use serde::Serialize;
+use simfa_core::GpuConfig;
+
+use crate::gen::pchase::{cycles_per_hop, PchaseParams, DEFAULT_MEASURED_HOPS, WARMUP_CAP_HOPS};
+use crate::gen::tmabw::{throughput_gbps, CopyKind, TmaBwParams, DEFAULT_TOTAL_BYTES};
+use crate::gen::BenchError;
+use crate::svg::{LineChart, Series};
+
+/// Bytes per kB of the CSV's `working_set_kb` column. The data is decimal:
+/// `calibration.md` reads its largest point, 2 737 229 kB, as 2.7 GB, and
+/// its regime table, e.g. 21 592 kB as 21.6 MB.
+pub const BYTES_PER_KB: f64 = 1000.0;
+
+/// The columns the pointer-chase CSV must have.
+pub const CSV_COLUMNS: [&str; 3] = ["working_set_kb", "regular_cycles", "tma_cycles"];
+
+/// A progress callback: `(points done, points in all)`, called from worker
+/// threads in completion order.
+pub type ProgressFn<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// One row of the pointer-chase CSV.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChaseRow {
+    /// 1-based line in the file.
+    pub line: usize,
+    /// Working set in kB (1000 bytes, see [`BYTES_PER_KB`]).
+    pub working_set_kb: f64,
+    /// Cycles per hop of the regular 8-byte load chase.
+    pub regular_cycles: f64,
+    /// Cycles per hop of the TMA bulk-copy chase (what simfa simulates).
+    pub tma_cycles: f64,
+}
+
+impl ChaseRow {
+    /// The working set in bytes, rounded.
+    pub fn working_set_bytes(&self) -> u64 {
+        (self.working_set_kb * BYTES_PER_KB).round() as u64
+    }
+}
+
+/// Why a calibration could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibError {
+    /// The data file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line of the data file is malformed.
+    #[error("{origin}:{line}: {problem}")]
+    Parse {
+        /// The file.
+        origin: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The data file has no data rows.
+    #[error("{origin}: no data rows")]
+    Empty {
+        /// The file.
+        origin: String,
+    },
+    /// A point's simulation failed.
+    #[error("working set {working_set_kb} kB: {source}")]
+    Point {
+        /// The point.
+        working_set_kb: f64,
+        /// The cause.
+        source: BenchError,
+    },
+    /// A throughput cell's simulation failed.
+    #[error("{copy} with {blocks_per_sm} blocks per SM: {source}")]
+    Cell {
+        /// The copy label.
+        copy: String,
+        /// Blocks per SM.
+        blocks_per_sm: u32,
+        /// The cause.
+        source: BenchError,
+    },
+}
+
+impl CalibError {
+    /// True for errors in the input (files, parameters, configuration), as
+    /// opposed to simulation failures.
+    pub fn is_input_error(&self) -> bool {
+        match self {
+            CalibError::Io { .. } | CalibError::Parse { .. } | CalibError::Empty { .. } => true,
+            CalibError::Point { source, .. } | CalibError::Cell { source, .. } => {
+                source.is_input_error()
+            }
+        }
+    }
+}
+
+/// Parses the pointer-chase CSV: `#` comment lines and blank lines are
+/// skipped, the first other line is the header, which must name the
+/// [`CSV_COLUMNS`] (in any order); every data row has as many fields as
+/// the header, with positive finite numbers in those columns. `origin`
+/// names the file in errors.
+pub fn parse_pchase_csv(text: &str, origin: &str) -> Result<Vec<ChaseRow>, CalibError> {
+    let err = |line: usize, problem: String| CalibError::Parse {
+        origin: origin.to_string(),
+        line,
+        problem,
+    };
+    let mut header: Option<(usize, [usize; 3])> = None;
+    let mut rows = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = l.split(',').map(str::trim).collect();
+        let Some((width, cols)) = header else {
+            let mut cols = [0usize; 3];
+            for (c, want) in cols.iter_mut().zip(CSV_COLUMNS) {
+                *c = fields.iter().position(|f| *f == want).ok_or_else(|| {
+                    err(
+                        line,
+                        format!("the header lacks the column `{want}` (found `{l}`)"),
+                    )
+                })?;
+            }
+            header = Some((fields.len(), cols));
+            continue;
+        };
+        if fields.len() != width {
+            return Err(err(
+                line,
+                format!("expected {width} fields, found {}", fields.len()),
+            ));
+        }
+        let mut v = [0f64; 3];
+        for ((x, &c), name) in v.iter_mut().zip(&cols).zip(CSV_COLUMNS) {
+            let f = fields[c];
+            *x = f
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| {
+                    err(
+                        line,
+                        format!("`{f}` in column {name} is not a positive number"),
+                    )
+                })?;
+        }
+        rows.push(ChaseRow {
+            line,
+            working_set_kb: v[0],
+            regular_cycles: v[1],
+            tma_cycles: v[2],
+        });
+    }
+    if header.is_none() {
+        return Err(CalibError::Parse {
+            origin: origin.to_string(),
+            line: text.lines().count().max(1),
+            problem: "no header line".into(),
+        });
+    }
+    if rows.is_empty() {
+        return Err(CalibError::Empty {
+            origin: origin.to_string(),
+        });
+    }
+    Ok(rows)
+}
+
+/// Reads and parses a pointer-chase CSV file.
+pub fn read_pchase_csv(path: &Path) -> Result<Vec<ChaseRow>, CalibError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| CalibError::Io {
+        path: origin.clone(),
+        source,
+    })?;
+    parse_pchase_csv(&text, &origin)
+}
+
+/// The regimes of the pointer-chase curve (`calibration.md` §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Regime {
+    /// Up to 21.6 MB: L2 hits near the partition floor (the L1 region up to
+    /// 215 kB counts here: TMA bypasses L1).
+    L2Floor,
+    /// 22.5 - 30 MB: the partition transition window.
+    Transition,
+    /// 30.8 - 51.3 MB: the second plateau (far partition / copies).
+    SecondPlateau,
+    /// 53 - 122 MB: mixed L2 and DRAM.
+    Mixed,
+    /// 190 MB and up: the DRAM plateau.
+    Dram,
+}
+
+/// Lower ends of the regimes after the floor, in kB: the table's
+/// boundaries 22.5, 30.8, 51.3 (the last plateau point) and 190 MB applied
+/// to the working set rounded to 0.1 MB as the table rounds it, so that
+/// e.g. 22 460 kB ("22.5 MB") opens the transition and 189 907 kB
+/// ("190 MB") is DRAM.
+pub const REGIME_BOUNDS_KB: [f64; 4] = [22_450.0, 30_750.0, 51_350.0, 189_500.0];
+
+impl Regime {
+    /// Every regime, in order of working set.
+    pub const ALL: [Regime; 5] = [
+        Regime::L2Floor,
+        Regime::Transition,
+        Regime::SecondPlateau,
+        Regime::Mixed,
+        Regime::Dram,
+    ];
+
+    /// The regime of a working set given in kB.
+    pub fn classify(working_set_kb: f64) -> Regime {
+        let i = REGIME_BOUNDS_KB
+            .iter()
+            .take_while(|&&b| working_set_kb >= b)
+            .count();
+        Regime::ALL[i]
+    }
+
+    /// The JSON key: `l2_floor`, `transition`, `second_plateau`, `mixed`, `dram`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Regime::L2Floor => "l2_floor",
+            Regime::Transition => "transition",
+            Regime::SecondPlateau => "second_plateau",
+            Regime::Mixed => "mixed",
+            Regime::Dram => "dram",
+        }
+    }
+}
+
+impl fmt::Display for Regime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Signed relative error in percent: `(simulated - measured) / measured * 100`.
+pub fn error_percent(measured: f64, simulated: f64) -> f64 {
+    (simulated - measured) / measured * 100.0
+}
+
+/// Mean absolute percentage error of signed percent errors; `None` when empty.
+pub fn mape(errors: &[f64]) -> Option<f64> {
+    if errors.is_empty() {
+        None
+    } else {
+        Some(errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64)
+    }
+}
+
+/// Indices of `k` of `len` items spread evenly, always keeping the first
+/// and the last (for `k >= 2`); all of them when `k >= len`; the first
+/// alone for `k == 1`; none for `k == 0`.
+pub fn subsample(len: usize, k: usize) -> Vec<usize> {
+    if k >= len {
+        return (0..len).collect();
+    }
+    match k {
+        0 => Vec::new(),
+        1 => vec![0],
+        _ => (0..k)
+            .map(|i| (i * (len - 1) + (k - 1) / 2) / (k - 1))
+            .collect(),
+    }
+}
+
+/// Options of a pointer-chase calibration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PchaseOptions {
+    /// Measured hops per point.
+    pub measured_hops: u64,
+    /// Most warm-up hops per point (each point warms up with
+    /// `min(lines, warmup_cap)` hops).
+    pub warmup_cap: u64,
+    /// Run only this many points, spread evenly ([`subsample`]).
+    pub points: Option<usize>,
+}
+
+impl Default for PchaseOptions {
+    /// 2048 measured hops, the full default warm-up, every point.
+    fn default() -> Self {
+        PchaseOptions {
+            measured_hops: DEFAULT_MEASURED_HOPS,
+            warmup_cap: WARMUP_CAP_HOPS,
+            points: None,
+        }
+    }
+}
+
+impl PchaseOptions {
+    /// For tests and smoke runs: 256 measured hops and at most 16 384
+    /// warm-up hops (a full pass only up to 2 MB), every point.
+    pub fn quick() -> Self {
+        PchaseOptions {
+            measured_hops: 256,
+            warmup_cap: 16_384,
+            points: None,
+        }
+    }
+
+    /// The chase parameters of a point.
+    pub fn params(&self, row: &ChaseRow) -> PchaseParams {
+        let mut p = PchaseParams::new(row.working_set_bytes());
+        p.measured_hops = self.measured_hops;
+        p.warmup_hops = Some(p.lines().min(self.warmup_cap));
+        p
+    }
+}
+
+/// One point of the curve, measured against simulated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PchasePoint {
+    /// Working set in kB (1000 bytes).
+    pub working_set_kb: f64,
+    /// Measured cycles per hop (the `tma_cycles` column).
+    pub measured: f64,
+    /// Simulated cycles per hop.
+    pub simulated: f64,
+    /// Signed error in percent.
+    pub error_percent: f64,
+    /// The regime of the working set.
+    pub regime: Regime,
+}
+
+/// The error of one regime.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RegimeStats {
+    /// MAPE over the regime's points (`null` when it has none).
+    pub mape_percent: Option<f64>,
+    /// Number of points in the regime.
+    pub points: usize,
+}
+
+/// Per-regime errors, in order of working set.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Regimes {
+    /// See [`Regime::L2Floor`].
+    pub l2_floor: RegimeStats,
+    /// See [`Regime::Transition`].
+    pub transition: RegimeStats,
+    /// See [`Regime::SecondPlateau`].
+    pub second_plateau: RegimeStats,
+    /// See [`Regime::Mixed`].
+    pub mixed: RegimeStats,
+    /// See [`Regime::Dram`].
+    pub dram: RegimeStats,
+}
+
+impl Regimes {
+    fn of(points: &[PchasePoint]) -> Regimes {
+        let stats = |r: Regime| {
+            let errs: Vec<f64> = points
+                .iter()
+                .filter(|p| p.regime == r)
+                .map(|p| p.error_percent)
+                .collect();
+            RegimeStats {
+                mape_percent: mape(&errs),
+                points: errs.len(),
+            }
+        };
+        Regimes {
+            l2_floor: stats(Regime::L2Floor),
+            transition: stats(Regime::Transition),
+            second_plateau: stats(Regime::SecondPlateau),
+            mixed: stats(Regime::Mixed),
+            dram: stats(Regime::Dram),
+        }
+    }
+
+    /// The regimes with their stats, in order.
+    pub fn iter(&self) -> [(Regime, &RegimeStats); 5] {
+        [
+            (Regime::L2Floor, &self.l2_floor),
+            (Regime::Transition, &self.transition),
+            (Regime::SecondPlateau, &self.second_plateau),
+            (Regime::Mixed, &self.mixed),
+            (Regime::Dram, &self.dram),
+        ]
+    }
+}
+
+/// The result of a pointer-chase calibration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PchaseCalibration {
+    /// GPU configuration name.
+    pub gpu: String,
+    /// The measured column compared against.
+    pub column: &'static str,
+    /// Measured hops per point.
+    pub measured_hops: u64,
+    /// Most warm-up hops per point.
+    pub warmup_cap_hops: u64,
+    /// MAPE over all points.
+    pub mape_percent: f64,
+    /// Largest absolute error in percent.
+    pub max_abs_error_percent: f64,
+    /// The point with the largest absolute error (the first of equals).
+    pub worst: PchasePoint,
+    /// Per-regime errors.
+    pub regimes: Regimes,
+    /// Every point run, in file order.
+    pub points: Vec<PchasePoint>,
+}
+
+/// Runs every row (or the [`PchaseOptions::points`] subsample) of the
+/// pointer-chase data on `cfg` and compares the simulated cycles per hop
+/// with the `tma_cycles` column. `progress` is told of each finished point.
+pub fn calibrate_pchase(
+    cfg: &GpuConfig,
+    rows: &[ChaseRow],
+    opts: &PchaseOptions,
+    progress: ProgressFn<'_>,
+) -> Result<PchaseCalibration, CalibError> {
+    let picked: Vec<ChaseRow> = match opts.points {
+        Some(k) => subsample(rows.len(), k)
+            .into_iter()
+            .map(|i| rows[i])
+            .collect(),
+        None => rows.to_vec(),
+    };
+    if picked.is_empty() {
+        return Err(CalibError::Empty {
+            origin: "the pointer-chase data".into(),
+        });
+    }
+    let done = AtomicUsize::new(0);
+    let total = picked.len();
+    let results: Vec<Result<f64, BenchError>> = picked
+        .par_iter()
+        .with_max_len(1)
+        .map(|row| {
+            let r = cycles_per_hop(cfg, &opts.params(row));
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            r
+        })
+        .collect();
+    let mut points = Vec::with_capacity(total);
+    for (row, r) in picked.iter().zip(results) {
+        let simulated = r.map_err(|source| CalibError::Point {
+            working_set_kb: row.working_set_kb,
+            source,
+        })?;
+        points.push(PchasePoint {
+            working_set_kb: row.working_set_kb,
+            measured: row.tma_cycles,
+            simulated,
+            error_percent: error_percent(row.tma_cycles, simulated),
+            regime: Regime::classify(row.working_set_kb),
+        });
+    }
+    let errs: Vec<f64> = points.iter().map(|p| p.error_percent).collect();
+    let worst = worst_of(&points, |p| p.error_percent).clone();
+    Ok(PchaseCalibration {
+        gpu: cfg.name.to_string(),
+        column: "tma_cycles",
+        measured_hops: opts.measured_hops,
+        warmup_cap_hops: opts.warmup_cap,
+        mape_percent: mape(&errs).unwrap_or(0.0),
+        max_abs_error_percent: worst.error_percent.abs(),
+        regimes: Regimes::of(&points),
+        worst,
+        points,
+    })
+}
+
+/// The first item with the largest absolute error; `items` is not empty.
+fn worst_of<T>(items: &[T], err: impl Fn(&T) -> f64) -> &T {
+    let mut best = &items[0];
+    for it in &items[1..] {
+        if err(it).abs() > err(best).abs() {
+            best = it;
+        }
+    }
+    best
+}
+
+/// A working set in kB (1000 bytes) for people: `2 kB`, `21.6 MB`, `2.74 GB`.
+pub fn format_kb(kb: f64) -> String {
+    if kb < 1000.0 {
+        if kb.fract() == 0.0 {
+            format!("{kb} kB")
+        } else {
+            format!("{kb:.1} kB")
+        }
+    } else if kb < 1e6 {
+        format!("{:.1} MB", kb / 1e3)
+    } else {
+        format!("{:.2} GB", kb / 1e6)
+    }
+}
+
+/// An axis tick in kB: `1 kB`, `10 MB`, `1 GB` (no decimals when whole).
+pub fn tick_kb(kb: f64) -> String {
+    let (v, unit) = if kb < 1000.0 {
+        (kb, "kB")
+    } else if kb < 1e6 {
+        (kb / 1e3, "MB")
+    } else {
+        (kb / 1e6, "GB")
+    };
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{} {unit}", v.round())
+    } else {
+        format!("{v:.2} {unit}")
+    }
+}
+
+/// `256 MiB`, `64 KiB`, `1000 B`: the largest binary unit that divides.
+fn binary_size(bytes: u64) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} B")
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |v| format!("{v:.1}%"))
+}
+
+impl PchaseCalibration {
+    /// The serialised result.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a calibration always serialises")
+    }
+
+    /// The serialised result as indented text, keys in declaration order.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a calibration always serialises")
+    }
+
+    /// A table of every point, then MAPE overall and per regime.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "TMA pointer chase on {}: {} points, {} measured hops, warm-up up to {} hops\n\n",
+            self.gpu,
+            self.points.len(),
+            self.measured_hops,
+            self.warmup_cap_hops
+        );
+        let _ = writeln!(
+            s,
+            "{:>11} {:>10} {:>10} {:>8}  regime",
+            "working set", "measured", "simulated", "error"
+        );
+        for p in &self.points {
+            let _ = writeln!(
+                s,
+                "{:>11} {:>10.1} {:>10.1} {:>+7.1}%  {}",
+                format_kb(p.working_set_kb),
+                p.measured,
+                p.simulated,
+                p.error_percent,
+                p.regime
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nMAPE {:.1}% overall, max |error| {:.1}% at {}",
+            self.mape_percent,
+            self.max_abs_error_percent,
+            format_kb(self.worst.working_set_kb)
+        );
+        let _ = writeln!(s, "{:<15} {:>6} {:>8}", "regime", "points", "MAPE");
+        for (r, st) in self.regimes.iter() {
+            let _ = writeln!(
+                s,
+                "{:<15} {:>6} {:>8}",
+                r.name(),
+                st.points,
+                fmt_opt(st.mape_percent)
+            );
+        }
+        s
+    }
+
+    /// Both curves against the working set on a logarithmic axis.
+    pub fn chart(&self) -> LineChart {
+        let pts = |f: fn(&PchasePoint) -> f64| {
+            self.points
+                .iter()
+                .map(|p| (p.working_set_kb, f(p)))
+                .collect()
+        };
+        LineChart {
+            title: format!(
+                "TMA pointer chase on {}: measured vs simulated (MAPE {:.1}%)",
+                self.gpu, self.mape_percent
+            ),
+            x_label: "working set".into(),
+            y_label: "cycles per hop".into(),
+            log_x: true,
+            x_tick: tick_kb,
+            series: vec![
+                Series {
+                    name: "measured (tma_cycles)".into(),
+                    color: "#1f77b4".into(),
+                    points: pts(|p| p.measured),
+                },
+                Series {
+                    name: "simulated".into(),
+                    color: "#d62728".into(),
+                    points: pts(|p| p.simulated),
+                },
+            ],
+        }
+    }
+}
+
+/// One row of the TMA throughput table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TmaBwRow {
+    /// Label as in `calibration.md`.
+    pub label: &'static str,
+    /// The copy (the table's KB is 1024 bytes: 0.5 KB = 128 fp32).
+    pub copy: CopyKind,
+    /// Measured GB/s with 1, 2, 3 and 4 blocks per SM.
+    pub gbps: [f64; 4],
+}
+
+/// TMA load throughput on the H800 PCIe (114 SMs, 4 GiB moved), GB/s for
+/// 1..4 blocks per SM (114, 228, 342, 456 blocks).
+///
+/// Source: `reference/calibration.md` §2, "TMA load throughput (H800 PCIe,
+/// 114 SMs, 4 GiB moved)", from the public Hopper microbenchmark suite of
+/// Luo et al. (IPDPS 2024), NewFeatures/TMA/Throughput logs. Tensor copies
+/// are fp32.
+pub const TMA_BW_TABLE: [TmaBwRow; 6] = [
+    TmaBwRow {
+        label: "bulk 1 KB",
+        copy: CopyKind::Bulk { bytes: 1024 },
+        gbps: [223.0, 437.0, 640.0, 830.0],
+    },
+    TmaBwRow {
+        label: "bulk 8 KB",
+        copy: CopyKind::Bulk { bytes: 8192 },
+        gbps: [1229.0, 1729.0, 1811.0, 1803.0],
+    },
+    TmaBwRow {
+        label: "bulk 16 KB",
+        copy: CopyKind::Bulk { bytes: 16384 },
+        gbps: [1708.0, 1807.0, 1820.0, 1826.0],
+    },
+    TmaBwRow {
+        label: "1-D 0.5 KB (128 fp32)",
+        copy: CopyKind::Tensor1d { boxdim: [128] },
+        gbps: [109.0, 216.0, 322.0, 426.0],
+    },
+    TmaBwRow {
+        label: "2-D 32x32 fp32 (4 KB)",
+        copy: CopyKind::Tensor2d { boxdim: [32, 32] },
+        gbps: [631.0, 1126.0, 1473.0, 1645.0],
+    },
+    TmaBwRow {
+        label: "3-D 8x8x4 fp32 (1 KB)",
+        copy: CopyKind::Tensor3d { boxdim: [8, 8, 4] },
+        gbps: [170.0, 328.0, 475.0, 617.0],
+    },
+];
+
+/// Options of a throughput calibration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TmaBwOptions {
+    /// Bytes each cell moves (the real benchmark moved 4 GiB).
+    pub total_bytes: u64,
+    /// Run only this many of the 24 cells (row by row, 1..4 blocks per
+    /// SM), spread evenly ([`subsample`]).
+    pub cells: Option<usize>,
+}
+
+impl Default for TmaBwOptions {
+    /// 256 MiB per cell, every cell.
+    fn default() -> Self {
+        TmaBwOptions {
+            total_bytes: DEFAULT_TOTAL_BYTES,
+            cells: None,
+        }
+    }
+}
+
+impl TmaBwOptions {
+    /// For tests and smoke runs: 16 MiB per cell, every cell.
+    pub fn quick() -> Self {
+        TmaBwOptions {
+            total_bytes: 16 << 20,
+            cells: None,
+        }
+    }
+}
+
+/// One cell of the throughput table, measured against simulated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TmaBwCell {
+    /// The row's label.
+    pub copy: String,
+    /// Blocks per SM.
+    pub blocks_per_sm: u32,
+    /// CTAs in the grid.
+    pub ctas: u64,
+    /// Measured GB/s.
+    pub measured: f64,
+    /// Simulated GB/s.
+    pub simulated: f64,
+    /// Signed error in percent.
+    pub error_percent: f64,
+}
+
+/// The result of a throughput calibration.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TmaBwCalibration {
+    /// GPU configuration name.
+    pub gpu: String,
+    /// Bytes each cell moved (at least).
+    pub total_bytes: u64,
+    /// MAPE over all cells.
+    pub mape_percent: f64,
+    /// Largest absolute error in percent.
+    pub max_abs_error_percent: f64,
+    /// The cell with the largest absolute error (the first of equals).
+    pub worst: TmaBwCell,
+    /// Every cell run, row by row, 1..4 blocks per SM.
+    pub cells: Vec<TmaBwCell>,
+}
+
+/// Runs every cell of [`TMA_BW_TABLE`] on `cfg` and compares the simulated
+/// throughput with the measured one.
+pub fn calibrate_tma_bw(
+    cfg: &GpuConfig,
+    opts: &TmaBwOptions,
+    progress: ProgressFn<'_>,
+) -> Result<TmaBwCalibration, CalibError> {
+    let all: Vec<(&TmaBwRow, u32)> = TMA_BW_TABLE
+        .iter()
+        .flat_map(|r| (1..=4u32).map(move |b| (r, b)))
+        .collect();
+    let jobs: Vec<(&TmaBwRow, u32)> = match opts.cells {
+        Some(k) => subsample(all.len(), k)
+            .into_iter()
+            .map(|i| all[i])
+            .collect(),
+        None => all,
+    };
+    if jobs.is_empty() {
+        return Err(CalibError::Empty {
+            origin: "the TMA throughput table".into(),
+        });
+    }
+    let params = |r: &TmaBwRow, b: u32| TmaBwParams {
+        total_bytes: opts.total_bytes,
+        ..TmaBwParams::new(r.copy, b, cfg)
+    };
+    let done = AtomicUsize::new(0);
+    let total = jobs.len();
+    let results: Vec<Result<f64, BenchError>> = jobs
+        .par_iter()
+        .with_max_len(1)
+        .map(|&(r, b)| {
+            let out = throughput_gbps(cfg, &params(r, b));
+            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            out
+        })
+        .collect();
+    let mut cells = Vec::with_capacity(total);
+    for (&(r, b), res) in jobs.iter().zip(results) {
+        let simulated = res.map_err(|source| CalibError::Cell {
+            copy: r.label.to_string(),
+            blocks_per_sm: b,
+            source,
+        })?;
+        let measured = r.gbps[b as usize - 1];
+        cells.push(TmaBwCell {
+            copy: r.label.to_string(),
+            blocks_per_sm: b,
+            ctas: params(r, b).grid(),
+            measured,
+            simulated,
+            error_percent: error_percent(measured, simulated),
+        });
+    }
+    let errs: Vec<f64> = cells.iter().map(|c| c.error_percent).collect();
+    let worst = worst_of(&cells, |c| c.error_percent).clone();
+    Ok(TmaBwCalibration {
+        gpu: cfg.name.to_string(),
+        total_bytes: opts.total_bytes,
+        mape_percent: mape(&errs).unwrap_or(0.0),
+        max_abs_error_percent: worst.error_percent.abs(),
+        worst,
+        cells,
+    })
+}
+
+impl TmaBwCalibration {
+    /// The serialised result.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a calibration always serialises")
+    }
+
+    /// The serialised result as indented text, keys in declaration order.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a calibration always serialises")
+    }
+
+    /// A table of every cell, then the MAPE.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "TMA load throughput on {}: {} per cell, GB/s measured / simulated (error)\n\n",
+            self.gpu,
+            binary_size(self.total_bytes)
+        );
+        let _ = write!(s, "{:<22}", "copy");
+        for b in 1..=4 {
+            let _ = write!(
+                s,
+                " {:>26}",
+                format!("{b} block{}/SM", if b > 1 { "s" } else { "" })
+            );
+        }
+        s.push('\n');
+        for row in self.cells.chunk_by(|a, b| a.copy == b.copy) {
+            let _ = write!(s, "{:<22}", row[0].copy);
+            for b in 1..=4 {
+                let cell = row.iter().find(|c| c.blocks_per_sm == b).map_or_else(
+                    || "-".to_string(),
+                    |c| {
+                        format!(
+                            "{:.0} / {:.0} ({:+.1}%)",
+                            c.measured, c.simulated, c.error_percent
+                        )
+                    },
+                );
+                let _ = write!(s, " {cell:>26}");
+            }
+            s.push('\n');
+        }
+        let _ = writeln!(
+            s,
+            "\nMAPE {:.1}% over {} cells, max |error| {:.1}% ({}, {} blocks/SM)",
+            self.mape_percent,
+            self.cells.len(),
+            self.max_abs_error_percent,
+            self.worst.copy,
+            self.worst.blocks_per_sm
+        );
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CSV: &str = "# comment\n\
+        working_set_kb,regular_cycles,tma_cycles\n\
+        2,32.0,366.4\n\
+        \n\
+        # another\n\
+        21592,264.0,369.1\n\
+        22460,271.0,372.2\n\
+        2737229,656.8,761.5\n";
+
+    #[test]
+    fn parses_the_csv() {
+        let rows = parse_pchase_csv(CSV, "t.csv").unwrap();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0].line, 3);
+        assert_eq!(rows[0].working_set_kb, 2.0);
+        assert_eq!(rows[0].tma_cycles, 366.4);
+        assert_eq!(rows[1].line, 6);
+        assert_eq!(rows[3].working_set_bytes(), 2_737_229_000);
+        // Columns in another order, extra column.
+        let rows = parse_pchase_csv(
+            "tma_cycles,x,working_set_kb,regular_cycles\n1.5,a,10,2\n",
+            "t.csv",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                rows[0].working_set_kb,
+                rows[0].regular_cycles,
+                rows[0].tma_cycles
+            ),
+            (10.0, 2.0, 1.5)
+        );
+    }
+
+    #[test]
+    fn csv_errors_name_file_and_line() {
+        let e = |text: &str| parse_pchase_csv(text, "d.csv").unwrap_err().to_string();
+        let m = e("working_set_kb,regular_cycles,tma_cycles\n2,32\n");
+        assert_eq!(m, "d.csv:2: expected 3 fields, found 2");
+        let m = e("# c\nworking_set_kb,regular_cycles,tma_cycles\n2,32,abc\n");
+        assert!(m.starts_with("d.csv:3: `abc` in column tma_cycles"), "{m}");
+        let m = e("working_set_kb,regular_cycles,tma_cycles\n-2,32,1\n");
+        assert!(
+            m.starts_with("d.csv:2:") && m.contains("working_set_kb"),
+            "{m}"
+        );
+        let m = e("working_set_kb,regular_cycles,tma_cycles\n2,32,NaN\n");
+        assert!(m.starts_with("d.csv:2:"), "{m}");
+        let m = e("# only\nworking_set_kb,tma_cycles\n2,3\n");
+        assert!(
+            m.starts_with("d.csv:2: the header lacks the column `regular_cycles`"),
+            "{m}"
+        );
+        assert_eq!(
+            e("# c\nworking_set_kb,regular_cycles,tma_cycles\n"),
+            "d.csv: no data rows"
+        );
+        assert!(e("").contains("no header"));
+        let r = parse_pchase_csv("x", "d.csv").unwrap_err();
+        assert!(r.is_input_error());
+        let io = read_pchase_csv(Path::new("/nonexistent/x.csv")).unwrap_err();
+        assert!(io.is_input_error());
+        assert!(io.to_string().contains("/nonexistent/x.csv"), "{io}");
+    }
+
+    #[test]
+    fn regimes_follow_the_table() {
+        let c = Regime::classify;
+        for kb in [2.0, 215.0, 330.0, 21_592.0, 22_449.0] {
+            assert_eq!(c(kb), Regime::L2Floor, "{kb}");
+        }
+        for kb in [22_460.0, 25_277.0, 29_587.0] {
+            assert_eq!(c(kb), Regime::Transition, "{kb}");
+        }
+        for kb in [30_775.0, 43_844.0, 51_308.0] {
+            assert_eq!(c(kb), Regime::SecondPlateau, "{kb}");
+        }
+        for kb in [53_364.0, 121_731.0, 189_000.0] {
+            assert_eq!(c(kb), Regime::Mixed, "{kb}");
+        }
+        for kb in [189_907.0, 2_737_229.0] {
+            assert_eq!(c(kb), Regime::Dram, "{kb}");
+        }
+        assert_eq!(
+            serde_json::to_value(Regime::SecondPlateau).unwrap(),
+            "second_plateau"
+        );
+        for r in Regime::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.name());
+        }
+    }
+
+    #[test]
+    fn mape_math() {
+        assert_eq!(error_percent(200.0, 250.0), 25.0);
+        assert_eq!(error_percent(200.0, 150.0), -25.0);
+        assert_eq!(mape(&[]), None);
+        assert_eq!(mape(&[10.0, -20.0, 30.0]), Some(20.0));
+        let pts = [1.0, -5.0, 5.0, 2.0];
+        assert_eq!(*worst_of(&pts, |x| *x), -5.0);
+    }
+
+    #[test]
+    fn working_set_labels() {
+        assert_eq!(format_kb(2.0), "2 kB");
+        assert_eq!(format_kb(21_592.0), "21.6 MB");
+        assert_eq!(format_kb(2_737_229.0), "2.74 GB");
+        assert_eq!(tick_kb(1.0), "1 kB");
+        assert_eq!(tick_kb(1000.0), "1 MB");
+        assert_eq!(tick_kb(1e7), "10 GB");
+        assert_eq!(tick_kb(2500.0), "2.50 MB");
+    }
+
+    #[test]
+    fn subsampling() {
+        assert_eq!(subsample(189, 5), vec![0, 47, 94, 141, 188]);
+        assert_eq!(subsample(10, 2), vec![0, 9]);
+        assert_eq!(subsample(10, 1), vec![0]);
+        assert_eq!(subsample(10, 0), Vec::<usize>::new());
+        assert_eq!(subsample(3, 10), vec![0, 1, 2]);
+        for len in 2..40 {
+            for k in 2..len {
+                let s = subsample(len, k);
+                assert_eq!(s.len(), k);
+                assert_eq!((s[0], s[k - 1]), (0, len - 1));
+                assert!(s.windows(2).all(|w| w[0] < w[1]), "{len} {k} {s:?}");
+            }
+        }
+    }
+
+    fn rows() -> Vec<ChaseRow> {
+        parse_pchase_csv(CSV, "t.csv").unwrap()
+    }
+
+    #[test]
+    fn pchase_calibration_small() {
+        let cfg = GpuConfig::h800_pcie();
+        let opts = PchaseOptions {
+            measured_hops: 32,
+            warmup_cap: 64,
+            points: None,
+        };
+        let calls = AtomicUsize::new(0);
+        let c = calibrate_pchase(&cfg, &rows(), &opts, &|_, t| {
+            assert_eq!(t, 4);
+            calls.fetch_add(1, Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(calls.into_inner(), 4);
+        assert_eq!(c.points.len(), 4);
+        assert_eq!(c.gpu, "h800-pcie");
+        let errs: Vec<f64> = c.points.iter().map(|p| p.error_percent).collect();
+        assert!((c.mape_percent - mape(&errs).unwrap()).abs() < 1e-9);
+        assert_eq!(c.regimes.l2_floor.points, 2);
+        assert_eq!(c.regimes.transition.points, 1);
+        assert_eq!(c.regimes.second_plateau.points, 0);
+        assert_eq!(c.regimes.second_plateau.mape_percent, None);
+        assert_eq!(c.regimes.dram.points, 1);
+        assert!(c
+            .points
+            .iter()
+            .all(|p| p.error_percent.abs() <= c.max_abs_error_percent));
+        let j = c.to_json();
+        for key in [
+            "mape_percent",
+            "max_abs_error_percent",
+            "worst",
+            "regimes",
+            "points",
+        ] {
+            assert!(j.get(key).is_some(), "{key}: {j}");
+        }
+        assert!(j["regimes"]["second_plateau"]["mape_percent"].is_null());
+        assert_eq!(j["points"][0]["regime"], "l2_floor");
+        assert!(j["points"][3]["simulated"].is_f64());
+        // Same keys (floats may differ in the last digit when parsed back).
+        let back: serde_json::Value = serde_json::from_str(&c.to_json_pretty()).unwrap();
+        let keys =
+            |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&back), keys(&j));
+        assert_eq!(back["points"].as_array().unwrap().len(), 4);
+        let t = c.to_text();
+        assert!(
+            t.contains("MAPE") && t.contains("2.74 GB") && t.contains("dram"),
+            "{t}"
+        );
+        let svg = c.chart().render();
+        crate::svg::tests::assert_balanced(&svg);
+        assert!(svg.contains("measured (tma_cycles)") && svg.contains("simulated"));
+        // Subsampled: first and last.
+        let opts2 = PchaseOptions {
+            points: Some(2),
+            ..opts
+        };
+        let c2 = calibrate_pchase(&cfg, &rows(), &opts2, &|_, _| {}).unwrap();
+        assert_eq!(c2.points.len(), 2);
+        assert_eq!(c2.points[0], c.points[0]);
+        assert_eq!(c2.points[1], c.points[3]);
+    }
+
+    #[test]
+    fn results_do_not_depend_on_threads() {
+        let cfg = GpuConfig::h800_pcie();
+        let opts = PchaseOptions {
+            measured_hops: 16,
+            warmup_cap: 32,
+            points: None,
+        };
+        let run = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| calibrate_pchase(&cfg, &rows(), &opts, &|_, _| {}).unwrap())
+        };
+        assert_eq!(run(1), run(3));
+    }
+
+    #[test]
+    fn point_errors_are_reported_in_order() {
+        let cfg = GpuConfig::h800_pcie();
+        let mut r = rows();
+        r[1].working_set_kb = 0.05; // 50 bytes: less than a line
+        r[2].working_set_kb = 0.06;
+        let e = calibrate_pchase(&cfg, &r, &PchaseOptions::quick(), &|_, _| {}).unwrap_err();
+        assert!(e.to_string().starts_with("working set 0.05 kB"), "{e}");
+        assert!(e.is_input_error());
+    }
+
+    #[test]
+    fn tma_bw_table_and_quick_run() {
+        assert_eq!(TMA_BW_TABLE.len(), 6);
+        let cfg = GpuConfig::h800_pcie();
+        let sizes: Vec<u64> = TMA_BW_TABLE
+            .iter()
+            .map(|r| TmaBwParams::new(r.copy, 1, &cfg).tile_bytes())
+            .collect();
+        assert_eq!(sizes, vec![1024, 8192, 16384, 512, 4096, 1024]);
+        // One copy per CTA, 4 cells spread over the table (cells 0, 8, 15
+        // and 23): the shape of the result, not its figures.
+        let opts = TmaBwOptions {
+            total_bytes: 64 << 10,
+            cells: Some(4),
+        };
+        let c = calibrate_tma_bw(&cfg, &opts, &|_, _| {}).unwrap();
+        assert_eq!(c.cells.len(), 4);
+        assert_eq!(c.cells[1].copy, "bulk 16 KB");
+        assert_eq!(c.cells[1].blocks_per_sm, 1);
+        assert_eq!(c.cells[2].copy, "1-D 0.5 KB (128 fp32)");
+        assert_eq!(c.cells[2].blocks_per_sm, 4);
+        assert_eq!(c.cells[2].ctas, 456);
+        assert_eq!(c.cells[2].measured, 426.0);
+        assert_eq!(c.cells[3].measured, 617.0);
+        assert!(c.cells.iter().all(|x| x.simulated > 0.0));
+        let j = c.to_json();
+        for key in ["mape_percent", "max_abs_error_percent", "worst", "cells"] {
+            assert!(j.get(key).is_some(), "{key}");
+        }
+        let t = c.to_text();
+        assert!(t.contains("3-D 8x8x4") && t.contains("MAPE"), "{t}");
+        assert!(t.contains("64 KiB per cell"), "{t}");
+        assert_eq!(t.lines().filter(|l| l.contains("%)")).count(), 4, "{t}");
+        let none = TmaBwOptions {
+            cells: Some(0),
+            ..opts
+        };
+        assert!(calibrate_tma_bw(&cfg, &none, &|_, _| {}).is_err());
+    }
+}
