@@ -59,6 +59,24 @@ pub struct Report {
     pub bytes_stored: u64,
     /// Bytes of simulator arena the run used.
     pub arena_bytes: usize,
+    /// Memory model: `"hierarchy"` or `"fixed"`.
+    pub memory_model: String,
+    /// TMA line requests (0 with the fixed port).
+    pub tma_lines: u64,
+    /// L2 requests after coalescing.
+    pub l2_requests: u64,
+    /// L2 hits, home and shadow copies.
+    pub l2_hits: u64,
+    /// L2 misses.
+    pub l2_misses: u64,
+    /// `l2_hits / l2_requests` (0 when there were none).
+    pub l2_hit_rate: f64,
+    /// Reads merged in the per-SM-pair coalescers.
+    pub coalesced: u64,
+    /// Bytes read from DRAM.
+    pub dram_read_bytes: u64,
+    /// Bytes written to DRAM.
+    pub dram_write_bytes: u64,
 }
 
 /// Formats a digest as exactly 16 lowercase hex digits.
@@ -109,6 +127,20 @@ impl Report {
             stall_cycles: st.stall_cycles,
             bubble_cycles: st.bubble_cycles,
             bytes_loaded: st.bytes_loaded,
+            memory_model: if s.memory.is_some() {
+                "hierarchy"
+            } else {
+                "fixed"
+            }
+            .to_string(),
+            tma_lines: st.tma_lines,
+            l2_requests: s.memory.map_or(0, |m| m.l2_requests),
+            l2_hits: s.memory.map_or(0, |m| m.l2_hits + m.shadow_hits),
+            l2_misses: s.memory.map_or(0, |m| m.l2_misses),
+            l2_hit_rate: s.memory.map_or(0.0, |m| m.l2_hit_rate()),
+            coalesced: s.memory.map_or(0, |m| m.coalesced),
+            dram_read_bytes: s.memory.map_or(0, |m| m.dram_read_bytes),
+            dram_write_bytes: s.memory.map_or(0, |m| m.dram_write_bytes),
             bytes_stored: st.bytes_stored,
             arena_bytes: outcome.arena_bytes,
         }
@@ -121,7 +153,7 @@ impl Report {
 
     /// A short human-readable report, one aligned `label value` per line.
     pub fn to_text(&self) -> String {
-        let rows: [(&str, String); 10] = [
+        let rows: [(&str, String); 12] = [
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
             (
                 "cycles",
@@ -140,6 +172,22 @@ impl Report {
                     "{:.1}% utilised ({} busy cycles)",
                     self.engines.tensor_utilization * 100.0,
                     self.engines.tensor_busy_cycles
+                ),
+            ),
+            (
+                "l2",
+                format!(
+                    "{} requests, {:.1}% hits, {} coalesced",
+                    self.l2_requests,
+                    self.l2_hit_rate * 100.0,
+                    self.coalesced
+                ),
+            ),
+            (
+                "dram",
+                format!(
+                    "{} B read, {} B written",
+                    self.dram_read_bytes, self.dram_write_bytes
                 ),
             ),
             (

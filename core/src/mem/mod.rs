@@ -7,3 +7,4 @@ pub mod lines;
 pub mod system;
 pub mod table;
 pub mod tags;
+pub mod wheel;

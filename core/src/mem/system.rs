@@ -88,6 +88,23 @@ pub struct MemStats {
     pub dram_reads: u64,
     /// DRAM line writes (write-backs) issued.
     pub dram_writes: u64,
+    /// Bytes the DRAM has read so far.
+    pub dram_read_bytes: u64,
+    /// Bytes the DRAM has written so far.
+    pub dram_write_bytes: u64,
+    /// Column accesses of the DRAM that hit an open row.
+    pub dram_row_hits: u64,
+}
+
+impl MemStats {
+    /// Fraction of the requests reaching the L2 that hit (home or shadow copy).
+    pub fn l2_hit_rate(&self) -> f64 {
+        if self.l2_requests == 0 {
+            0.0
+        } else {
+            (self.l2_hits + self.shadow_hits) as f64 / self.l2_requests as f64
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -654,7 +671,7 @@ impl<'a> MemorySystem<'a> {
     }
 
     fn send_to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
-        if self.retry.len > 0 || self.dram.try_enqueue(t, addr, write, tag).is_err() {
+        if self.dram.try_enqueue(t, addr, write, tag).is_err() {
             let _ = self.retry.push(DramRetry { addr, write, tag });
         } else {
             let _ = self.log.push(DramRequest {
@@ -665,17 +682,21 @@ impl<'a> MemorySystem<'a> {
         }
     }
 
+    /// Offers every waiting DRAM request again, once, in order; those whose
+    /// pseudo-channel is still full keep their place. A full channel never
+    /// holds up requests to the others.
     fn retry_dram(&mut self, t: u64) {
-        while let Some(r) = self.retry.front() {
+        for _ in 0..self.retry.len {
+            let Some(r) = self.retry.pop() else { break };
             if self.dram.try_enqueue(t, r.addr, r.write, r.tag).is_err() {
-                break;
+                let _ = self.retry.push(r);
+            } else {
+                let _ = self.log.push(DramRequest {
+                    cycle: t,
+                    write: r.write,
+                    addr: r.addr,
+                });
             }
-            self.retry.pop();
-            let _ = self.log.push(DramRequest {
-                cycle: t,
-                write: r.write,
-                addr: r.addr,
-            });
         }
     }
 

@@ -74,6 +74,8 @@ pub struct Summary {
     pub digest: u64,
     /// Counters.
     pub stats: Stats,
+    /// Memory-hierarchy counters (`None` with the fixed port).
+    pub memory: Option<MemStats>,
 }
 
 /// A WarpGroup that is waiting, as listed in a deadlock report.
@@ -406,7 +408,14 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// Counters of the memory hierarchy (`None` with the fixed port).
     pub fn mem_stats(&self) -> Option<MemStats> {
         match &self.mem {
-            Mem::Hier(m) => Some(m.stats()),
+            Mem::Hier(m) => {
+                let mut st = m.stats();
+                let d = m.dram().stats();
+                st.dram_read_bytes = d.reads * m.dram().config().line_bytes as u64;
+                st.dram_write_bytes = d.writes * m.dram().config().line_bytes as u64;
+                st.dram_row_hits = d.row_hits;
+                Some(st)
+            }
             Mem::Fixed(_) => None,
         }
     }
@@ -427,6 +436,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             cycles: self.end,
             digest: self.digest(),
             stats: self.stats(),
+            memory: self.mem_stats(),
         }
     }
 
