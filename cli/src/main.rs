@@ -34,6 +34,7 @@ use simfa_std::gen::{gemm, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::report::Report;
 use simfa_std::run::{simulate_with_progress, RunError};
+use simfa_std::trace::{DramTrace, TraceFormat};
 
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use progress::Progress;
@@ -57,6 +58,8 @@ enum Cmd {
         /// Print the report as one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        trace: TraceArgs,
     },
     /// Generate a workload kernel.
     Gen {
@@ -72,6 +75,8 @@ enum Cmd {
         /// Print the report as one JSON object on stdout.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        trace: TraceArgs,
     },
     /// Convert a kernel between the text and binary encodings (OUT's
     /// extension decides: .sfk or .bin is binary, anything else text).
@@ -164,10 +169,15 @@ fn main() -> ExitCode {
 
 fn dispatch(cmd: Cmd) -> Result<(), Failure> {
     match cmd {
-        Cmd::Run { file, gpu, json } => {
+        Cmd::Run {
+            file,
+            gpu,
+            json,
+            trace,
+        } => {
             let cfg = gpu.resolve()?;
             let k = load_kernel(&file).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, json)
+            run_and_report(&cfg, &k, json, &trace)
         }
         Cmd::Gen {
             what: GenCmd::Gemm { shape, output },
@@ -182,10 +192,15 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::TmaBw(g),
         } => g.run(),
         Cmd::Calibrate { what } => what.run(),
-        Cmd::Gemm { shape, gpu, json } => {
+        Cmd::Gemm {
+            shape,
+            gpu,
+            json,
+            trace,
+        } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params()).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, json)
+            run_and_report(&cfg, &k, json, &trace)
         }
         Cmd::Convert { input, output } => {
             let k = load_kernel(&input).map_err(Failure::input)?;
@@ -226,10 +241,43 @@ fn emit_kernel(k: &Kernel, output: Option<&Path>) -> Result<(), Failure> {
     }
 }
 
-fn run_and_report(cfg: &GpuConfig, k: &Kernel, json: bool) -> Result<(), Failure> {
+/// `--dram-trace FILE [--dram-trace-format loadstore|timed]`.
+#[derive(Debug, clap::Args)]
+struct TraceArgs {
+    /// Write every DRAM request (memory hierarchy only) to FILE, one per
+    /// line, in a format Ramulator 2's LoadStoreTrace frontend reads.
+    #[arg(long, value_name = "FILE")]
+    dram_trace: Option<PathBuf>,
+    /// `loadstore`: `LD|ST 0xADDR`; `timed`: `CYCLE LD|ST 0xADDR`.
+    #[arg(long, value_name = "FORMAT", default_value = "loadstore", value_parser = ["loadstore", "timed"])]
+    dram_trace_format: String,
+}
+
+fn run_and_report(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    json: bool,
+    trace: &TraceArgs,
+) -> Result<(), Failure> {
+    let mut tracer = match &trace.dram_trace {
+        Some(path) => {
+            let format = TraceFormat::from_name(&trace.dram_trace_format).unwrap_or_default();
+            Some(DramTrace::create(path, format).map_err(|e| {
+                Failure::Input(format!("cannot create DRAM trace {}: {e}", path.display()))
+            })?)
+        }
+        None => None,
+    };
     let mut progress = Progress::new(!json);
-    let result = simulate_with_progress(cfg, k, &mut (), |c, r, t| progress.update(c, r, t));
+    let result = simulate_with_progress(cfg, k, &mut tracer, |c, r, t| progress.update(c, r, t));
     progress.finish();
+    if result.is_ok() {
+        if let (Some(t), Some(path)) = (tracer.take(), &trace.dram_trace) {
+            t.finish().map_err(|e| {
+                Failure::Input(format!("cannot write DRAM trace {}: {e}", path.display()))
+            })?;
+        }
+    }
     let outcome = result.map_err(|e| match e {
         RunError::Build(_) => Failure::Input(e.to_string()),
         RunError::Alloc { .. } | RunError::Sim { .. } => Failure::Sim(e.to_string()),

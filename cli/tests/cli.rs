@@ -352,3 +352,48 @@ fn watchdog_exits_1() {
     assert!(stderr(&o).starts_with("error: watchdog"), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
 }
+
+#[test]
+fn dram_trace_lists_every_request() {
+    let d = Scratch::new("dramtrace");
+    let t = d.0.join("g.trace");
+    let o = simfa(&[
+        "gemm",
+        "--m",
+        "256",
+        "--n",
+        "256",
+        "--k",
+        "512",
+        "--json",
+        "--dram-trace",
+        s(&t),
+    ]);
+    let v = json(&o);
+    let text = std::fs::read_to_string(&t).unwrap();
+    let reads = text.lines().filter(|l| l.starts_with("LD 0x")).count() as u64;
+    let writes = text.lines().filter(|l| l.starts_with("ST 0x")).count() as u64;
+    assert_eq!(
+        reads + writes,
+        text.lines().count() as u64,
+        "only LD/ST lines"
+    );
+    assert_eq!(reads * 128, v["dram_read_bytes"].as_u64().unwrap());
+    assert_eq!(writes * 128, v["dram_write_bytes"].as_u64().unwrap());
+    assert!(reads > 0);
+    // A trace into a directory that does not exist is bad input.
+    let bad = d.0.join("no/such/dir/t.trace");
+    let o = simfa(&[
+        "gemm",
+        "--m",
+        "128",
+        "--n",
+        "128",
+        "--k",
+        "64",
+        "--dram-trace",
+        s(&bad),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("DRAM trace"), "{}", stderr(&o));
+}

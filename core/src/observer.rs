@@ -204,6 +204,14 @@ impl<O: Observer + ?Sized> Observer for &mut O {
     }
 }
 
+impl<O: Observer> Observer for Option<O> {
+    fn on_event(&mut self, cycle: Cycle, event: &Event) {
+        if let Some(o) = self {
+            o.on_event(cycle, event)
+        }
+    }
+}
+
 /// Counters kept by every run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {

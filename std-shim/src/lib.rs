@@ -13,3 +13,4 @@ pub mod load;
 pub mod report;
 pub mod run;
 pub mod svg;
+pub mod trace;

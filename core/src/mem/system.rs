@@ -30,7 +30,7 @@ use crate::mem::config::L2Config;
 use crate::mem::dram::{Completion, Dram, DramConfig};
 use crate::mem::table::FixedMap;
 use crate::mem::tags::TagArray;
-use crate::queue::{Entry, EventQueue};
+use crate::mem::wheel::TimingWheel;
 use crate::rand::Rng;
 
 /// Most L2 slices supported.
@@ -143,14 +143,12 @@ enum MemEv {
     Respond { req: u32 },
 }
 
-impl MemEv {
-    const FILLER: Entry<MemEv> = Entry {
-        cycle: 0,
-        class: 0,
-        seq: 0,
-        event: MemEv::Respond { req: 0 },
-    };
+/// Slots of the memory system's timing wheel: every fixed latency of the
+/// L2 path is far below it, so only requests queued behind a congested
+/// slice go to its overflow heap.
+const WHEEL_LOG2: u32 = 12;
 
+impl MemEv {
     const fn class(&self) -> u8 {
         match self {
             MemEv::Respond { .. } => 0,
@@ -214,10 +212,6 @@ impl<'a, T: Copy> Ring<'a, T> {
         self.head = (self.head + 1) % self.buf.len();
         self.len -= 1;
         Some(v)
-    }
-
-    fn front(&self) -> Option<T> {
-        (self.len > 0).then(|| self.buf[self.head])
     }
 }
 
@@ -290,7 +284,7 @@ pub struct MemorySystem<'a> {
     mshr: FixedMap<'a, u32>,
     slices: &'a mut [SliceState],
     tags: HVec<TagArray<'a>, MAX_SLICES>,
-    queue: EventQueue<'a, MemEv>,
+    queue: TimingWheel<'a, MemEv>,
     dram: Dram<'a>,
     done: Ring<'a, Completion>,
     retry: Ring<'a, DramRetry>,
@@ -317,7 +311,7 @@ impl<'a> MemorySystem<'a> {
         for _ in 0..l2.slices {
             TagArray::layout(l2.sets as usize, l2.ways as usize, l)?;
         }
-        l.add::<Entry<MemEv>>(z.queue)?;
+        TimingWheel::<MemEv>::layout(z.queue, WHEEL_LOG2, l)?;
         Dram::layout(dram, l)?;
         l.add::<Completion>(dram.queue_capacity())?;
         l.add::<DramRetry>(z.retries)?;
@@ -359,7 +353,6 @@ impl<'a> MemorySystem<'a> {
                 return Err(BuildError::TooLarge);
             }
         }
-        let qstore = a.alloc(z.queue, MemEv::FILLER, Capacity::MemoryPort)?;
         let dram_model = Dram::new(dram, a)?;
         let cfill = Completion {
             tag: 0,
@@ -396,7 +389,7 @@ impl<'a> MemorySystem<'a> {
             mshr,
             slices,
             tags,
-            queue: EventQueue::new(qstore),
+            queue: TimingWheel::new_in(a, z.queue, WHEEL_LOG2, Capacity::MemoryPort)?,
             dram: dram_model,
             done: Ring {
                 buf: done,
