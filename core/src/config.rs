@@ -133,26 +133,29 @@ fn name(s: &str) -> String<24> {
     n
 }
 
-/// The 50 MiB, two-partition L2 of the H100/H800 family: 80 slices of 320
-/// sets x 16 ways x 128 B. Latencies are calibrated by `simfa calibrate`
-/// against the H800 PCIe pointer chase (see the README).
+/// The 50 MiB, two-partition L2 of the H100/H800 family: 80 slices of 80
+/// sets x 64 ways x 128 B. The latencies, the associativity and the proxy
+/// knobs were fitted once with `simfa calibrate pchase` against the H800
+/// PCIe pointer chase (README, "Calibration"); nothing is fitted per
+/// workload.
 const L2_50MB: L2Config = L2Config {
     line_bytes: 128,
     slices: 80,
-    sets: 320,
-    ways: 16,
+    sets: 80,
+    ways: 64,
     hash: SliceHash::Xor,
     hit_latency: 147,
     xbar_latency: 90,
     far_latency: 110,
     slice_interval: 1,
-    fill_latency: 130,
+    fill_latency: 240,
     mshrs: 256,
     coalescer: true,
+    dram_hash: true,
     proxy: ProxyConfig {
         enabled: true,
-        max_prob_permille: 100,
-        threshold_permille: 900,
+        max_prob_permille: 200,
+        threshold_permille: 850,
     },
 };
 
@@ -244,7 +247,7 @@ impl GpuConfig {
             },
             l2: L2Config {
                 slices: 96,
-                sets: 267,
+                sets: 67,
                 ..L2_50MB
             },
             dram: DramConfig::hbm3e_h200(),

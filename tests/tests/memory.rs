@@ -219,9 +219,9 @@ fn hierarchy_runs_are_deterministic() {
 
 #[test]
 fn dirty_lines_are_written_back_when_evicted() {
-    // Store 96 MiB of tiles through a 50 MiB L2: the early ones must leave
-    // as DRAM writes.
-    let mut b = Builder::new("stores", [132, 1, 1]);
+    // Store 1 MiB of tiles through a 64 KiB L2: all but the last 64 KiB
+    // must leave as DRAM writes.
+    let mut b = Builder::new("stores", [16, 1, 1]);
     b.k.maps
         .push(TensorMap {
             name: "C".try_into().unwrap(),
@@ -235,19 +235,19 @@ fn dirty_lines_are_written_back_when_evicted() {
         .unwrap();
     let x = b.expr(Expr {
         cta: 1,
-        l: [132, 0, 0, 0],
+        l: [16, 0, 0, 0],
         rem: 32,
         mul: 128,
         ..Expr::default()
     });
     let y = b.expr(Expr {
         cta: 1,
-        l: [132, 0, 0, 0],
+        l: [16, 0, 0, 0],
         div: 32,
         mul: 128,
         ..Expr::default()
     });
-    let trips = b.c(24);
+    let trips = b.c(2);
     b.k.smem_bytes = 32768;
     b.role("store", 1, 32);
     b.begin_loop(trips);
@@ -258,16 +258,21 @@ fn dirty_lines_are_written_back_when_evicted() {
     b.op(Instr::StoreWait { n: 0 });
     b.end_loop();
     let k = b.finish();
-    let s = run(&GpuConfig::h800(), &k).unwrap();
+    let mut cfg = GpuConfig::h800();
+    cfg.l2.slices = 2;
+    cfg.l2.sets = 64;
+    cfg.l2.ways = 4;
+    let s = run(&cfg, &k).unwrap();
     let m = mem(&s);
-    let lines = 132 * 24 * 256;
+    let lines = 16 * 2 * 256;
     assert_eq!(m.writes, lines);
     assert_eq!(s.stats.bytes_stored, lines * 128);
-    let l2_lines = GpuConfig::h800().l2.bytes() / 128;
+    let l2_lines = cfg.l2.bytes() / 128;
     assert!(
         m.dram_writes >= lines - l2_lines,
         "{} write-backs",
         m.dram_writes
     );
+    assert!(m.dram_writes <= lines);
     assert_eq!(m.dram_reads, 0);
 }

@@ -55,6 +55,11 @@ pub struct L2Config {
     pub mshrs: u16,
     /// Merge identical in-flight reads of an SM pair in a request coalescer.
     pub coalescer: bool,
+    /// Fold higher line-address bits into the lower ones before the DRAM
+    /// address mapping (`line ^ (line >> 7) ^ (line >> 14)`, a bijection),
+    /// the way GPUs hash memory partitions, so that strided streams spread
+    /// over every pseudo-channel and bank.
+    pub dram_hash: bool,
     /// The remote-copy proxy.
     pub proxy: ProxyConfig,
 }

@@ -663,8 +663,22 @@ impl<'a> MemorySystem<'a> {
         self.send_to_dram(t, line * self.cfg.line_bytes as u64, false, id);
     }
 
+    /// The address the DRAM controllers decode for line address `addr`.
+    fn dram_addr(&self, addr: u64) -> u64 {
+        if !self.cfg.dram_hash {
+            return addr;
+        }
+        let lb = self.cfg.line_bytes as u64;
+        let line = addr / lb;
+        (line ^ (line >> 7) ^ (line >> 14)).wrapping_mul(lb)
+    }
+
     fn send_to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
-        if self.dram.try_enqueue(t, addr, write, tag).is_err() {
+        if self
+            .dram
+            .try_enqueue(t, self.dram_addr(addr), write, tag)
+            .is_err()
+        {
             let _ = self.retry.push(DramRetry { addr, write, tag });
         } else {
             let _ = self.log.push(DramRequest {
@@ -681,7 +695,11 @@ impl<'a> MemorySystem<'a> {
     fn retry_dram(&mut self, t: u64) {
         for _ in 0..self.retry.len {
             let Some(r) = self.retry.pop() else { break };
-            if self.dram.try_enqueue(t, r.addr, r.write, r.tag).is_err() {
+            if self
+                .dram
+                .try_enqueue(t, self.dram_addr(r.addr), r.write, r.tag)
+                .is_err()
+            {
                 let _ = self.retry.push(r);
             } else {
                 let _ = self.log.push(DramRequest {
