@@ -1,8 +1,6 @@
 //! End-to-end tests of `simfa calibrate` and the microbenchmark generators.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 
 /// The published pointer-chase data, in the `shared/` folder beside the
 /// checkout (CI lays it there).
@@ -19,47 +17,8 @@ fn csv() -> &'static str {
     CSV
 }
 
-fn simfa(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_simfa"))
-        .args(args)
-        .output()
-        .expect("the simfa binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
-    serde_json::from_slice(&o.stdout).expect("stdout is exactly one JSON value")
-}
-
-/// A fresh scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let d = std::env::temp_dir().join(format!(
-            "simfa-cal-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod common;
+use common::{json, simfa, stderr, Scratch};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
