@@ -177,12 +177,25 @@ pub struct DramRequest {
     pub addr: u64,
 }
 
-/// A pending DRAM write-back or a read that found the DRAM queue full.
+/// A DRAM request waiting for room in its pseudo-channel's queue, in that
+/// channel's FIFO.
 #[derive(Clone, Copy, Debug)]
 struct DramRetry {
     addr: u64,
     write: bool,
     tag: u32,
+    next: u32,
+}
+
+/// Per-pseudo-channel FIFOs of requests waiting for queue room, linked
+/// through a pool, with a bitmap of the channels that have any.
+#[derive(Debug)]
+struct Waiting<'a> {
+    pool: &'a mut [DramRetry],
+    free: u32,
+    head: &'a mut [u32],
+    tail: &'a mut [u32],
+    busy: &'a mut [u64],
 }
 
 /// A fixed-capacity FIFO over arena storage.
@@ -287,7 +300,7 @@ pub struct MemorySystem<'a> {
     queue: TimingWheel<'a, MemEv>,
     dram: Dram<'a>,
     done: Ring<'a, Completion>,
-    retry: Ring<'a, DramRetry>,
+    retry: Waiting<'a>,
     log: Ring<'a, DramRequest>,
     stats: MemStats,
 }
@@ -315,6 +328,9 @@ impl<'a> MemorySystem<'a> {
         Dram::layout(dram, l)?;
         l.add::<Completion>(dram.queue_capacity())?;
         l.add::<DramRetry>(z.retries)?;
+        l.add::<u32>(dram.channels as usize)?;
+        l.add::<u32>(dram.channels as usize)?;
+        l.add::<u64>((dram.channels as usize).div_ceil(64))?;
         l.add::<DramRequest>(z.retries)?;
         Ok(())
     }
@@ -360,15 +376,30 @@ impl<'a> MemorySystem<'a> {
             cycle: 0,
         };
         let done = a.alloc(dram.queue_capacity(), cfill, Capacity::MemoryPort)?;
-        let retry = a.alloc(
+        let pool = a.alloc(
             z.retries,
             DramRetry {
                 addr: 0,
                 write: false,
                 tag: 0,
+                next: NIL,
             },
             Capacity::MemoryPort,
         )?;
+        for (i, r) in pool.iter_mut().enumerate() {
+            r.next = if i + 1 < z.retries { i as u32 + 1 } else { NIL };
+        }
+        let retry = Waiting {
+            pool,
+            free: if z.retries > 0 { 0 } else { NIL },
+            head: a.alloc(dram.channels as usize, NIL, Capacity::MemoryPort)?,
+            tail: a.alloc(dram.channels as usize, NIL, Capacity::MemoryPort)?,
+            busy: a.alloc(
+                (dram.channels as usize).div_ceil(64),
+                0u64,
+                Capacity::MemoryPort,
+            )?,
+        };
         let log = a.alloc(
             z.retries,
             DramRequest {
@@ -396,11 +427,7 @@ impl<'a> MemorySystem<'a> {
                 head: 0,
                 len: 0,
             },
-            retry: Ring {
-                buf: retry,
-                head: 0,
-                len: 0,
-            },
+            retry,
             log: Ring {
                 buf: log,
                 head: 0,
@@ -674,39 +701,72 @@ impl<'a> MemorySystem<'a> {
     }
 
     fn send_to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
-        if self
-            .dram
-            .try_enqueue(t, self.dram_addr(addr), write, tag)
-            .is_err()
-        {
-            let _ = self.retry.push(DramRetry { addr, write, tag });
-        } else {
+        let daddr = self.dram_addr(addr);
+        let ch = self.dram.config().decode(daddr).channel as usize;
+        let waiting = self.retry.busy[ch / 64] & (1 << (ch % 64)) != 0;
+        if !waiting && self.dram.try_enqueue(t, daddr, write, tag).is_ok() {
             let _ = self.log.push(DramRequest {
                 cycle: t,
                 write,
                 addr,
             });
+            return;
         }
+        // Wait behind the channel's earlier requests.
+        let w = &mut self.retry;
+        let id = w.free;
+        if id == NIL {
+            return; // cannot happen: the pool covers every MSHR and victim
+        }
+        w.free = w.pool[id as usize].next;
+        w.pool[id as usize] = DramRetry {
+            addr,
+            write,
+            tag,
+            next: NIL,
+        };
+        if w.tail[ch] == NIL {
+            w.head[ch] = id;
+        } else {
+            w.pool[w.tail[ch] as usize].next = id;
+        }
+        w.tail[ch] = id;
+        w.busy[ch / 64] |= 1 << (ch % 64);
     }
 
-    /// Offers every waiting DRAM request again, once, in order; those whose
-    /// pseudo-channel is still full keep their place. A full channel never
-    /// holds up requests to the others.
+    /// Offers the waiting requests of every channel that has some again, in
+    /// order, until that channel's queue is full. A full channel never holds
+    /// up the others, and channels without waiters cost nothing.
     fn retry_dram(&mut self, t: u64) {
-        for _ in 0..self.retry.len {
-            let Some(r) = self.retry.pop() else { break };
-            if self
-                .dram
-                .try_enqueue(t, self.dram_addr(r.addr), r.write, r.tag)
-                .is_err()
-            {
-                let _ = self.retry.push(r);
-            } else {
-                let _ = self.log.push(DramRequest {
-                    cycle: t,
-                    write: r.write,
-                    addr: r.addr,
-                });
+        for word in 0..self.retry.busy.len() {
+            let mut bits = self.retry.busy[word];
+            while bits != 0 {
+                let ch = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                loop {
+                    let id = self.retry.head[ch];
+                    if id == NIL {
+                        self.retry.tail[ch] = NIL;
+                        self.retry.busy[word] &= !(1 << (ch % 64));
+                        break;
+                    }
+                    let r = self.retry.pool[id as usize];
+                    if self
+                        .dram
+                        .try_enqueue(t, self.dram_addr(r.addr), r.write, r.tag)
+                        .is_err()
+                    {
+                        break;
+                    }
+                    self.retry.head[ch] = r.next;
+                    self.retry.pool[id as usize].next = self.retry.free;
+                    self.retry.free = id;
+                    let _ = self.log.push(DramRequest {
+                        cycle: t,
+                        write: r.write,
+                        addr: r.addr,
+                    });
+                }
             }
         }
     }
