@@ -359,6 +359,9 @@ impl GpuConfig {
             "watchdog_cycles",
             "must be positive",
         )?;
+        self.l2.validate()?;
+        self.dram.validate()?;
+        self.tma.validate()?;
         Ok(())
     }
 }
@@ -383,6 +386,25 @@ mod tests {
         assert_eq!(GpuConfig::h800().wgmma_cycles(176), 88);
         // H20: 128 * 647 / 250 = 331.264 -> 332 = ceil(64 * 5.176)
         assert_eq!(GpuConfig::h20().wgmma_cycles(128), 332);
+    }
+
+    #[test]
+    fn memory_hierarchy_fields_are_validated() {
+        let mut c = GpuConfig::h800();
+        c.l2.slices = 3;
+        assert_eq!(c.validate().unwrap_err().field, "l2.slices");
+        let mut c = GpuConfig::h800();
+        c.l2.sets = 0;
+        assert_eq!(c.validate().unwrap_err().field, "l2.sets");
+        let mut c = GpuConfig::h800();
+        c.tma.max_lines = 0;
+        assert_eq!(c.validate().unwrap_err().field, "tma.max_lines");
+        let mut c = GpuConfig::h800();
+        c.l2.proxy.max_prob_permille = 1001;
+        assert_eq!(c.validate().unwrap_err().field, "l2.proxy");
+        let mut c = GpuConfig::h800();
+        c.dram.channels = 0;
+        assert!(c.validate().unwrap_err().field.starts_with("dram."));
     }
 
     #[test]
