@@ -582,8 +582,8 @@ pub fn max_box_lines(map: &TensorMap, line_bytes: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ::std::collections::BTreeSet;
     use proptest::prelude::*;
-    use std::collections::BTreeSet;
 
     fn map(rank: u8, elem: u8, dims: [u64; 5], strides: [u64; 5], boxdim: [u32; 5]) -> TensorMap {
         TensorMap {

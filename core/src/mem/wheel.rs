@@ -493,9 +493,9 @@ impl<'a, E: Copy> TimingWheel<'a, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ::std::vec;
+    use ::std::vec::Vec;
     use proptest::prelude::*;
-    use std::vec;
-    use std::vec::Vec;
 
     fn filler() -> Entry<u32> {
         Entry {

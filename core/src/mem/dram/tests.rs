@@ -1,9 +1,9 @@
 //! Tests of the DRAM model: every issued command is verified by the
 //! independent [`TimingChecker`].
 
-use std::collections::HashMap;
-use std::vec;
-use std::vec::Vec;
+use ::std::collections::HashMap;
+use ::std::vec;
+use ::std::vec::Vec;
 
 use proptest::prelude::*;
 
