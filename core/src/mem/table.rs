@@ -251,8 +251,8 @@ impl<'a, V: Copy> FixedMap<'a, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ::std::collections::BTreeMap;
     use proptest::prelude::*;
-    use std::collections::BTreeMap;
 
     fn storage<V: Copy>(capacity: usize) -> Vec<Option<Slot<V>>> {
         vec![None; slots_for(capacity).unwrap()]
