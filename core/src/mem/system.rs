@@ -94,6 +94,8 @@ pub struct MemStats {
     pub dram_write_bytes: u64,
     /// Column accesses of the DRAM that hit an open row.
     pub dram_row_hits: u64,
+    /// Write-backs dropped because every DRAM wait slot was taken.
+    pub dropped_writebacks: u64,
 }
 
 impl MemStats {
@@ -702,9 +704,17 @@ impl<'a> MemorySystem<'a> {
 
     fn send_to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
         let daddr = self.dram_addr(addr);
-        let ch = self.dram.config().decode(daddr).channel as usize;
-        let waiting = self.retry.busy[ch / 64] & (1 << (ch % 64)) != 0;
-        if !waiting && self.dram.try_enqueue(t, daddr, write, tag).is_ok() {
+        // The channel is decoded only when some channel has waiters (this
+        // one must not be overtaken) or the enqueue fails.
+        let any_waiting = self.retry.busy.iter().any(|&w| w != 0);
+        let mut ch = None;
+        if any_waiting {
+            let c = self.dram.config().decode(daddr).channel as usize;
+            if self.retry.busy[c / 64] & (1 << (c % 64)) != 0 {
+                ch = Some(c);
+            }
+        }
+        if ch.is_none() && self.dram.try_enqueue(t, daddr, write, tag).is_ok() {
             let _ = self.log.push(DramRequest {
                 cycle: t,
                 write,
@@ -712,11 +722,16 @@ impl<'a> MemorySystem<'a> {
             });
             return;
         }
+        let ch = ch.unwrap_or_else(|| self.dram.config().decode(daddr).channel as usize);
         // Wait behind the channel's earlier requests.
         let w = &mut self.retry;
         let id = w.free;
         if id == NIL {
-            return; // cannot happen: the pool covers every MSHR and victim
+            // Reads never exceed the MSHRs the pool covers, so only a
+            // write-back can find it empty under sustained overload; it is
+            // counted rather than silently lost.
+            self.stats.dropped_writebacks += 1;
+            return;
         }
         w.free = w.pool[id as usize].next;
         w.pool[id as usize] = DramRetry {
@@ -771,31 +786,12 @@ impl<'a> MemorySystem<'a> {
         }
     }
 
-    /// Hands every DRAM request accepted since the last call to `f`, in
-    /// order. The log holds as many requests as one [`MemorySystem::advance`]
-    /// can cause, so draining after each call loses none.
-    pub fn drain_dram_log(&mut self, mut f: impl FnMut(DramRequest)) {
-        while let Some(r) = self.log.pop() {
-            f(r);
-        }
-    }
-
-    /// Moves logged DRAM requests into `out` until it is full; `more` tells
-    /// whether some remain.
-    pub fn drain_dram_log_some<const N: usize>(
-        &mut self,
-        out: &mut heapless::Vec<DramRequest, N>,
-        more: &mut bool,
-    ) {
-        while !out.is_full() {
-            match self.log.pop() {
-                Some(r) => {
-                    let _ = out.push(r);
-                }
-                None => break,
-            }
-        }
-        *more = self.log.len > 0;
+    /// The oldest DRAM request accepted and not yet taken, in acceptance
+    /// order. The log holds as many requests as one
+    /// [`MemorySystem::advance`] can cause, so taking them all after each
+    /// call loses none.
+    pub fn pop_dram_request(&mut self) -> Option<DramRequest> {
+        self.log.pop()
     }
 
     fn evicted(&mut self, t: u64, key: u64, dirty: bool, kind: u8) {

@@ -203,27 +203,16 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 n += 1;
             }
         });
-        let mut log: heapless::Vec<crate::mem::system::DramRequest, 64> = heapless::Vec::new();
-        while let Mem::Hier(mem) = &mut self.mem {
-            log.clear();
-            let mut more = false;
-            mem.drain_dram_log_some(&mut log, &mut more);
-            for r in &log {
-                // The event carries the cycle the request entered DRAM.
-                let saved = self.now;
-                self.now = r.cycle;
-                self.emit(
-                    obs,
-                    crate::observer::Event::DramRequest {
-                        write: r.write,
-                        addr: r.addr,
-                    },
-                );
-                self.now = saved;
-            }
-            if !more {
-                break;
-            }
+        while let Some(r) = match &mut self.mem {
+            Mem::Hier(mem) => mem.pop_dram_request(),
+            Mem::Fixed(_) => None,
+        } {
+            // The event carries the cycle the request entered DRAM.
+            let ev = crate::observer::Event::DramRequest {
+                write: r.write,
+                addr: r.addr,
+            };
+            self.emit_at(r.cycle, obs, ev);
         }
         for i in 0..n {
             let token = self.tma.as_ref().expect("hierarchy mode").returned[i] as usize;
@@ -239,14 +228,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let op = &mut tma.ops[token];
         op.done += 1;
         let complete = op.complete();
-        let (thread, bar, bytes) = (op.thread as usize, op.bar, op.bytes);
         let e = &mut tma.engines[sm];
         e.lines_out -= 1;
         let unblock = e.blocked;
         e.blocked = false;
         if complete {
-            tma.ops[token].live = false;
-            self.finish_transfer(thread, bar, bytes, obs)?;
+            self.finish_op(token, obs)?;
         }
         if unblock {
             self.schedule_tick(sm, now)?;

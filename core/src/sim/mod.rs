@@ -557,9 +557,14 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     }
 
     fn emit(&mut self, obs: &mut impl Observer, ev: Event) {
-        self.digest.fold(self.now);
+        self.emit_at(self.now, obs, ev);
+    }
+
+    /// Emits an event that happened at `cycle` (not necessarily now).
+    fn emit_at(&mut self, cycle: u64, obs: &mut impl Observer, ev: Event) {
+        self.digest.fold(cycle);
         self.digest.fold_all(&ev.digest_words());
-        obs.on_event(Cycle(self.now), &ev);
+        obs.on_event(Cycle(cycle), &ev);
     }
 
     fn who(&self, t: usize) -> Who {
