@@ -212,6 +212,14 @@ impl<O: Observer> Observer for Option<O> {
     }
 }
 
+/// Two observers side by side: each sees every event, the first one first.
+impl<A: Observer, B: Observer> Observer for (A, B) {
+    fn on_event(&mut self, cycle: Cycle, event: &Event) {
+        self.0.on_event(cycle, event);
+        self.1.on_event(cycle, event);
+    }
+}
+
 /// Counters kept by every run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -243,4 +251,28 @@ pub struct Stats {
     pub first_wgmma: u64,
     /// Last cycle any tensor-core work ended.
     pub last_wgmma: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Count(u32, u64);
+    impl Observer for Count {
+        fn on_event(&mut self, cycle: Cycle, _event: &Event) {
+            self.0 += 1;
+            self.1 = cycle.0;
+        }
+    }
+
+    #[test]
+    fn pair_feeds_both_in_order() {
+        let mut pair = (Count(0, 0), Some(Count(0, 0)));
+        let ev = Event::CtaLaunch { sm: 1, cta: 2 };
+        pair.on_event(Cycle(7), &ev);
+        pair.on_event(Cycle(9), &ev);
+        assert_eq!((pair.0 .0, pair.0 .1), (2, 9));
+        let b = pair.1.as_ref().unwrap();
+        assert_eq!((b.0, b.1), (2, 9));
+    }
 }
