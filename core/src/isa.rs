@@ -120,7 +120,9 @@ pub struct Ref {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Instr {
     /// TMA tensor load of one box into shared memory; completes `bar`'s
-    /// transaction count by the box's bytes.
+    /// transaction count by the full box's bytes (as on the hardware, the
+    /// out-of-bounds part is zero-filled in shared memory but moves no data
+    /// through the memory system).
     TmaLoad {
         /// Tensor map index.
         map: u8,

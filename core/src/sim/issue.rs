@@ -238,7 +238,12 @@ impl<S: StreamSource> Simulator<'_, S> {
             Op::TmaLoad { map, bar, coords } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let m = &self.kernel.maps[map as usize];
-                let bytes = m.box_bytes(&coords);
+                // As on the hardware, a load fills the whole box in shared
+                // memory (out-of-bounds elements with zeros) and completes
+                // the full box's transaction bytes, so a constant
+                // `expect_tx` serves edge tiles; only the in-bounds part
+                // generates memory traffic.
+                let bytes = m.full_box_bytes();
                 let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
                 self.start_transfer(
                     ti,
