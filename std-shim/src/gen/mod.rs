@@ -1,15 +1,18 @@
 //! Workload generators: kernels built directly from core types.
 //!
 //! - [`gemm()`]: the tiled GEMM of the paper's section V-B1.
+//! - [`fa3()`]: the FlashAttention-3 forward kernel of the paper's section VI.
 //! - [`pchase()`]: the TMA pointer-chase latency microbenchmark, and
 //!   [`cycles_per_hop`], its simulated figure.
 //! - [`tma_bw()`]: the TMA load throughput microbenchmark, and
 //!   [`throughput_gbps`], its simulated figure.
 
+pub mod fa3;
 pub mod gemm;
 pub mod pchase;
 pub mod tmabw;
 
+pub use fa3::{fa3, Fa3Params, Variant};
 pub use gemm::{gemm, GemmParams};
 pub use pchase::{cycles_per_hop, pchase, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};

@@ -1,0 +1,297 @@
+use std::collections::HashMap;
+
+use simfa_core::config::MemoryModel;
+use simfa_core::{Cycle, Event, GpuConfig, Observer, Op};
+
+use super::*;
+
+fn fixed() -> GpuConfig {
+    let mut cfg = GpuConfig::h800();
+    cfg.memory = MemoryModel::Fixed;
+    cfg
+}
+
+fn params(heads: u32, sq: u32, skv: u32, hdim: u32, causal: bool) -> Fa3Params {
+    Fa3Params {
+        batch: 1,
+        heads,
+        kv_heads: 1,
+        seqlen_q: sq,
+        seqlen_kv: skv,
+        hdim,
+        causal,
+        variant: Variant::Full,
+    }
+}
+
+/// Issue counts per (CTA, role), WGMMA spans and bubbles per role.
+#[derive(Default)]
+struct Count {
+    issues: HashMap<(u32, u8), u64>,
+    wgmma: HashMap<u8, Vec<(u64, u64)>>,
+    bubbles: HashMap<u8, Vec<(u64, u64)>>,
+}
+
+impl Observer for Count {
+    fn on_event(&mut self, cycle: Cycle, e: &Event) {
+        match *e {
+            Event::Issue { who, op } => {
+                *self.issues.entry((who.cta, who.role)).or_default() += 1;
+                if let Op::Bubble { cycles } = op {
+                    let c = cycle.get();
+                    self.bubbles
+                        .entry(who.role)
+                        .or_default()
+                        .push((c, c + cycles as u64));
+                }
+            }
+            Event::WgmmaStart { who, start, end } => {
+                self.wgmma.entry(who.role).or_default().push((start, end));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn bubble_of_64x176_is_988_cycles() {
+    let nm = NonMma::new(&GpuConfig::h800(), 64, 176, 128);
+    assert_eq!(
+        (nm.rowmax, nm.exp, nm.rowsum, nm.convert, nm.rescale),
+        (88, 704, 88, 44, 64)
+    );
+    assert_eq!(nm.per_block(), 988);
+    // Derived, not fixed: halving the MUFU rate doubles the exponentials.
+    let mut cfg = GpuConfig::h800();
+    cfg.units.mufu = 8;
+    assert_eq!(NonMma::new(&cfg, 64, 176, 128).per_block(), 988 + 704);
+}
+
+#[test]
+fn tilings_follow_the_real_kernel() {
+    let t = Tiling::for_shape(128, false).unwrap();
+    assert_eq!(
+        (t.block_m, t.block_n, t.consumers, t.cluster),
+        (128, 176, 2, 2)
+    );
+    assert_eq!((t.producer_regs, t.consumer_regs), (24, 240));
+    let t = Tiling::for_shape(128, true).unwrap();
+    assert_eq!((t.block_m, t.block_n), (128, 128));
+    let t = Tiling::for_shape(64, false).unwrap();
+    assert_eq!((t.block_m, t.block_n, t.consumers), (192, 128, 3));
+    assert_eq!((t.producer_regs, t.consumer_regs), (32, 160));
+    let t = Tiling::for_shape(256, false).unwrap();
+    assert_eq!((t.block_m, t.block_n, t.cluster), (128, 80, 2));
+    assert!(Tiling::for_shape(96, false).is_err());
+}
+
+/// Closed-form instruction counts of the full variant, per tile.
+fn closed_form(hdim: u64, bn: u64, n: u64, consumer: u64, consumers: u64) -> (u64, u64) {
+    let (s, pv) = (hdim / 16 + 1, bn / 16 + 1);
+    let producer = 4 + 4 + 1 + 8 * (n - 1) + 4;
+    let mut c = 1 + (6 + s) + (n - 1) * (10 + s + pv) + 1 + (5 + pv) + 2;
+    if consumer == 0 {
+        c += 3;
+    }
+    let _ = consumers;
+    (producer, c)
+}
+
+#[test]
+fn instruction_counts_match_the_shape() {
+    // 3 heads x 5 query blocks = 15 tiles on the persistent grid of the
+    // H800 (132 SMs): one tile per CTA. hdim 128, 1000 KV rows = 6 blocks
+    // of 176 (the last one clipped).
+    let cfg = fixed();
+    for (hdim, skv) in [(128u32, 1000u32), (64, 700), (256, 333)] {
+        let p = params(3, 600, skv, hdim, false);
+        let (k, plan) = fa3(&p, &cfg).unwrap();
+        let t = plan.tiling;
+        let mut c = Count::default();
+        crate::run::simulate(&cfg, &k, &mut c).unwrap();
+        let n = skv.div_ceil(t.block_n) as u64;
+        let tiles_of = |cta: u32| -> u64 {
+            let g = plan.ctas as u64;
+            (plan.tiles - cta as u64).div_ceil(g)
+        };
+        for cta in 0..plan.ctas {
+            let tiles = tiles_of(cta);
+            let (prod, _) = closed_form(hdim as u64, t.block_n as u64, n, 0, 2);
+            assert_eq!(c.issues[&(cta, 0)], tiles * prod + 1, "producer cta {cta}");
+            for w in 0..t.consumers {
+                let (_, cons) = closed_form(
+                    hdim as u64,
+                    t.block_n as u64,
+                    n,
+                    w as u64,
+                    t.consumers as u64,
+                );
+                let extra = 1 + (w + 1 == t.consumers) as u64; // exit, ping-pong opener
+                assert_eq!(
+                    c.issues[&(cta, 1 + w as u8)],
+                    tiles * cons + extra,
+                    "hdim {hdim} consumer {w} cta {cta}"
+                );
+            }
+        }
+        // Every WGMMA of the shape ran: S and P V for each block.
+        let per_block = (hdim / 16 + t.block_n / 16) as u64;
+        let wgmmas: usize = c.wgmma.values().map(Vec::len).sum();
+        assert_eq!(
+            wgmmas as u64,
+            plan.tiles * t.consumers as u64 * n * per_block
+        );
+    }
+}
+
+#[test]
+fn persistent_ctas_share_the_tiles() {
+    // 40 heads x 8 query blocks = 320 tiles on 132 SMs.
+    let p = params(40, 1024, 512, 128, false);
+    let (k, plan) = fa3(&p, &fixed()).unwrap();
+    assert_eq!(plan.tiles, 320);
+    assert_eq!(plan.ctas, 132);
+    assert_eq!(k.grid, [132, 1, 1]);
+    let mut c = Count::default();
+    let out = crate::run::simulate(&fixed(), &k, &mut c).unwrap();
+    let wg = out.summary.stats.wgmmas;
+    assert_eq!(wg, 320 * 2 * 3 * (8 + 11));
+}
+
+#[test]
+fn causal_visits_the_triangle() {
+    // hdim 128 causal: 128 x 128 tiles, 1024 rows = 8 query blocks; block
+    // m visits m + 1 KV blocks: 36 per head.
+    let p = params(2, 1024, 1024, 128, true);
+    let cfg = fixed();
+    let (k, plan) = fa3(&p, &cfg).unwrap();
+    assert_eq!(plan.blocks_per_head(&p), 36);
+    assert_eq!(k.grid, [8, 2, 1]);
+    let mut c = Count::default();
+    crate::run::simulate(&cfg, &k, &mut c).unwrap();
+    let s_gemms: usize = c.wgmma.values().map(|v| v.len()).sum::<usize>();
+    // S: 8 WGMMAs per block, P V: 8 per block, two consumers.
+    assert_eq!(s_gemms as u64, 2 * 36 * 2 * (8 + 8));
+    // hdim 64 causal, 192 x 128 tiles over 1000 rows: end-aligned blocks
+    // ending at 1000, 808, 616, 424, 232, 40 visit ceil(end/128) blocks.
+    let p = params(1, 1000, 1000, 64, true);
+    let (k, plan) = fa3(&p, &cfg).unwrap();
+    let want: u64 = [1000u32, 808, 616, 424, 232, 40]
+        .iter()
+        .map(|e| e.div_ceil(128) as u64)
+        .sum();
+    assert_eq!(plan.blocks_per_head(&p), want);
+    let out = crate::run::simulate(&cfg, &k, &mut ()).unwrap();
+    assert_eq!(out.summary.stats.wgmmas, want * 3 * (4 + 8));
+    // Masked blocks cost extra bubbles: the causal run spends more bubble
+    // cycles per block than a non-causal one of the same tiling would.
+    assert!(out.summary.stats.bubble_cycles > 0);
+}
+
+fn merged(v: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &(s, e) in v {
+        match out.last_mut() {
+            Some(l) if s <= l.1 => l.1 = l.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
+    let mut total = 0;
+    for &(s, e) in a {
+        for &(t, f) in b {
+            total += e.min(f).saturating_sub(s.max(t));
+        }
+    }
+    total
+}
+
+#[test]
+fn ping_pong_is_real() {
+    // One tile, one CTA: 128 query rows against 2048 KV rows.
+    let p = params(1, 128, 2048, 128, false);
+    let cfg = GpuConfig::h800();
+    let (k, plan) = fa3(&p, &cfg).unwrap();
+    assert_eq!(plan.ctas, 1);
+    let mut c = Count::default();
+    crate::run::simulate(&cfg, &k, &mut c).unwrap();
+    let (a, b) = (merged(&c.wgmma[&1]), merged(&c.wgmma[&2]));
+    assert!(a.len() > 5 && b.len() > 5);
+    // The consumers' WGMMA groups never interleave.
+    for &(s, e) in &a {
+        for &(t, f) in &b {
+            assert!(e <= t || f <= s, "groups ({s},{e}) and ({t},{f}) overlap");
+        }
+    }
+    // Each consumer's softmax runs under the other's GEMMs (and, with
+    // intra-WarpGroup overlap, under its own P V): the tensor pipe keeps
+    // busy through the bubbles.
+    let bub: u64 = c.bubbles[&1].iter().map(|(s, e)| e - s).sum();
+    let ab = overlap(&c.bubbles[&1], &b);
+    let ba = overlap(&c.bubbles[&2], &a);
+    assert!(ab > bub / 5, "bubbles of 0 under GEMMs of 1: {ab} of {bub}");
+    assert!(ba > bub / 5, "bubbles of 1 under GEMMs of 0: {ba} of {bub}");
+    let all: Vec<(u64, u64)> = {
+        let mut v = [a.clone(), b.clone()].concat();
+        v.sort();
+        merged(&v)
+    };
+    let covered = overlap(&c.bubbles[&1], &all);
+    assert!(
+        covered * 10 > bub * 8,
+        "{covered} of {bub} bubble cycles under GEMMs"
+    );
+}
+
+#[test]
+fn ablation_variants_are_slower() {
+    let cfg = GpuConfig::h800();
+    let mut cycles = Vec::new();
+    for v in [Variant::Full, Variant::NoOverlap, Variant::NoWs] {
+        let p = Fa3Params {
+            variant: v,
+            ..params(2, 512, 2048, 128, false)
+        };
+        let (k, _) = fa3(&p, &cfg).unwrap();
+        let out = crate::run::simulate(&cfg, &k, &mut ()).unwrap();
+        assert_eq!(out.summary.stats.wgmmas, 8 * 2 * 12 * 19, "{v:?}");
+        cycles.push(out.summary.cycles);
+    }
+    assert!(cycles[0] < cycles[1] && cycles[0] < cycles[2], "{cycles:?}");
+}
+
+#[test]
+fn bad_parameters_are_named() {
+    let cfg = GpuConfig::h800();
+    let err = |p: Fa3Params| fa3(&p, &cfg).unwrap_err().to_string();
+    assert!(err(params(4, 512, 512, 96, false)).contains("head dim"));
+    assert!(err(Fa3Params {
+        kv_heads: 3,
+        ..params(4, 512, 512, 128, false)
+    })
+    .contains("kv heads"));
+    assert!(err(params(0, 512, 512, 128, false)).contains("heads"));
+    assert!(err(params(1, 512, 1024, 128, true)).contains("kv seqlen"));
+    assert!(err(Fa3Params {
+        variant: Variant::NoWs,
+        ..params(1, 512, 512, 128, true)
+    })
+    .contains("no-ws"));
+    assert!(err(params(1, 1 << 21, 512, 128, false)).contains("2^20"));
+    assert_eq!(Variant::from_name("no-ws"), Some(Variant::NoWs));
+    assert_eq!(Variant::from_name("x"), None);
+    for v in [Variant::Full, Variant::NoOverlap, Variant::NoWs] {
+        assert_eq!(Variant::from_name(v.name()), Some(v));
+    }
+}
+
+#[test]
+fn useful_flops() {
+    let p = params(2, 1024, 2048, 128, false);
+    assert_eq!(p.flops(), 4 * 1024 * 2048 * 128 * 2);
+    let p = params(2, 1024, 1024, 128, true);
+    assert_eq!(p.flops(), 2 * 1024 * 1024 * 128 * 2);
+}
