@@ -716,82 +716,42 @@ role consumer count=1 regs=240 {
     fn matches_transfers_and_closes_open_spans() {
         let mut rec = GanttRecorder::new(0).with_role_names(vec!["p".into()]);
         let w = who(0, 0);
-        let mut ev = |c: u64, e: Event| rec.on_event(Cycle(c), &e);
-        ev(
-            10,
-            Event::TmaIssue {
-                who: w,
-                bytes: 64,
-                store: false,
-                done: None,
-            },
-        );
-        ev(
-            11,
-            Event::TmaIssue {
-                who: w,
-                bytes: 32,
-                store: false,
-                done: None,
-            },
-        );
-        // The smaller load lands first: matched by size, not by order.
-        ev(
-            20,
-            Event::TmaDone {
-                who: w,
-                bytes: 32,
-                store: false,
-            },
-        );
-        ev(
-            25,
-            Event::TmaIssue {
-                who: w,
-                bytes: 32,
-                store: true,
-                done: None,
-            },
-        );
-        ev(
-            30,
-            Event::Issue {
-                who: w,
-                op: Op::Bubble { cycles: 1 },
-            },
-        );
-        ev(
-            30,
-            Event::Stall {
-                who: w,
-                reason: WaitReason::Stage { stage: 2 },
-            },
-        );
-        ev(40, Event::Wake { who: w });
-        ev(50, Event::Wake { who: w }); // after a sleep: no open wait
-        ev(
-            60,
-            Event::Stall {
-                who: w,
-                reason: WaitReason::TmaSlot,
-            },
-        );
-        ev(
-            70,
-            Event::TmaDone {
-                who: w,
-                bytes: 64,
-                store: false,
-            },
-        );
-        // Another SM is ignored.
-        ev(
-            80,
-            Event::Stall {
-                who: Who { sm: 1, ..w },
-                reason: WaitReason::TmaSlot,
-            },
-        );
+        let issue = |bytes, store| Event::TmaIssue {
+            who: w,
+            bytes,
+            store,
+            done: None,
+        };
+        let done = |bytes, store| Event::TmaDone {
+            who: w,
+            bytes,
+            store,
+        };
+        let stall = |who, reason| Event::Stall { who, reason };
+        let events = [
+            (10, issue(64, false)),
+            (11, issue(32, false)),
+            // The smaller load lands first: matched by size, not by order.
+            (20, done(32, false)),
+            (25, issue(32, true)),
+            (
+                30,
+                Event::Issue {
+                    who: w,
+                    op: Op::Bubble { cycles: 1 },
+                },
+            ),
+            (30, stall(w, WaitReason::Stage { stage: 2 })),
+            (40, Event::Wake { who: w }),
+            (50, Event::Wake { who: w }), // after a sleep: no open wait
+            (60, stall(w, WaitReason::TmaSlot)),
+            (70, done(64, false)),
+            // Another SM is ignored.
+            (80, stall(Who { sm: 1, ..w }, WaitReason::TmaSlot)),
+        ];
+        for (c, e) in events {
+            rec.on_event(Cycle(c), &e);
+        }
         let rows = rec.rows();
         assert_eq!(rows.len(), 3, "{rows:?}");
         assert_eq!(rows[0].name, "cta 0 / p wg0");
