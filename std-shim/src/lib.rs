@@ -3,11 +3,14 @@
 //! Everything around [`simfa_core`] that needs the standard library: the
 //! text assembly ([`asm`]), kernel files in either encoding ([`load`]), GPU
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
-//! kernel with a heap-allocated arena ([`run`]) and reports ([`report`]).
+//! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
+//! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]).
 
 pub mod asm;
 pub mod calibrate;
 pub mod config;
+pub mod gantt;
+mod gantt_svg;
 pub mod gen;
 pub mod load;
 pub mod report;

@@ -61,7 +61,7 @@ pub fn escape(s: &str) -> String {
 }
 
 /// A 1-2-5 step near `span / target`.
-fn nice_step(span: f64, target: f64) -> f64 {
+pub(crate) fn nice_step(span: f64, target: f64) -> f64 {
     let raw = (span / target).max(f64::MIN_POSITIVE);
     let mag = 10f64.powf(raw.log10().floor());
     let f = raw / mag;

@@ -1,0 +1,836 @@
+//! A Gantt timeline of one SM (the picture of the Sim-FA paper's Figure 9).
+//!
+//! [`GanttRecorder`] is an [`Observer`] that keeps, for every WarpGroup
+//! resident on one chosen SM, the spans of what it was doing:
+//!
+//! - **TMA** loads and stores, from [`Event::TmaIssue`] to the matching
+//!   [`Event::TmaDone`] of the same WarpGroup (oldest pending transfer of the
+//!   same direction and size first; with the fixed port the landing cycle is
+//!   known at issue and used directly);
+//! - **WGMMA**: the tensor-pipe intervals of [`Event::WgmmaStart`], merged
+//!   while back-to-back so that a commit group shows as one bar;
+//! - **waits**, from [`Event::Stall`] to the next [`Event::Wake`], labelled
+//!   with the reason (`wait mbar 3`, `wait stage 1`, ...);
+//! - **bubbles**: `[cycle, cycle + cycles)` of each issued [`Op::Bubble`].
+//!
+//! The spans are laid out on rows ([`GanttRow`]): per WarpGroup one row for
+//! its issue stream (waits and bubbles), one for its WGMMAs and as many TMA
+//! lanes as it had transfers in flight at once, so that no two spans of a
+//! row overlap. [`GanttRecorder::chrome_trace`] turns the rows into a Chrome
+//! trace / Perfetto JSON array (one thread per row) and
+//! [`GanttRecorder::svg`] into a standalone SVG chart. Both are pure
+//! functions of the event stream: the same run gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use simfa_core::{Cycle, Event, Kernel, Observer, Op, WaitReason, Who};
+
+/// Spans a recorder keeps by default before it starts dropping them.
+pub const DEFAULT_MAX_SPANS: usize = 1 << 20;
+
+/// What a span shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpanKind {
+    /// A TMA or bulk load in flight.
+    TmaLoad {
+        /// Bytes moved.
+        bytes: u64,
+    },
+    /// A TMA or bulk store in flight.
+    TmaStore {
+        /// Bytes moved.
+        bytes: u64,
+    },
+    /// Back-to-back WGMMAs on the tensor pipe.
+    Wgmma {
+        /// WGMMA instructions merged into the span.
+        count: u32,
+    },
+    /// The WarpGroup stalled on `reason`.
+    Wait(WaitReason),
+    /// The WarpGroup slept in a bubble.
+    Bubble,
+}
+
+impl SpanKind {
+    /// The category: `tma load`, `tma store`, `wgmma`, `wait` or `bubble`.
+    pub fn category(&self) -> &'static str {
+        match self {
+            SpanKind::TmaLoad { .. } => "tma load",
+            SpanKind::TmaStore { .. } => "tma store",
+            SpanKind::Wgmma { .. } => "wgmma",
+            SpanKind::Wait(_) => "wait",
+            SpanKind::Bubble => "bubble",
+        }
+    }
+
+    /// A short label, e.g. `wait mbar 3` or `tma load`.
+    pub fn label(&self) -> String {
+        match *self {
+            SpanKind::Wait(r) => match r {
+                WaitReason::Mbarrier { bar, .. } => format!("wait mbar {bar}"),
+                WaitReason::Stage { stage } => format!("wait stage {stage}"),
+                WaitReason::NamedBarrier { id } => format!("wait named barrier {id}"),
+                WaitReason::WgmmaGroups { .. } => "wait wgmma".into(),
+                WaitReason::TensorBuffer => "wait tensor buffer".into(),
+                WaitReason::TmaSlot => "wait tma slot".into(),
+                WaitReason::Stores { .. } => "wait stores".into(),
+            },
+            other => other.category().into(),
+        }
+    }
+}
+
+/// A half-open interval `[start, end)` of cycles, `start < end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// First cycle.
+    pub start: u64,
+    /// First cycle after the span.
+    pub end: u64,
+    /// What happened.
+    pub kind: SpanKind,
+}
+
+/// Which part of a WarpGroup a row shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    /// Its issue stream: waits and bubbles.
+    Issue,
+    /// Its WGMMAs on the tensor pipe.
+    Wgmma,
+    /// One lane of its TMA transfers.
+    Tma,
+}
+
+/// One row of the chart (one thread of the Chrome trace); its spans are
+/// sorted by start and never overlap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GanttRow {
+    /// E.g. `cta 5 / producer wg0`, `cta 5 / consumer wg1 tma 2`.
+    pub name: String,
+    /// What the row shows.
+    pub kind: RowKind,
+    /// Linear CTA index.
+    pub cta: u32,
+    /// WarpGroup index within the CTA.
+    pub wg: u8,
+    /// The spans.
+    pub spans: Vec<Span>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    start: u64,
+    bytes: u64,
+    store: bool,
+    done: Option<u64>,
+}
+
+/// What one WarpGroup did so far.
+#[derive(Clone, Debug, Default)]
+struct WgLog {
+    role: u8,
+    wait: Option<(u64, WaitReason)>,
+    pending: Vec<Pending>,
+    /// The WGMMA span still growing.
+    wgmma: Option<Span>,
+    issue: Vec<Span>,
+    wgmmas: Vec<Span>,
+    tma: Vec<Span>,
+}
+
+/// Span budget shared by all WarpGroups.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    left: usize,
+    dropped: u64,
+}
+
+impl Budget {
+    fn push(&mut self, to: &mut Vec<Span>, span: Span) {
+        if span.end <= span.start {
+            return;
+        }
+        if self.left == 0 {
+            self.dropped += 1;
+            return;
+        }
+        self.left -= 1;
+        to.push(span);
+    }
+}
+
+/// Records the Gantt spans of the WarpGroups of one SM.
+#[derive(Clone, Debug)]
+pub struct GanttRecorder {
+    sm: u16,
+    roles: Vec<String>,
+    wgs: BTreeMap<(u32, u8), WgLog>,
+    last: u64,
+    budget: Budget,
+}
+
+impl GanttRecorder {
+    /// A recorder for SM `sm`; roles are named `role 0`, `role 1`, ...
+    pub fn new(sm: u16) -> Self {
+        GanttRecorder {
+            sm,
+            roles: Vec::new(),
+            wgs: BTreeMap::new(),
+            last: 0,
+            budget: Budget {
+                left: DEFAULT_MAX_SPANS,
+                dropped: 0,
+            },
+        }
+    }
+
+    /// A recorder for SM `sm` naming roles as `k` does.
+    pub fn for_kernel(sm: u16, k: &Kernel) -> Self {
+        Self::new(sm).with_role_names(k.roles.iter().map(|r| r.name.to_string()).collect())
+    }
+
+    /// Names role `i` `names[i]` in row names.
+    pub fn with_role_names(mut self, names: Vec<String>) -> Self {
+        self.roles = names;
+        self
+    }
+
+    /// Keeps at most `max` spans; later ones are counted by
+    /// [`GanttRecorder::dropped`] instead.
+    pub fn with_max_spans(mut self, max: usize) -> Self {
+        self.budget.left = max;
+        self
+    }
+
+    /// The SM recorded.
+    pub fn sm(&self) -> u16 {
+        self.sm
+    }
+
+    /// The last cycle seen; spans still open are closed there.
+    pub fn last_cycle(&self) -> u64 {
+        self.last
+    }
+
+    /// Spans dropped because the budget of [`GanttRecorder::with_max_spans`]
+    /// was spent.
+    pub fn dropped(&self) -> u64 {
+        self.budget.dropped
+    }
+
+    fn role_name(&self, role: u8) -> String {
+        self.roles
+            .get(role as usize)
+            .cloned()
+            .unwrap_or_else(|| format!("role {role}"))
+    }
+
+    /// The rows of the chart: per WarpGroup (by CTA, then WarpGroup) its
+    /// issue row, its WGMMA row if it issued any and its TMA lanes. Spans
+    /// still open are closed at [`GanttRecorder::last_cycle`].
+    pub fn rows(&self) -> Vec<GanttRow> {
+        let mut rows = Vec::new();
+        let mut budget = Budget {
+            left: usize::MAX,
+            dropped: 0,
+        };
+        for (&(cta, wg), log) in &self.wgs {
+            let base = format!("cta {cta} / {} wg{wg}", self.role_name(log.role));
+            let row = |name: String, kind, spans| GanttRow {
+                name,
+                kind,
+                cta,
+                wg,
+                spans,
+            };
+            let mut issue = log.issue.clone();
+            if let Some((start, reason)) = log.wait {
+                let kind = SpanKind::Wait(reason);
+                budget.push(
+                    &mut issue,
+                    Span {
+                        start,
+                        end: self.last,
+                        kind,
+                    },
+                );
+            }
+            rows.push(row(base.clone(), RowKind::Issue, issue));
+            let mut wgmmas = log.wgmmas.clone();
+            wgmmas.extend(log.wgmma);
+            if !wgmmas.is_empty() {
+                rows.push(row(format!("{base} wgmma"), RowKind::Wgmma, wgmmas));
+            }
+            let mut tma = log.tma.clone();
+            for p in &log.pending {
+                let end = p.done.unwrap_or(self.last);
+                budget.push(&mut tma, tma_span(p, end));
+            }
+            tma.sort_by_key(|s| (s.start, s.end, s.kind.category()));
+            // Greedy lanes: each span on the first lane free by its start.
+            let mut lanes: Vec<Vec<Span>> = Vec::new();
+            for s in tma {
+                match lanes
+                    .iter_mut()
+                    .find(|l| l.last().map_or(true, |x| x.end <= s.start))
+                {
+                    Some(l) => l.push(s),
+                    None => lanes.push(vec![s]),
+                }
+            }
+            for (i, spans) in lanes.into_iter().enumerate() {
+                let name = match i {
+                    0 => format!("{base} tma"),
+                    i => format!("{base} tma {}", i + 1),
+                };
+                rows.push(row(name, RowKind::Tma, spans));
+            }
+        }
+        rows
+    }
+
+    /// The timeline as a Chrome trace / Perfetto JSON array: `thread_name`
+    /// and `thread_sort_index` metadata per row, then one complete (`"X"`)
+    /// event per span with `pid` the SM, `tid` the row, `ts`/`dur` in
+    /// microseconds at `clock_mhz` (rounded to whole picoseconds) and the
+    /// raw cycles in `args`. A clock
+    /// that is not a positive number counts one cycle as one microsecond.
+    pub fn chrome_trace(&self, clock_mhz: f64) -> Value {
+        let mhz = if clock_mhz.is_finite() && clock_mhz > 0.0 {
+            clock_mhz
+        } else {
+            1.0
+        };
+        // Whole picoseconds, so that adjacent spans meet exactly.
+        let ps = |c: u64| (c as f64 * 1e6 / mhz).round() as u64;
+        let us = |ps: u64| ps as f64 / 1e6;
+        let pid = self.sm;
+        let mut out = vec![json!({
+            "ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+            "args": { "name": format!("SM {pid}") },
+        })];
+        for (tid, row) in self.rows().iter().enumerate() {
+            out.push(json!({
+                "ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                "args": { "name": row.name },
+            }));
+            out.push(json!({
+                "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                "args": { "sort_index": tid },
+            }));
+            for s in &row.spans {
+                let mut args = json!({
+                    "start_cycle": s.start,
+                    "end_cycle": s.end,
+                    "cycles": s.end - s.start,
+                });
+                match s.kind {
+                    SpanKind::TmaLoad { bytes } | SpanKind::TmaStore { bytes } => {
+                        args["bytes"] = bytes.into();
+                    }
+                    SpanKind::Wgmma { count } => args["wgmmas"] = count.into(),
+                    SpanKind::Wait(r) => args["reason"] = r.to_string().into(),
+                    SpanKind::Bubble => {}
+                }
+                out.push(json!({
+                    "name": s.kind.label(),
+                    "cat": s.kind.category(),
+                    "ph": "X",
+                    "pid": pid,
+                    "tid": tid,
+                    "ts": us(ps(s.start)),
+                    "dur": us(ps(s.end) - ps(s.start)),
+                    "args": args,
+                }));
+            }
+        }
+        Value::Array(out)
+    }
+
+    /// The timeline as a standalone SVG Gantt chart titled `title`.
+    pub fn svg(&self, title: &str) -> String {
+        crate::gantt_svg::render(&self.rows(), title)
+    }
+
+    fn log(&mut self, who: Who) -> Option<&mut WgLog> {
+        if who.sm != self.sm {
+            return None;
+        }
+        let log = self.wgs.entry((who.cta, who.wg)).or_default();
+        log.role = who.role;
+        Some(log)
+    }
+}
+
+fn tma_span(p: &Pending, end: u64) -> Span {
+    let kind = if p.store {
+        SpanKind::TmaStore { bytes: p.bytes }
+    } else {
+        SpanKind::TmaLoad { bytes: p.bytes }
+    };
+    Span {
+        start: p.start,
+        end: end.max(p.start),
+        kind,
+    }
+}
+
+impl Observer for GanttRecorder {
+    fn on_event(&mut self, cycle: Cycle, event: &Event) {
+        let c = cycle.get();
+        self.last = self.last.max(c);
+        let mut budget = self.budget;
+        match *event {
+            Event::Stall { who, reason } => {
+                if let Some(log) = self.log(who) {
+                    if let Some((start, r)) = log.wait.replace((c, reason)) {
+                        let span = Span {
+                            start,
+                            end: c,
+                            kind: SpanKind::Wait(r),
+                        };
+                        push_issue(&mut budget, &mut log.issue, span);
+                    }
+                }
+            }
+            Event::Wake { who } => {
+                if let Some(log) = self.log(who) {
+                    if let Some((start, r)) = log.wait.take() {
+                        let span = Span {
+                            start,
+                            end: c,
+                            kind: SpanKind::Wait(r),
+                        };
+                        push_issue(&mut budget, &mut log.issue, span);
+                    }
+                }
+            }
+            Event::Issue {
+                who,
+                op: Op::Bubble { cycles },
+            } => {
+                let end = c + cycles as u64;
+                if let Some(log) = self.log(who) {
+                    let span = Span {
+                        start: c,
+                        end,
+                        kind: SpanKind::Bubble,
+                    };
+                    push_issue(&mut budget, &mut log.issue, span);
+                    self.last = self.last.max(end);
+                }
+            }
+            Event::WgmmaStart { who, start, end } => {
+                if let Some(log) = self.log(who) {
+                    match &mut log.wgmma {
+                        Some(cur) if start <= cur.end => {
+                            cur.end = cur.end.max(end);
+                            if let SpanKind::Wgmma { count } = &mut cur.kind {
+                                *count += 1;
+                            }
+                        }
+                        cur => {
+                            let next = Span {
+                                start,
+                                end,
+                                kind: SpanKind::Wgmma { count: 1 },
+                            };
+                            if let Some(done) = cur.replace(next) {
+                                budget.push(&mut log.wgmmas, done);
+                            }
+                        }
+                    }
+                }
+            }
+            Event::TmaIssue {
+                who,
+                bytes,
+                store,
+                done,
+            } => {
+                if let Some(log) = self.log(who) {
+                    log.pending.push(Pending {
+                        start: c,
+                        bytes,
+                        store,
+                        done,
+                    });
+                }
+            }
+            Event::TmaDone { who, bytes, store } => {
+                if let Some(log) = self.log(who) {
+                    let same = |p: &Pending| p.store == store;
+                    let at = log
+                        .pending
+                        .iter()
+                        .position(|p| same(p) && p.bytes == bytes && p.done == Some(c))
+                        .or_else(|| {
+                            log.pending
+                                .iter()
+                                .position(|p| same(p) && p.bytes == bytes && p.done.is_none())
+                        })
+                        .or_else(|| log.pending.iter().position(|p| same(p) && p.done.is_none()))
+                        .or_else(|| log.pending.iter().position(same));
+                    if let Some(i) = at {
+                        let p = log.pending.remove(i);
+                        budget.push(&mut log.tma, tma_span(&p, c));
+                    }
+                }
+            }
+            _ => {}
+        }
+        self.budget = budget;
+    }
+}
+
+/// Appends to an issue row, cutting a one-cycle bubble short where the next
+/// span starts in the same cycle, so that the row never overlaps itself.
+fn push_issue(budget: &mut Budget, row: &mut Vec<Span>, span: Span) {
+    if let Some(last) = row.last_mut() {
+        if last.end > span.start {
+            last.end = span.start.max(last.start);
+            if last.end == last.start {
+                row.pop();
+                budget.left = budget.left.saturating_add(1);
+            }
+        }
+    }
+    budget.push(row, span);
+}
+
+/// Writes the Chrome trace of `rec` to `path` atomically.
+pub fn write_chrome_trace(path: &Path, rec: &GanttRecorder, clock_mhz: f64) -> io::Result<()> {
+    let bytes = serde_json::to_vec(&rec.chrome_trace(clock_mhz)).map_err(io::Error::other)?;
+    crate::load::write_atomic(path, &bytes)
+}
+
+/// Writes the SVG chart of `rec`, titled `title`, to `path` atomically.
+pub fn write_svg(path: &Path, rec: &GanttRecorder, title: &str) -> io::Result<()> {
+    crate::load::write_atomic(path, rec.svg(title).as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::gemm::{gemm, GemmParams};
+    use crate::svg::tests::assert_balanced;
+    use simfa_core::config::MemoryModel;
+    use simfa_core::GpuConfig;
+
+    /// `examples/ring.sasm` with a bubble and a store of the consumer.
+    const RING: &str = "kernel ring
+grid 4
+smem 4096
+tensormap X base=0x1000 elem=2 dims=[1048576] box=[256]
+mbarrier full[2] count=1
+stage empty[2] consumers=1
+role producer count=1 regs=24 {
+    loop 4 {
+        stage.acquire empty[l0 % 2]
+        mbar.expect_tx full[l0 % 2], 512
+        tma.load X, full[l0 % 2], [l0*256 + cta*1024]
+        mbar.arrive full[l0 % 2]
+    }
+    exit
+}
+role consumer count=1 regs=240 {
+    loop 4 {
+        mbar.wait full[l0 % 2], l0 / 2 % 2
+        wgmma 64
+        wgmma 64
+        wgmma.commit
+        wgmma.wait 0
+        bubble 40
+        stage.release empty[l0 % 2]
+    }
+    tma.store X, [cta*1024 + 524288]
+    store.wait 0
+    exit
+}
+";
+
+    fn config(fixed: bool) -> GpuConfig {
+        let mut cfg = GpuConfig::h800();
+        if fixed {
+            cfg.memory = MemoryModel::Fixed;
+        }
+        cfg
+    }
+
+    fn record(cfg: &GpuConfig, k: &Kernel, sm: u16) -> GanttRecorder {
+        let mut rec = GanttRecorder::for_kernel(sm, k);
+        crate::run::simulate(cfg, k, &mut rec).unwrap();
+        rec
+    }
+
+    /// Checks the shape of a trace and returns its `X` events.
+    fn check_trace(v: &Value, sm: u16) -> Vec<Value> {
+        let events = v.as_array().expect("a JSON array");
+        let mut named = std::collections::BTreeSet::new();
+        let mut xs = Vec::new();
+        for e in events {
+            assert_eq!(e["pid"].as_u64(), Some(sm as u64), "{e}");
+            match e["ph"].as_str().unwrap() {
+                "M" => {
+                    if e["name"] == "thread_name" {
+                        named.insert(e["tid"].as_u64().unwrap());
+                        assert!(e["args"]["name"].is_string());
+                    }
+                }
+                "X" => xs.push(e.clone()),
+                other => panic!("unexpected phase {other}"),
+            }
+        }
+        // Per tid, (start, end) in cycles and in picoseconds of the trace.
+        let mut by_tid: BTreeMap<u64, Vec<[u64; 4]>> = BTreeMap::new();
+        for e in &xs {
+            let tid = e["tid"].as_u64().expect("tid");
+            assert!(named.contains(&tid), "tid {tid} has a name");
+            assert!(e["name"].is_string() && e["cat"].is_string());
+            let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+            assert!(ts >= 0.0 && dur >= 0.0, "{e}");
+            let (s, t) = (
+                e["args"]["start_cycle"].as_u64().unwrap(),
+                e["args"]["end_cycle"].as_u64().unwrap(),
+            );
+            assert!(s < t && e["args"]["cycles"].as_u64() == Some(t - s));
+            let (a, b) = ((ts * 1e6).round() as u64, ((ts + dur) * 1e6).round() as u64);
+            by_tid.entry(tid).or_default().push([s, t, a, b]);
+        }
+        for (tid, mut spans) in by_tid {
+            spans.sort();
+            for w in spans.windows(2) {
+                assert!(
+                    w[0][1] <= w[1][0] && w[0][3] <= w[1][2],
+                    "tid {tid}: {:?} overlaps {:?}",
+                    w[0],
+                    w[1]
+                );
+            }
+        }
+        xs
+    }
+
+    fn count(xs: &[Value], cat: &str) -> usize {
+        xs.iter().filter(|e| e["cat"] == cat).count()
+    }
+
+    #[test]
+    fn gemm_timeline_both_memory_models() {
+        let k = gemm(&GemmParams {
+            m: 256,
+            n: 256,
+            k: 256,
+        })
+        .unwrap();
+        for fixed in [false, true] {
+            let cfg = config(fixed);
+            let rec = record(&cfg, &k, 0);
+            let trace = rec.chrome_trace(cfg.clock_mhz as f64);
+            let xs = check_trace(&trace, 0);
+            assert!(count(&xs, "wgmma") > 0, "fixed={fixed}");
+            assert!(count(&xs, "tma load") > 0, "fixed={fixed}");
+            assert!(count(&xs, "tma store") > 0, "fixed={fixed}");
+            assert!(count(&xs, "wait") > 0, "fixed={fixed}");
+            assert_eq!(rec.dropped(), 0);
+            let svg = rec.svg("gemm <256> & \"sm 0\"");
+            assert!(svg.starts_with("<svg"));
+            assert_balanced(&svg);
+            assert_eq!(svg.matches(r#"<rect class="span""#).count(), xs.len());
+            assert!(svg.contains("gemm &lt;256&gt; &amp; &quot;sm 0&quot;"));
+            assert!(
+                svg.contains("cta 0 / main wg0"),
+                "role names from the kernel"
+            );
+            // Determinism: a second run gives the same bytes.
+            let again = record(&cfg, &k, 0);
+            assert_eq!(again.chrome_trace(1830.0).to_string(), trace.to_string());
+            assert_eq!(again.svg("gemm <256> & \"sm 0\""), svg);
+        }
+    }
+
+    #[test]
+    fn warp_specialised_ring_has_every_kind() {
+        let k = crate::asm::parse(RING, "ring.sasm").unwrap();
+        for fixed in [false, true] {
+            let cfg = config(fixed);
+            let rec = record(&cfg, &k, 1);
+            let xs = check_trace(&rec.chrome_trace(1830.0), 1);
+            for cat in ["tma load", "tma store", "wgmma", "wait", "bubble"] {
+                assert!(count(&xs, cat) > 0, "{cat}, fixed={fixed}");
+            }
+            // Two WGMMAs per commit group merge into one bar, so at most 4.
+            let w = xs.iter().filter(|e| e["cat"] == "wgmma");
+            assert!(w.clone().count() <= 4 && w.clone().all(|e| e["args"]["wgmmas"] == 2));
+            assert!(xs.iter().any(|e| e["name"] == "wait mbar 0"));
+            let rows = rec.rows();
+            let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+            assert!(names.contains(&"cta 1 / producer wg0"), "{names:?}");
+            assert!(names.contains(&"cta 1 / producer wg0 tma"), "{names:?}");
+            assert!(names.contains(&"cta 1 / consumer wg1 wgmma"), "{names:?}");
+            assert!(rows.iter().all(|r| r.cta == 1));
+            let bubbles: u64 = rows
+                .iter()
+                .flat_map(|r| &r.spans)
+                .filter(|s| s.kind == SpanKind::Bubble)
+                .map(|s| s.end - s.start)
+                .sum();
+            assert_eq!(bubbles, 4 * 40);
+        }
+    }
+
+    #[test]
+    fn idle_sm_gives_an_empty_valid_trace() {
+        let k = gemm(&GemmParams {
+            m: 256,
+            n: 256,
+            k: 256,
+        })
+        .unwrap();
+        let cfg = config(false);
+        let rec = record(&cfg, &k, 131);
+        let trace = rec.chrome_trace(1830.0);
+        assert!(check_trace(&trace, 131).is_empty());
+        assert!(rec.rows().is_empty());
+        let svg = rec.svg("idle");
+        assert!(svg.starts_with("<svg") && !svg.contains("class=\"span\""));
+        assert_balanced(&svg);
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    fn who(cta: u32, wg: u8) -> Who {
+        Who {
+            sm: 0,
+            cta,
+            wg,
+            role: 0,
+        }
+    }
+
+    #[test]
+    fn matches_transfers_and_closes_open_spans() {
+        let mut rec = GanttRecorder::new(0).with_role_names(vec!["p".into()]);
+        let w = who(0, 0);
+        let issue = |bytes, store| Event::TmaIssue {
+            who: w,
+            bytes,
+            store,
+            done: None,
+        };
+        let done = |bytes, store| Event::TmaDone {
+            who: w,
+            bytes,
+            store,
+        };
+        let stall = |who, reason| Event::Stall { who, reason };
+        let events = [
+            (10, issue(64, false)),
+            (11, issue(32, false)),
+            // The smaller load lands first: matched by size, not by order.
+            (20, done(32, false)),
+            (25, issue(32, true)),
+            (
+                30,
+                Event::Issue {
+                    who: w,
+                    op: Op::Bubble { cycles: 1 },
+                },
+            ),
+            (30, stall(w, WaitReason::Stage { stage: 2 })),
+            (40, Event::Wake { who: w }),
+            (50, Event::Wake { who: w }), // after a sleep: no open wait
+            (60, stall(w, WaitReason::TmaSlot)),
+            (70, done(64, false)),
+            // Another SM is ignored.
+            (80, stall(Who { sm: 1, ..w }, WaitReason::TmaSlot)),
+        ];
+        for (c, e) in events {
+            rec.on_event(Cycle(c), &e);
+        }
+        let rows = rec.rows();
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        assert_eq!(rows[0].name, "cta 0 / p wg0");
+        let issue: Vec<(u64, u64, String)> = rows[0]
+            .spans
+            .iter()
+            .map(|s| (s.start, s.end, s.kind.label()))
+            .collect();
+        assert_eq!(
+            issue,
+            [
+                (30, 40, "wait stage 2".into()),
+                (60, 80, "wait tma slot".into())
+            ]
+        );
+        let lanes: Vec<Vec<(u64, u64)>> = rows[1..]
+            .iter()
+            .map(|r| r.spans.iter().map(|s| (s.start, s.end)).collect())
+            .collect();
+        // Load 10..70, load 11..20 and the open store 25..80 on two lanes.
+        assert_eq!(lanes, [vec![(10, 70)], vec![(11, 20), (25, 80)]]);
+        assert_eq!(rows[2].name, "cta 0 / p wg0 tma 2");
+        assert_eq!(rows[2].spans[1].kind, SpanKind::TmaStore { bytes: 32 });
+    }
+
+    #[test]
+    fn merges_wgmmas_and_honours_the_budget() {
+        let mut rec = GanttRecorder::new(0).with_max_spans(2);
+        let w = who(3, 1);
+        for (s, e) in [(0, 10), (10, 20), (25, 30), (40, 50), (50, 55)] {
+            rec.on_event(
+                Cycle(s),
+                &Event::WgmmaStart {
+                    who: w,
+                    start: s,
+                    end: e,
+                },
+            );
+        }
+        rec.on_event(
+            Cycle(5),
+            &Event::Issue {
+                who: w,
+                op: Op::Bubble { cycles: 3 },
+            },
+        );
+        let rows = rec.rows();
+        let wg: Vec<(u64, u64, SpanKind)> = rows[1]
+            .spans
+            .iter()
+            .map(|s| (s.start, s.end, s.kind))
+            .collect();
+        assert_eq!(
+            wg,
+            [
+                (0, 20, SpanKind::Wgmma { count: 2 }),
+                (25, 30, SpanKind::Wgmma { count: 1 }),
+                (40, 55, SpanKind::Wgmma { count: 2 })
+            ]
+        );
+        assert_eq!(rows[1].name, "cta 3 / role 0 wg1 wgmma");
+        // Budget 2: (0, 20) and (25, 30) kept, the bubble dropped.
+        assert_eq!(rec.dropped(), 1);
+        assert!(rows[0].spans.is_empty());
+    }
+
+    #[test]
+    fn writes_files_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let k = crate::asm::parse(RING, "ring.sasm").unwrap();
+        let rec = record(&config(true), &k, 0);
+        let (json, svg) = (dir.path().join("t.json"), dir.path().join("t.svg"));
+        write_chrome_trace(&json, &rec, 1830.0).unwrap();
+        write_svg(&svg, &rec, "ring").unwrap();
+        let text = std::fs::read_to_string(&json).unwrap();
+        assert_eq!(text, rec.chrome_trace(1830.0).to_string());
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(!check_trace(&v, 0).is_empty());
+        assert_eq!(std::fs::read_to_string(&svg).unwrap(), rec.svg("ring"));
+        assert!(write_svg(&dir.path().join("no/t.svg"), &rec, "x").is_err());
+    }
+}
