@@ -77,6 +77,19 @@ pub struct Report {
     pub dram_read_bytes: u64,
     /// Bytes written to DRAM.
     pub dram_write_bytes: u64,
+    /// `tensor_busy_cycles / (cycles * sms)` (also under `engines`).
+    pub tensor_utilization: f64,
+    /// Bytes the TMA engines requested from the L2 (`tma_lines` times the
+    /// line size; the bytes moved with the fixed port).
+    pub tma_bytes_requested: u64,
+    /// The cold interval: first transfer to last CTA retirement, in cycles.
+    pub cold_interval_cycles: u64,
+    /// The compute field: first to last tensor-core activity, in cycles.
+    pub compute_field_cycles: u64,
+    /// Where `flops` comes from: `"wgmma"` (every issued WGMMA) or
+    /// `"workload"` (the workload's own count, e.g. FA3's
+    /// `4 * sq * skv * d * heads * batch`, halved when causal).
+    pub flops_source: String,
 }
 
 /// Formats a digest as exactly 16 lowercase hex digits.
@@ -143,7 +156,30 @@ impl Report {
             dram_write_bytes: s.memory.map_or(0, |m| m.dram_write_bytes),
             bytes_stored: st.bytes_stored,
             arena_bytes: outcome.arena_bytes,
+            tensor_utilization,
+            tma_bytes_requested: if s.memory.is_some() {
+                st.tma_lines * cfg.l2.line_bytes as u64
+            } else {
+                st.bytes_loaded + st.bytes_stored
+            },
+            cold_interval_cycles: outcome.cold_interval(),
+            compute_field_cycles: outcome.compute_field(),
+            flops_source: "wgmma".to_string(),
         }
+    }
+
+    /// Reports `flops` (and `tflops`) as the workload counts them rather
+    /// than as the WGMMAs issued (FA3's TFLOP/s formula counts useful work
+    /// only: masked and clipped blocks do not count).
+    pub fn with_workload_flops(mut self, flops: u64) -> Report {
+        self.flops = flops;
+        self.tflops = if self.time_us > 0.0 {
+            flops as f64 / (self.time_us * 1e6)
+        } else {
+            0.0
+        };
+        self.flops_source = "workload".to_string();
+        self
     }
 
     /// The report as a JSON object.
@@ -153,7 +189,7 @@ impl Report {
 
     /// A short human-readable report, one aligned `label value` per line.
     pub fn to_text(&self) -> String {
-        let rows: [(&str, String); 12] = [
+        let rows: [(&str, String); 13] = [
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
             (
                 "cycles",
@@ -166,6 +202,13 @@ impl Report {
                 format!("{} ({} wgmma)", self.instructions, self.wgmmas),
             ),
             ("throughput", format!("{:.1} TFLOPS", self.tflops)),
+            (
+                "windows",
+                format!(
+                    "cold interval {} cycles, compute field {} cycles",
+                    self.cold_interval_cycles, self.compute_field_cycles
+                ),
+            ),
             (
                 "tensor",
                 format!(
@@ -277,7 +320,16 @@ mod tests {
         assert_eq!(j["gpu"], "h800");
         assert!(j["engines"]["tensor_busy_cycles"].is_u64());
         assert!(j["time_us"].is_f64());
+        // No transfers: no cold interval; one 64-cycle WGMMA.
+        assert_eq!(j["cold_interval_cycles"].as_u64(), Some(0));
+        assert_eq!(j["compute_field_cycles"].as_u64(), Some(64));
+        assert_eq!(j["flops_source"], "wgmma");
+        let w = r.clone().with_workload_flops(1_000_000);
+        assert_eq!(w.flops, 1_000_000);
+        assert!((w.tflops - 1e6 / (r.time_us * 1e6)).abs() < 1e-9);
+        assert_eq!(w.to_json()["flops_source"], "workload");
         let t = r.to_text();
         assert!(t.contains("cycles") && t.contains(&r.digest), "{t}");
+        assert!(t.contains("compute field 64 cycles"), "{t}");
     }
 }

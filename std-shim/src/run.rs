@@ -29,6 +29,30 @@ pub struct RunOutcome {
     /// Floating-point operations of the WGMMAs issued: `2 * 64 * N * 16`
     /// per m64nNk16 WGMMA.
     pub flops: u64,
+    /// Cycle of the first TMA or bulk transfer issued (`None` if none).
+    pub first_transfer: Option<u64>,
+    /// Cycle the last CTA retired.
+    pub last_retire: u64,
+}
+
+impl RunOutcome {
+    /// The cold interval: first transfer to last CTA retirement, in cycles
+    /// (0 without transfers).
+    pub fn cold_interval(&self) -> u64 {
+        self.first_transfer
+            .map_or(0, |f| self.last_retire.saturating_sub(f))
+    }
+
+    /// The compute field: first to last tensor-core activity, in cycles
+    /// (0 without WGMMAs).
+    pub fn compute_field(&self) -> u64 {
+        let st = &self.summary.stats;
+        if st.wgmmas == 0 {
+            0
+        } else {
+            st.last_wgmma.saturating_sub(st.first_wgmma)
+        }
+    }
 }
 
 /// Why a run failed.
@@ -87,10 +111,13 @@ impl From<BuildError> for RunError {
     }
 }
 
-/// Sums the FLOPs of every issued WGMMA, then forwards the event.
+/// Sums the FLOPs of every issued WGMMA and notes the measurement
+/// windows' ends, then forwards the event.
 struct FlopCounter<'o, O: Observer> {
     inner: &'o mut O,
     flops: u64,
+    first_transfer: Option<u64>,
+    last_retire: u64,
 }
 
 impl<O: Observer> Observer for FlopCounter<'_, O> {
@@ -101,6 +128,13 @@ impl<O: Observer> Observer for FlopCounter<'_, O> {
         } = event
         {
             self.flops = self.flops.saturating_add(2 * 64 * 16 * *n as u64);
+        }
+        match event {
+            Event::TmaIssue { .. } if self.first_transfer.is_none() => {
+                self.first_transfer = Some(cycle.get());
+            }
+            Event::CtaRetire { .. } => self.last_retire = cycle.get(),
+            _ => {}
         }
         self.inner.on_event(cycle, event);
     }
@@ -133,6 +167,8 @@ pub fn simulate_with_progress(
     let mut counter = FlopCounter {
         inner: obs,
         flops: 0,
+        first_transfer: None,
+        last_retire: 0,
     };
     let mut steps: u64 = 0;
     loop {
@@ -160,6 +196,8 @@ pub fn simulate_with_progress(
         arena_bytes,
         ctas: k.ctas(),
         flops: counter.flops,
+        first_transfer: counter.first_transfer,
+        last_retire: counter.last_retire,
     })
 }
 
