@@ -1,16 +1,21 @@
 //! Workload generators: kernels built directly from core types.
 //!
-//! - [`gemm()`]: the tiled GEMM of the paper's section V-B1.
+//! - [`gemm()`]: the tiled GEMM of the paper's section V-B1 and its
+//!   pipelined, warp-specialised and persistent variants ([`GemmParams`]),
+//!   with the section V-B3 calibration bubbles ([`Calibration`]).
+//! - [`sweep()`]: the 23-shape GEMM sweep ([`sweep_shapes`]).
 //! - [`pchase()`]: the TMA pointer-chase latency microbenchmark, and
 //!   [`cycles_per_hop`], its simulated figure.
 //! - [`tma_bw()`]: the TMA load throughput microbenchmark, and
 //!   [`throughput_gbps`], its simulated figure.
 
 pub mod gemm;
+pub mod gemm_sweep;
 pub mod pchase;
 pub mod tmabw;
 
-pub use gemm::{gemm, GemmParams};
+pub use gemm::{gemm, Calibration, GemmParams};
+pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};
 pub use pchase::{cycles_per_hop, pchase, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};
 
