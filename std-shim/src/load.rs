@@ -168,12 +168,7 @@ mod tests {
     }
 
     fn kernel() -> Kernel {
-        gemm(&GemmParams {
-            m: 256,
-            n: 384,
-            k: 128,
-        })
-        .unwrap()
+        gemm(&GemmParams::new(256, 384, 128)).unwrap()
     }
 
     #[test]

@@ -115,12 +115,7 @@ mod tests {
     fn gemm_trace_lists_every_dram_request() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.trace");
-        let k = gemm(&GemmParams {
-            m: 256,
-            n: 256,
-            k: 256,
-        })
-        .unwrap();
+        let k = gemm(&GemmParams::new(256, 256, 256)).unwrap();
         let cfg = simfa_core::GpuConfig::h800();
         let mut tr = DramTrace::create(&path, TraceFormat::Timed).unwrap();
         let out = crate::run::simulate(&cfg, &k, &mut tr).unwrap();

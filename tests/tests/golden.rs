@@ -12,12 +12,7 @@ const GOLDEN_GEMM_1024: (u64, u64) = (59819, 0x9f46_bf48_4eb1_b7cc);
 
 #[test]
 fn golden_gemm_1024_fixed_port() {
-    let k = gemm(&GemmParams {
-        m: 1024,
-        n: 1024,
-        k: 1024,
-    })
-    .unwrap();
+    let k = gemm(&GemmParams::new(1024, 1024, 1024)).unwrap();
     let mut cfg = GpuConfig::h800();
     cfg.memory = simfa_core::config::MemoryModel::Fixed;
     let s = run(&cfg, &k).unwrap();
@@ -32,12 +27,7 @@ fn golden_gemm_1024_fixed_port() {
 /// The same GEMM through the calibrated L2/HBM hierarchy.
 #[test]
 fn golden_gemm_1024_hierarchy() {
-    let k = gemm(&GemmParams {
-        m: 1024,
-        n: 1024,
-        k: 1024,
-    })
-    .unwrap();
+    let k = gemm(&GemmParams::new(1024, 1024, 1024)).unwrap();
     let s = run(&GpuConfig::h800(), &k).unwrap();
     assert_eq!(
         (s.cycles, s.digest),
@@ -51,12 +41,7 @@ const GOLDEN_GEMM_1024_HIERARCHY: (u64, u64) = (38213, 0xde09_f339_cb50_146b);
 
 #[test]
 fn gemm_digest_is_identical_through_both_encodings() {
-    let k = gemm(&GemmParams {
-        m: 512,
-        n: 256,
-        k: 2048,
-    })
-    .unwrap();
+    let k = gemm(&GemmParams::new(512, 256, 2048)).unwrap();
     let via_text = asm::parse(&asm::print(&k), "gemm.sasm").unwrap();
     let via_binary = load::decode_kernel(&load::encode_kernel(&k), "gemm.sfk").unwrap();
     assert_eq!(via_text, k);

@@ -187,12 +187,7 @@ fn disabling_deduplication_hurts_overlapping_boxes() {
 fn gemm_tiles_shared_by_neighbours_meet_in_the_l2() {
     // 512 x 512: 16 CTAs; the 4 CTAs of a row of tiles read the same A
     // lines and the 4 of a column the same B lines.
-    let k = gemm(&GemmParams {
-        m: 512,
-        n: 512,
-        k: 1024,
-    })
-    .unwrap();
+    let k = gemm(&GemmParams::new(512, 512, 1024)).unwrap();
     let s = run(&GpuConfig::h800(), &k).unwrap();
     let m = mem(&s);
     let unique_lines = 2 * 512 * 1024 * 2 / 128;

@@ -1,6 +1,9 @@
 //! Workload generators: kernels built directly from core types.
 //!
-//! - [`gemm()`]: the tiled GEMM of the paper's section V-B1.
+//! - [`gemm()`]: the tiled GEMM of the paper's section V-B1 and its
+//!   pipelined, warp-specialised and persistent variants ([`GemmParams`]),
+//!   with the section V-B3 calibration bubbles ([`Calibration`]).
+//! - [`sweep()`]: the 23-shape GEMM sweep ([`sweep_shapes`]).
 //! - [`fa3()`]: the FlashAttention-3 forward kernel of the paper's section VI.
 //! - [`pchase()`]: the TMA pointer-chase latency microbenchmark, and
 //!   [`cycles_per_hop`], its simulated figure.
@@ -9,11 +12,13 @@
 
 pub mod fa3;
 pub mod gemm;
+pub mod gemm_sweep;
 pub mod pchase;
 pub mod tmabw;
 
 pub use fa3::{fa3, Fa3Params, Variant};
-pub use gemm::{gemm, GemmParams};
+pub use gemm::{gemm, Calibration, GemmParams};
+pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};
 pub use pchase::{cycles_per_hop, pchase, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};
 

@@ -1,0 +1,820 @@
+//! Tests of the GEMM generator (a child module of `gemm`).
+
+use std::collections::BTreeMap;
+
+use super::*;
+use simfa_core::isa::EvalCtx;
+use simfa_core::{Cycle, Event, GpuConfig, Observer};
+
+/// The generator as it was before the tile, pipeline and persistence
+/// parameters: the default kernel must stay byte-identical to it (the
+/// golden digests depend on it).
+fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
+    check("M", p.m, 128)?;
+    check("N", p.n, 128)?;
+    check("K", p.k, 64)?;
+    let mut k = Kernel {
+        name: name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
+        grid: [p.n / 128, p.m / 128, 1],
+        smem_bytes: 65536,
+        ..Kernel::default()
+    };
+    let e = ELEM_BYTES as u64;
+    let b_base = after(A_BASE, p.m as u64 * p.k as u64 * e);
+    let c_base = after(b_base, p.k as u64 * p.n as u64 * e);
+    let maps = [
+        map2d("A", A_BASE, p.m, p.k, 64, 128),
+        map2d("B", b_base, p.k, p.n, 128, 64),
+        map2d("C", c_base, p.m, p.n, 128, 128),
+    ];
+    let (a, b, c) = (0u8, 1u8, 2u8);
+    for m in maps {
+        k.maps
+            .push(m)
+            .map_err(|_| GenError::Capacity("tensor map table"))?;
+    }
+    k.mbarriers
+        .push(MbarDecl {
+            name: name("full"),
+            len: 1,
+            count: 1,
+        })
+        .map_err(|_| GenError::Capacity("mbarrier table"))?;
+
+    // In order of first use, as the text assembly numbers them.
+    let trips = expr(&mut k, Expr::constant((p.k / 64) as i64))?;
+    let zero = expr(&mut k, Expr::constant(0))?;
+    let k_off = expr(
+        &mut k,
+        Expr {
+            l: [64 as i64, 0, 0, 0],
+            ..Expr::constant(0)
+        },
+    )?;
+    let row = expr(
+        &mut k,
+        Expr {
+            c: [0, 128 as i64, 0],
+            ..Expr::constant(0)
+        },
+    )?;
+    let col = expr(
+        &mut k,
+        Expr {
+            c: [128 as i64, 0, 0],
+            ..Expr::constant(0)
+        },
+    )?;
+    let parity = expr(
+        &mut k,
+        Expr {
+            l: [1, 0, 0, 0],
+            rem: 2,
+            ..Expr::constant(0)
+        },
+    )?;
+    let full = Ref { decl: 0, idx: zero };
+    let tile_bytes = k.maps[a as usize].full_box_bytes() + k.maps[b as usize].full_box_bytes();
+
+    let begin = code(
+        &mut k,
+        Instr::LoopBegin {
+            count: trips,
+            end: 0,
+        },
+    )?;
+    code(
+        &mut k,
+        Instr::MbarExpectTx {
+            bar: full,
+            bytes: tile_bytes as u32,
+        },
+    )?;
+    code(
+        &mut k,
+        Instr::TmaLoad {
+            map: a,
+            bar: full,
+            coords: [k_off, row, zero, zero, zero],
+        },
+    )?;
+    code(
+        &mut k,
+        Instr::TmaLoad {
+            map: b,
+            bar: full,
+            coords: [col, k_off, zero, zero, zero],
+        },
+    )?;
+    code(&mut k, Instr::MbarArrive { bar: full })?;
+    code(&mut k, Instr::MbarWait { bar: full, parity })?;
+    for _ in 0..(128 / 64) * (64 / 16) {
+        code(&mut k, Instr::Wgmma { n: 128 as u16 })?;
+    }
+    code(&mut k, Instr::WgmmaCommit)?;
+    code(&mut k, Instr::WgmmaWait { n: 0 })?;
+    let end = code(&mut k, Instr::LoopEnd { begin })?;
+    k.code[begin as usize] = Instr::LoopBegin { count: trips, end };
+    code(
+        &mut k,
+        Instr::TmaStore {
+            map: c,
+            coords: [col, row, zero, zero, zero],
+        },
+    )?;
+    code(&mut k, Instr::StoreWait { n: 0 })?;
+    code(&mut k, Instr::Exit)?;
+    k.roles
+        .push(Role {
+            name: name("main"),
+            count: 1,
+            regs: 168,
+            start: 0,
+            len: k.code.len() as u16,
+            stream: false,
+        })
+        .map_err(|_| GenError::Capacity("role table"))?;
+    k.validate().map_err(GenError::Invalid)?;
+    Ok(k)
+}
+
+#[test]
+fn shape_and_program() {
+    let k = gemm(&GemmParams::new(256, 512, 192)).unwrap();
+    assert_eq!(k.name.as_str(), "gemm_256x512x192");
+    assert_eq!(k.grid, [4, 2, 1]);
+    assert_eq!(k.roles.len(), 1);
+    assert_eq!(k.roles[0].name.as_str(), "main");
+    assert_eq!(k.roles[0].regs, 168);
+    assert_eq!(k.smem_bytes, 65536);
+    // loop begin + 15 per iteration + loop end + store, store.wait, exit
+    assert_eq!(k.code.len(), 1 + 15 + 1 + 3);
+    assert_eq!(k.roles[0].len as usize, k.code.len());
+    assert_eq!(
+        k.code
+            .iter()
+            .filter(|i| matches!(i, Instr::Wgmma { n: 128 }))
+            .count(),
+        8
+    );
+    assert_eq!(
+        k.code[1],
+        Instr::MbarExpectTx {
+            bar: Ref { decl: 0, idx: 1 },
+            bytes: 32768
+        }
+    );
+    assert_eq!(k.code[16], Instr::LoopEnd { begin: 0 });
+    assert!(matches!(k.code[0], Instr::LoopBegin { end: 16, .. }));
+    assert_eq!(k.code.last(), Some(&Instr::Exit));
+    k.validate().unwrap();
+    k.check_fits(&GpuConfig::h800()).unwrap();
+    assert_eq!(k.mbarriers.len(), 1);
+    assert_eq!(k.mbarriers[0].name.as_str(), "full");
+}
+
+#[test]
+fn tensor_maps() {
+    let k = gemm(&GemmParams::new(256, 384, 128)).unwrap();
+    let [a, b, c] = [&k.maps[0], &k.maps[1], &k.maps[2]];
+    assert_eq!((a.dims[0], a.dims[1], a.strides[1]), (128, 256, 256));
+    assert_eq!((b.dims[0], b.dims[1], b.strides[1]), (384, 128, 768));
+    assert_eq!((c.dims[0], c.dims[1], c.strides[1]), (384, 256, 768));
+    assert_eq!(a.full_box_bytes() + b.full_box_bytes(), 32768);
+    assert_eq!(c.full_box_bytes(), 32768);
+    assert_eq!(a.base, 0x1000_0000);
+    assert_eq!(b.base % (1 << 20), 0);
+    assert!(b.base >= a.base + 256 * 128 * 2);
+    assert!(c.base >= b.base + 128 * 384 * 2 && c.base % (1 << 20) == 0);
+}
+
+#[test]
+fn exprs_are_deduplicated() {
+    let k = gemm(&GemmParams::default()).unwrap();
+    for (i, e) in k.exprs.iter().enumerate() {
+        assert!(!k.exprs[..i].contains(e), "expr {i} duplicated");
+    }
+    // trip count, zero, l0*64, cy*128, cx*128, l0%2
+    assert_eq!(k.exprs.len(), 6);
+    assert_eq!(k.exprs[0], Expr::constant(64));
+    assert_eq!(k.exprs[1], Expr::constant(0));
+}
+
+#[test]
+fn bad_shapes() {
+    let e = gemm(&GemmParams::new(128, 128, 0)).unwrap_err();
+    assert_eq!(e, GenError::Zero { dim: "K" });
+    assert!(e.to_string().contains('K'));
+    assert_eq!(
+        gemm(&GemmParams::new(0, 128, 64)).unwrap_err(),
+        GenError::Zero { dim: "M" }
+    );
+    let e = gemm(&GemmParams::new(128, 200, 64)).unwrap_err();
+    assert_eq!(
+        e,
+        GenError::NotMultiple {
+            dim: "N",
+            value: 200,
+            tile: 128
+        }
+    );
+    assert!(e.to_string().contains("N = 200"), "{e}");
+    let e = gemm(&GemmParams::new(100, 128, 64)).unwrap_err();
+    assert!(matches!(e, GenError::NotMultiple { dim: "M", .. }));
+    let e = gemm(&GemmParams::new(128, 128, 96)).unwrap_err();
+    assert!(matches!(e, GenError::NotMultiple { dim: "K", .. }));
+    // 2^25 x 2^25 tiles: the grid is too large.
+    let big = u32::MAX / 128 * 128;
+    assert!(matches!(
+        gemm(&GemmParams::new(big, big, 64)),
+        Err(GenError::Invalid(_))
+    ));
+    // Long names are cut, not refused.
+    let k = gemm(&GemmParams::new(1 << 20, 1 << 20, 1 << 20)).unwrap();
+    assert_eq!(k.name.len(), 24);
+}
+
+#[test]
+fn runs_and_loads_match_expect_tx() {
+    let p = GemmParams::new(256, 256, 256);
+    let k = gemm(&p).unwrap();
+    let cfg = GpuConfig::h800();
+    let out = crate::run::simulate(&cfg, &k, &mut ()).unwrap();
+    let s = out.summary.stats;
+    assert_eq!(s.wgmmas, 4 * 4 * 8);
+    assert_eq!(s.bytes_loaded, 4 * 4 * 32768);
+    assert_eq!(s.bytes_stored, 4 * 32768);
+    assert_eq!(out.flops, 2 * 256 * 256 * 256);
+    // loop begin/end are not counted: 15 per iteration + 3.
+    assert_eq!(s.instructions, 4 * (4 * 15 + 3));
+}
+
+#[test]
+fn default_kernel_is_byte_identical_to_the_legacy_generator() {
+    for p in [
+        GemmParams::default(),
+        GemmParams::new(1024, 1024, 1024),
+        GemmParams::new(256, 512, 192),
+        GemmParams::new(512, 256, 2048),
+        GemmParams::new(128, 128, 64),
+        GemmParams::new(1 << 20, 1 << 20, 1 << 20),
+    ] {
+        let new = gemm(&p).unwrap();
+        assert_eq!(new, legacy_gemm(&p).unwrap(), "{p:?}");
+        assert_eq!(
+            crate::load::encode_kernel(&new),
+            crate::load::encode_kernel(&legacy_gemm(&p).unwrap())
+        );
+    }
+    // Errors are the same too.
+    for p in [
+        GemmParams::new(100, 128, 64),
+        GemmParams::new(128, 0, 64),
+        GemmParams::new(128, 128, 96),
+    ] {
+        assert_eq!(gemm(&p).unwrap_err(), legacy_gemm(&p).unwrap_err());
+    }
+}
+
+/// Issued instructions per (role, mnemonic), over the whole run.
+#[derive(Default)]
+struct Issues(BTreeMap<(u8, &'static str), u64>);
+
+impl Observer for Issues {
+    fn on_event(&mut self, _: Cycle, e: &Event) {
+        if let Event::Issue { who, op } = e {
+            *self.0.entry((who.role, op.mnemonic())).or_default() += 1;
+        }
+    }
+}
+
+/// The closed form of [`Issues`] from the shape alone.
+fn expected_issues(p: &GemmParams) -> BTreeMap<(u8, &'static str), u64> {
+    let t = p.tiles();
+    let it = t * p.k_iters() as u64; // tile iterations over the grid
+    let ctas = p.grid_ctas();
+    let w = p.wgmmas_per_iter() as u64;
+    let iter_b = (p.iter_bubble_cycles() > 0) as u64;
+    let pro_b = (p.prologue_bubble > 0) as u64;
+    let drains = if p.persistent { t } else { 0 } + ctas;
+    let mut m = BTreeMap::new();
+    let mut put = |role: u8, op: &'static str, n: u64| {
+        if n > 0 {
+            m.insert((role, op), n);
+        }
+    };
+    let (load_role, mma_role, c) = if p.stages == 1 {
+        (0, 0, 1)
+    } else {
+        (0, 1, p.consumers as u64)
+    };
+    put(load_role, "mbar.expect_tx", it);
+    put(load_role, "tma.load", 2 * it);
+    put(load_role, "mbar.arrive", it);
+    if p.stages >= 2 {
+        put(0, "stage.acquire", it);
+        put(0, "exit", ctas);
+        put(1, "stage.release", it * c);
+    }
+    put(mma_role, "mbar.wait", it * c);
+    put(mma_role, "wgmma", it * w * c);
+    put(mma_role, "wgmma.commit", it * c);
+    put(mma_role, "wgmma.wait", it * c);
+    put(mma_role, "bubble", (it * iter_b + ctas * pro_b) * c);
+    put(mma_role, "tma.store", t * c);
+    put(mma_role, "store.wait", drains * c);
+    put(mma_role, "exit", ctas * c);
+    m
+}
+
+fn run(p: &GemmParams) -> (crate::run::RunOutcome, Issues) {
+    let k = gemm(p).unwrap();
+    k.check_fits(&GpuConfig::h800()).unwrap();
+    let mut obs = Issues::default();
+    let out = crate::run::simulate(&GpuConfig::h800(), &k, &mut obs).unwrap();
+    (out, obs)
+}
+
+fn variant(m: u32, n: u32, k: u32) -> GemmParams {
+    GemmParams::new(m, n, k)
+}
+
+#[test]
+fn issue_counts_match_the_closed_form() {
+    let base = variant(256, 384, 512);
+    let cases = [
+        base,
+        GemmParams {
+            block_n: 64,
+            block_k: 32,
+            ..base
+        }
+        .calibrated(Calibration::H800),
+        GemmParams { stages: 2, ..base },
+        GemmParams {
+            stages: 3,
+            consumers: 2,
+            prologue_bubble: 100,
+            iter_bubble: 10,
+            ..base
+        },
+        GemmParams {
+            block_m: 256,
+            block_n: 96,
+            block_k: 128,
+            stages: 2,
+            consumers: 2,
+            ..variant(512, 384, 512)
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 4,
+            ..base
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 5,
+            stages: 4,
+            consumers: 2,
+            group_m: 2,
+            iter_bubble: 64,
+            ..base
+        },
+    ];
+    for p in cases {
+        let (out, obs) = run(&p);
+        assert_eq!(obs.0, expected_issues(&p), "{p:?}");
+        let s = out.summary.stats;
+        assert_eq!(out.flops, p.flops(), "{p:?}");
+        assert_eq!(
+            s.wgmmas,
+            p.tiles() * p.k_iters() as u64 * (p.block_m / 64 * p.block_k / 16) as u64
+        );
+        assert_eq!(
+            s.bytes_loaded,
+            p.tiles() * p.k_iters() as u64 * p.stage_bytes()
+        );
+        assert_eq!(s.bytes_stored, p.m as u64 * p.n as u64 * 2);
+        assert_eq!(s.ctas_retired, p.grid_ctas());
+        let bubbles = p.tiles() * p.k_iters() as u64 * p.iter_bubble_cycles()
+            + p.grid_ctas() * p.prologue_bubble as u64;
+        assert_eq!(s.bubble_cycles, bubbles * p.consumers as u64, "{p:?}");
+    }
+}
+
+#[test]
+fn program_structure_of_a_pipelined_kernel() {
+    let p = GemmParams {
+        stages: 4,
+        consumers: 2,
+        ..variant(512, 512, 1024)
+    };
+    let k = gemm(&p).unwrap();
+    assert_eq!(k.roles.len(), 2);
+    let (prod, cons) = (&k.roles[0], &k.roles[1]);
+    assert_eq!(
+        (prod.name.as_str(), prod.count, prod.regs),
+        ("producer", 1, 40)
+    );
+    assert_eq!(
+        (cons.name.as_str(), cons.count, cons.regs),
+        ("consumer", 2, 104)
+    );
+    assert_eq!(prod.len + cons.len, k.code.len() as u16);
+    assert_eq!(k.mbarriers[0].len, 4);
+    assert_eq!(k.stages.len(), 1);
+    assert_eq!((k.stages[0].len, k.stages[0].consumers), (4, 2));
+    // 4 stages of 32 KiB + the 32 KiB C tile.
+    assert_eq!(k.smem_bytes, 4 * 32768 + 32768);
+    // Each consumer stores its 64 rows.
+    assert_eq!(k.maps[2].boxdim[..2], [128, 64]);
+    let wgmmas = k.code[cons.start as usize..]
+        .iter()
+        .filter(|i| matches!(i, Instr::Wgmma { n: 128 }))
+        .count();
+    assert_eq!(wgmmas, 4); // 64 rows x 4 k16 steps
+                           // The text assembly round-trips every variant.
+    for q in [
+        p,
+        GemmParams {
+            persistent: true,
+            group_m: 2,
+            ..p
+        },
+        GemmParams { group_m: 3, ..p },
+    ] {
+        let k = gemm(&q).unwrap();
+        let back = crate::asm::parse(&crate::asm::print(&k), "g.sasm").unwrap();
+        assert_eq!(back, k, "{q:?}");
+    }
+}
+
+#[test]
+fn pipelining_is_faster_on_h800() {
+    let base = variant(512, 512, 2048);
+    let (plain, _) = run(&base);
+    let (ring, _) = run(&GemmParams { stages: 4, ..base });
+    let (ws, _) = run(&GemmParams {
+        stages: 4,
+        consumers: 2,
+        ..base
+    });
+    let (c0, c1, c2) = (plain.summary.cycles, ring.summary.cycles, ws.summary.cycles);
+    assert!(c1 < c0, "ring {c1} vs plain {c0}");
+    assert!(c2 < c0, "2 consumers {c2} vs plain {c0}");
+    assert_eq!(plain.flops, ring.flops);
+    assert_eq!(plain.flops, ws.flops);
+}
+
+#[test]
+fn persistent_does_the_same_work() {
+    for base in [
+        variant(512, 768, 512),
+        GemmParams {
+            stages: 3,
+            consumers: 2,
+            ..variant(512, 768, 512)
+        },
+    ] {
+        let (one, _) = run(&base);
+        for (ctas, group_m) in [(5, 1), (7, 2), (100, 4), (1, 1)] {
+            let p = GemmParams {
+                persistent: true,
+                ctas,
+                group_m,
+                ..base
+            };
+            let k = gemm(&p).unwrap();
+            assert_eq!(k.ctas(), (ctas as u64).min(24));
+            let (out, _) = run(&p);
+            let (a, b) = (one.summary.stats, out.summary.stats);
+            assert_eq!(out.flops, one.flops);
+            assert_eq!(b.wgmmas, a.wgmmas);
+            assert_eq!(b.bytes_loaded, a.bytes_loaded);
+            assert_eq!(b.bytes_stored, a.bytes_stored);
+            assert_eq!(b.tma_lines, a.tma_lines, "{p:?}");
+        }
+    }
+}
+
+/// Triton's grouped program-id mapping: (pid_m, pid_n) of program `pid`.
+fn triton(pid: u64, npm: u64, npn: u64, g: u64) -> (u64, u64) {
+    let in_group = g * npn;
+    let first = pid / in_group * g;
+    let size = (npm - first).min(g);
+    (first + pid % in_group % size, pid % in_group / size)
+}
+
+/// Global address of the box origin `coords` of map `m`.
+fn origin(m: &TensorMap, coords: &[i64]) -> u64 {
+    let mut a = m.base + coords[0] as u64 * m.elem_bytes as u64;
+    for d in 1..m.rank as usize {
+        a += coords[d] as u64 * m.strides[d];
+    }
+    a
+}
+
+fn eval_coords(k: &Kernel, i: &Instr, ctx: &EvalCtx) -> (u8, Vec<i64>) {
+    let (map, c) = match *i {
+        Instr::TmaLoad { map, coords, .. } | Instr::TmaStore { map, coords } => (map, coords),
+        _ => unreachable!(),
+    };
+    let rank = k.maps[map as usize].rank as usize;
+    (
+        map,
+        c[..rank]
+            .iter()
+            .map(|&e| k.exprs[e as usize].eval(ctx))
+            .collect(),
+    )
+}
+
+/// (pid_m, pid_n, k offset) of every TMA load and the C rows stored, for
+/// the WarpGroup `wg` of the CTA `cta` at loop counters `l`, through the
+/// true row-major addresses.
+fn tiles_at(k: &Kernel, p: &GemmParams, cta: u32, wg: u8, l: [u32; 4]) -> Vec<(u8, u64, u64)> {
+    let ctx = EvalCtx {
+        cta,
+        c: k.cta_coords(cta),
+        wg,
+        l,
+    };
+    let [a_base, b_base, c_base] = tensor_bases(p);
+    let mut out = vec![];
+    for i in k.code.iter() {
+        if !matches!(i, Instr::TmaLoad { .. } | Instr::TmaStore { .. }) {
+            continue;
+        }
+        let (map, c) = eval_coords(k, i, &ctx);
+        let addr = origin(&k.maps[map as usize], &c);
+        // (row, col) of the origin in the row-major tensor
+        let (base, cols) = match map {
+            MAP_A => (a_base, p.k),
+            MAP_B => (b_base, p.n),
+            _ => (c_base, p.n),
+        };
+        let e = (addr - base) / 2;
+        out.push((map, e / cols as u64, e % cols as u64));
+    }
+    out
+}
+
+#[test]
+fn grouped_rasterisation_follows_triton() {
+    // 8 x 8 tiles, bands of 4 row blocks: CTAs 0..4 walk down column 0.
+    let p = GemmParams {
+        group_m: 4,
+        ..variant(1024, 1024, 128)
+    };
+    let k = gemm(&p).unwrap();
+    assert_eq!(k.order, CtaOrder::Grouped { rows: 4 });
+    let first: Vec<[u32; 3]> = (0..6).map(|i| k.cta_coords(i)).collect();
+    assert_eq!(
+        first,
+        [
+            [0, 0, 0],
+            [0, 1, 0],
+            [0, 2, 0],
+            [0, 3, 0],
+            [1, 0, 0],
+            [1, 1, 0]
+        ]
+    );
+    // Every variant, including a tail band (5 row blocks in bands of 2) and
+    // persistent kernels, maps CTA/iteration to Triton's tile, at the true
+    // row-major addresses of A, B and C.
+    let cases = [
+        p,
+        GemmParams {
+            group_m: 2,
+            ..variant(640, 512, 128)
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 6,
+            ..p
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 7,
+            stages: 2,
+            consumers: 2,
+            ..p
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 3,
+            group_m: 1,
+            ..variant(512, 768, 128)
+        },
+    ];
+    for p in cases {
+        let k = gemm(&p).unwrap();
+        let (npm, npn) = (p.tiles_m() as u64, p.tiles_n() as u64);
+        let (bm, bn) = (p.block_m as u64, p.block_n as u64);
+        let mut seen = vec![false; p.tiles() as usize];
+        let ctas = k.ctas() as u32;
+        for cta in 0..ctas {
+            let per_cta = if p.persistent {
+                (p.tiles() as u32 - cta).div_ceil(ctas)
+            } else {
+                1
+            };
+            for t in 0..per_cta {
+                let pid = cta as u64 + t as u64 * ctas as u64;
+                let (pm, pn) = triton(pid, npm, npn, p.group_m as u64);
+                assert!(!seen[(pm * npn + pn) as usize]);
+                seen[(pm * npn + pn) as usize] = true;
+                for wg in 0..p.consumers as u8 {
+                    // K iteration 1 (l1 when persistent)
+                    let l = if p.persistent {
+                        [t, 1, 0, 0]
+                    } else {
+                        [1, 0, 0, 0]
+                    };
+                    let got = tiles_at(&k, &p, cta, wg, l);
+                    let h = p.rows_per_consumer() as u64;
+                    let want = vec![
+                        (MAP_A, pm * bm, p.block_k as u64),
+                        (MAP_B, p.block_k as u64, pn * bn),
+                        (MAP_C, pm * bm + wg as u64 * h, pn * bn),
+                    ];
+                    assert_eq!(got, want, "{p:?} cta {cta} tile {t} wg {wg}");
+                }
+            }
+            // The tile loop's trip count.
+            if p.persistent {
+                let ctx = EvalCtx {
+                    cta,
+                    ..EvalCtx::default()
+                };
+                let Instr::LoopBegin { count, .. } = k.code[0] else {
+                    panic!()
+                };
+                assert_eq!(k.exprs[count as usize].eval(&ctx), per_cta as i64);
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "{p:?}");
+    }
+}
+
+#[test]
+fn real_addresses_share_a_row_block_of_a() {
+    // CTAs of one tile row load identical A boxes; those of one column
+    // identical B boxes; every map is the row-major layout of its tensor.
+    let p = variant(512, 512, 256);
+    let k = gemm(&p).unwrap();
+    let a0 = tiles_at(&k, &p, 0, 0, [2, 0, 0, 0]);
+    let a1 = tiles_at(&k, &p, 1, 0, [2, 0, 0, 0]);
+    let a4 = tiles_at(&k, &p, 4, 0, [2, 0, 0, 0]);
+    assert_eq!(a0[0], a1[0]);
+    assert_ne!(a0[0], a4[0]);
+    assert_eq!(a0[1], a4[1]);
+    for (m, cols) in k.maps.iter().zip([p.k, p.n, p.n]) {
+        assert_eq!(m.strides[1], cols as u64 * 2);
+    }
+    let pk = GemmParams {
+        persistent: true,
+        group_m: 2,
+        ..p
+    };
+    let k = gemm(&pk).unwrap();
+    let [a, _, c] = [&k.maps[0], &k.maps[1], &k.maps[2]];
+    assert_eq!(a.rank, 4);
+    assert_eq!(a.dims[..4], [256, 128, 2, 2]);
+    assert_eq!(a.strides[1..4], [512, 512 * 128, 512 * 256]);
+    assert_eq!(c.dims[..4], [512, 128, 2, 2]);
+    assert_eq!(c.full_box_bytes(), 128 * 128 * 2);
+}
+
+#[test]
+fn bad_params_name_the_parameter() {
+    let p = variant(512, 512, 512);
+    let cases: Vec<(GemmParams, &str)> = vec![
+        (GemmParams { block_m: 96, ..p }, "block_m"),
+        (GemmParams { block_m: 320, ..p }, "block_m"),
+        (GemmParams { block_m: 0, ..p }, "block_m"),
+        (GemmParams { block_n: 12, ..p }, "block_n"),
+        (GemmParams { block_n: 264, ..p }, "block_n"),
+        (GemmParams { block_k: 8, ..p }, "block_k"),
+        (GemmParams { block_k: 512, ..p }, "block_k"),
+        (GemmParams { stages: 0, ..p }, "stages"),
+        (GemmParams { stages: 65, ..p }, "stages"),
+        (GemmParams { stages: 7, ..p }, "stages"), // 7 x 32 KiB + 32 KiB > 227 KiB
+        (GemmParams { consumers: 2, ..p }, "consumers"), // stages == 1
+        (
+            GemmParams {
+                stages: 2,
+                consumers: 3,
+                ..p
+            },
+            "consumers",
+        ),
+        (
+            GemmParams {
+                stages: 2,
+                consumers: 0,
+                ..p
+            },
+            "consumers",
+        ),
+        (
+            GemmParams {
+                block_m: 64,
+                stages: 2,
+                consumers: 2,
+                ..p
+            },
+            "consumers",
+        ),
+        (GemmParams { group_m: 0, ..p }, "group_m"),
+        (
+            GemmParams {
+                persistent: true,
+                group_m: 3,
+                ..p
+            },
+            "group_m",
+        ),
+        (
+            GemmParams {
+                persistent: true,
+                ctas: 0,
+                ..p
+            },
+            "ctas",
+        ),
+        (GemmParams { block_n: 256, ..p }, "block_n"), // 128 x 256 accumulator
+        (
+            GemmParams {
+                block_m: 256,
+                block_n: 208,
+                stages: 2,
+                consumers: 2,
+                block_k: 16,
+                ..variant(512, 416, 512)
+            },
+            "block_n",
+        ), // 2 x 248 + 40 registers per thread
+        (
+            GemmParams {
+                iter_bubble: u32::MAX,
+                block_k: 256,
+                ..p
+            },
+            "iter_bubble",
+        ),
+    ];
+    for (q, param) in cases {
+        let e = gemm(&q).unwrap_err();
+        assert!(
+            matches!(&e, GenError::BadParam { param: got, .. } if *got == param),
+            "{q:?}: {e:?}"
+        );
+        assert!(e.to_string().starts_with(param), "{e}");
+    }
+    // Shapes not a multiple of the chosen tile name the dimension.
+    let e = gemm(&GemmParams { block_n: 96, ..p }).unwrap_err();
+    assert_eq!(
+        e,
+        GenError::NotMultiple {
+            dim: "N",
+            value: 512,
+            tile: 96
+        }
+    );
+    // Limits are reachable: 128 x 256 with 2 consumers, 3 stages.
+    let q = GemmParams {
+        block_n: 256,
+        stages: 3,
+        consumers: 2,
+        ..p
+    };
+    gemm(&q).unwrap().check_fits(&GpuConfig::h800()).unwrap();
+}
+
+#[test]
+fn calibration_bubbles() {
+    assert_eq!(
+        GemmParams::h800_calibrated(),
+        GemmParams {
+            prologue_bubble: 4314,
+            iter_bubble: 330,
+            ..GemmParams::default()
+        }
+    );
+    let p = GemmParams::new(256, 256, 512).calibrated(Calibration::H800);
+    let k = gemm(&p).unwrap();
+    assert_eq!(k.code[0], Instr::Bubble { cycles: 4314 });
+    assert!(k.code.contains(&Instr::Bubble { cycles: 330 }));
+    // Scaled with block_k.
+    let q = GemmParams { block_k: 32, ..p };
+    assert_eq!(q.iter_bubble_cycles(), 165);
+    let q = GemmParams { block_k: 48, ..p };
+    assert_eq!(q.iter_bubble_cycles(), 248); // 247.5 rounds up
+                                             // Bubbles slow the run by at least the serial bubble time of one CTA.
+    let (plain, _) = run(&GemmParams::new(256, 256, 512));
+    let (cal, _) = run(&p);
+    assert!(cal.summary.cycles >= plain.summary.cycles + 4314 + 8 * 330);
+    assert_eq!(Calibration::NONE.apply(p), GemmParams::new(256, 256, 512));
+}
