@@ -20,7 +20,9 @@
 //! progress display is drawn on stderr if it is a terminal (not with
 //! `--json`).
 
+mod bench_cmd;
 mod calibrate_cmd;
+mod fa3_cmd;
 mod progress;
 
 use std::io::Write;
@@ -30,13 +32,16 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use simfa_core::{GpuConfig, Kernel, PRESETS};
 use simfa_std::config::{load_config, preset};
-use simfa_std::gen::{gemm, GemmParams};
+use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
+use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::report::Report;
 use simfa_std::run::{simulate_with_progress, RunError};
 use simfa_std::trace::{DramTrace, TraceFormat};
 
+use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
+use fa3_cmd::Fa3Shape;
 use progress::Progress;
 
 /// Cycle-level simulator for Hopper TMA/WGMMA kernels.
@@ -55,11 +60,8 @@ enum Cmd {
         file: PathBuf,
         #[command(flatten)]
         gpu: GpuArgs,
-        /// Print the report as one JSON object on stdout.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        trace: TraceArgs,
+        out: Outputs,
     },
     /// Generate a workload kernel.
     Gen {
@@ -72,12 +74,22 @@ enum Cmd {
         shape: Shape,
         #[command(flatten)]
         gpu: GpuArgs,
-        /// Print the report as one JSON object on stdout.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        trace: TraceArgs,
+        out: Outputs,
     },
+    /// Generate the FlashAttention-3 forward kernel and simulate it (with no
+    /// arguments: Llama 3 8B attention, 4096 tokens, on the H800).
+    Fa3 {
+        #[command(flatten)]
+        shape: Fa3Shape,
+        #[command(flatten)]
+        gpu: GpuArgs,
+        #[command(flatten)]
+        out: Outputs,
+    },
+    /// Measure simulation speed (simulated cycles per wall second) and peak
+    /// memory on FA3 and a GEMM sweep.
+    Bench(BenchArgs),
     /// Convert a kernel between the text and binary encodings (OUT's
     /// extension decides: .sfk or .bin is binary, anything else text).
     Convert {
@@ -101,6 +113,19 @@ enum GenCmd {
     Gemm {
         #[command(flatten)]
         shape: Shape,
+        /// GPU whose SM count sizes a persistent grid.
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// Output file (.sfk or .bin: binary, else text); stdout if absent.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// The FlashAttention-3 forward kernel (sized for --gpu's SM count).
+    Fa3 {
+        #[command(flatten)]
+        shape: Fa3Shape,
+        #[command(flatten)]
+        gpu: GpuArgs,
         /// Output file (.sfk or .bin: binary, else text); stdout if absent.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -112,18 +137,44 @@ enum GenCmd {
     TmaBw(TmaBwGen),
 }
 
-/// The GEMM problem shape.
+/// The GEMM problem shape and kernel parameters.
 #[derive(Debug, Args)]
 struct Shape {
-    /// Rows of A and C (a multiple of 128).
+    /// Rows of A and C (a multiple of --block-m).
     #[arg(long, default_value_t = 4096)]
     m: u32,
-    /// Columns of B and C (a multiple of 128).
+    /// Columns of B and C (a multiple of --block-n).
     #[arg(long, default_value_t = 4096)]
     n: u32,
-    /// The reduction dimension (a multiple of 64).
+    /// The reduction dimension (a multiple of --block-k).
     #[arg(long, default_value_t = 4096)]
     k: u32,
+    /// Tile rows (a multiple of 64 up to 256).
+    #[arg(long, default_value_t = 128)]
+    block_m: u32,
+    /// Tile columns, the WGMMA N (a multiple of 8 up to 256).
+    #[arg(long, default_value_t = 128)]
+    block_n: u32,
+    /// Tile depth per main-loop iteration (a multiple of 16 up to 256).
+    #[arg(long, default_value_t = 64)]
+    block_k: u32,
+    /// Ring stages: 1 is the paper's non-pipelined loop; 2 or more add a
+    /// producer WarpGroup.
+    #[arg(long, default_value_t = 1)]
+    stages: u32,
+    /// Consumer WarpGroups of a pipelined kernel (1 or 2).
+    #[arg(long, default_value_t = 1)]
+    consumers: u32,
+    /// One CTA per SM looping over the tiles.
+    #[arg(long)]
+    persistent: bool,
+    /// Grouped rasterisation: row blocks swept together (1: row-major).
+    #[arg(long, default_value_t = 1)]
+    group_m: u32,
+    /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
+    /// 330 cycles per BK=64 iteration; section V-B3).
+    #[arg(long)]
+    calibrated: bool,
 }
 
 /// Which GPU to simulate.
@@ -169,20 +220,23 @@ fn main() -> ExitCode {
 
 fn dispatch(cmd: Cmd) -> Result<(), Failure> {
     match cmd {
-        Cmd::Run {
-            file,
-            gpu,
-            json,
-            trace,
-        } => {
+        Cmd::Run { file, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = load_kernel(&file).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, json, &trace)
+            run_and_report(&cfg, &k, &out, None)
         }
         Cmd::Gen {
-            what: GenCmd::Gemm { shape, output },
+            what: GenCmd::Gemm { shape, gpu, output },
         } => {
-            let k = gemm(&shape.params()).map_err(Failure::input)?;
+            let cfg = gpu.resolve()?;
+            let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
+            emit_kernel(&k, output.as_deref())
+        }
+        Cmd::Gen {
+            what: GenCmd::Fa3 { shape, gpu, output },
+        } => {
+            let cfg = gpu.resolve()?;
+            let (k, _) = fa3(&shape.params(), &cfg).map_err(Failure::input)?;
             emit_kernel(&k, output.as_deref())
         }
         Cmd::Gen {
@@ -192,16 +246,18 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::TmaBw(g),
         } => g.run(),
         Cmd::Calibrate { what } => what.run(),
-        Cmd::Gemm {
-            shape,
-            gpu,
-            json,
-            trace,
-        } => {
+        Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
-            let k = gemm(&shape.params()).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, json, &trace)
+            let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
+            run_and_report(&cfg, &k, &out, None)
         }
+        Cmd::Fa3 { shape, gpu, out } => {
+            let cfg = gpu.resolve()?;
+            let p = shape.params();
+            let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
+            run_and_report(&cfg, &k, &out, Some(p.flops()))
+        }
+        Cmd::Bench(b) => b.run(),
         Cmd::Convert { input, output } => {
             let k = load_kernel(&input).map_err(Failure::input)?;
             save(&k, &output)
@@ -211,11 +267,24 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
 }
 
 impl Shape {
-    fn params(&self) -> GemmParams {
-        GemmParams {
-            m: self.m,
-            n: self.n,
-            k: self.k,
+    /// The generator parameters; persistent kernels get one CTA per SM of
+    /// `cfg`.
+    fn params(&self, cfg: &GpuConfig) -> GemmParams {
+        let p = GemmParams {
+            block_m: self.block_m,
+            block_n: self.block_n,
+            block_k: self.block_k,
+            stages: self.stages,
+            consumers: self.consumers,
+            persistent: self.persistent,
+            ctas: cfg.sms as u32,
+            group_m: self.group_m,
+            ..GemmParams::new(self.m, self.n, self.k)
+        };
+        if self.calibrated {
+            p.calibrated(Calibration::H800)
+        } else {
+            p
         }
     }
 }
@@ -256,9 +325,17 @@ struct TraceArgs {
 fn run_and_report(
     cfg: &GpuConfig,
     k: &Kernel,
-    json: bool,
-    trace: &TraceArgs,
+    out: &Outputs,
+    workload_flops: Option<u64>,
 ) -> Result<(), Failure> {
+    let trace = &out.trace;
+    if (out.gantt.is_some() || out.svg.is_some()) && out.gantt_sm >= cfg.sms {
+        return Err(Failure::Input(format!(
+            "--gantt-sm {}: the GPU has SMs 0..{}",
+            out.gantt_sm,
+            cfg.sms.saturating_sub(1)
+        )));
+    }
     let mut tracer = match &trace.dram_trace {
         Some(path) => {
             let format = TraceFormat::from_name(&trace.dram_trace_format).unwrap_or_default();
@@ -268,8 +345,12 @@ fn run_and_report(
         }
         None => None,
     };
-    let mut progress = Progress::new(!json);
-    let result = simulate_with_progress(cfg, k, &mut tracer, |c, r, t| progress.update(c, r, t));
+    let mut gantt = (out.gantt.is_some() || out.svg.is_some())
+        .then(|| GanttRecorder::for_kernel(out.gantt_sm, k));
+    let mut progress = Progress::new(!out.json);
+    let result = simulate_with_progress(cfg, k, &mut (&mut tracer, &mut gantt), |c, r, t| {
+        progress.update(c, r, t)
+    });
     progress.finish();
     if result.is_ok() {
         if let (Some(t), Some(path)) = (tracer.take(), &trace.dram_trace) {
@@ -277,18 +358,54 @@ fn run_and_report(
                 Failure::Input(format!("cannot write DRAM trace {}: {e}", path.display()))
             })?;
         }
+        if let Some(g) = &gantt {
+            if let Some(path) = &out.gantt {
+                write_chrome_trace(path, g, cfg.clock_mhz as f64).map_err(|e| {
+                    Failure::Input(format!("cannot write Gantt trace {}: {e}", path.display()))
+                })?;
+            }
+            if let Some(path) = &out.svg {
+                let title = format!("{} on {}, SM {}", k.name, cfg.name, out.gantt_sm);
+                write_svg(path, g, &title).map_err(|e| {
+                    Failure::Input(format!("cannot write SVG {}: {e}", path.display()))
+                })?;
+            }
+        }
     }
     let outcome = result.map_err(|e| match e {
         RunError::Build(_) => Failure::Input(e.to_string()),
         RunError::Alloc { .. } | RunError::Sim { .. } => Failure::Sim(e.to_string()),
     })?;
-    let report = Report::new(cfg, k, &outcome);
-    if json {
-        let text = serde_json::to_string_pretty(&report.to_json()).map_err(Failure::input)?;
-        out(&format!("{text}\n"))
-    } else {
-        out(&report.to_text())
+    let mut report = Report::new(cfg, k, &outcome);
+    if let Some(f) = workload_flops {
+        report = report.with_workload_flops(f);
     }
+    if out.json {
+        let text = serde_json::to_string_pretty(&report.to_json()).map_err(Failure::input)?;
+        self::out(&format!("{text}\n"))
+    } else {
+        self::out(&report.to_text())
+    }
+}
+
+/// Where the results of a simulation go besides the report.
+#[derive(Debug, Args)]
+struct Outputs {
+    /// Print the report as one JSON object on stdout (no progress display).
+    #[arg(long)]
+    json: bool,
+    /// Write a Chrome trace / Perfetto JSON timeline of one SM's WarpGroups
+    /// (TMA transfers, WGMMA groups, waits, bubbles).
+    #[arg(long, value_name = "FILE")]
+    gantt: Option<PathBuf>,
+    /// The SM that --gantt and --svg show.
+    #[arg(long, value_name = "SM", default_value_t = 0)]
+    gantt_sm: u16,
+    /// Draw the same timeline as an SVG Gantt chart.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    #[command(flatten)]
+    trace: TraceArgs,
 }
 
 /// Writes to stdout; a closed pipe (`simfa ... | head`) is not an error.

@@ -1,0 +1,156 @@
+//! `simfa bench`: simulation speed and memory on the reference
+//! workloads. Wall-clock time is measured here for the report only; it
+//! never reaches the simulation.
+
+use std::time::Instant;
+
+use clap::Args;
+use simfa_core::{GpuConfig, Kernel};
+use simfa_std::gen::fa3::{fa3, Fa3Params};
+use simfa_std::run::simulate;
+
+use crate::Failure;
+
+/// Options of `simfa bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Tokens of the FA3 case (Llama 3 70B attention, batch 1, H800).
+    #[arg(long, default_value_t = 4096)]
+    seqlen: u32,
+    /// Skip the GEMM sweep.
+    #[arg(long)]
+    skip_gemm: bool,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One measured run.
+#[derive(Debug, serde::Serialize)]
+struct Row {
+    workload: String,
+    cycles: u64,
+    wall_s: f64,
+    cycles_per_s: f64,
+    arena_bytes: usize,
+}
+
+/// Peak resident set size of this process in bytes (Linux `VmHWM`), if
+/// the platform tells.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn measure(name: String, cfg: &GpuConfig, k: &Kernel) -> Result<Row, Failure> {
+    let t = Instant::now();
+    let out = simulate(cfg, k, &mut ()).map_err(|e| Failure::Sim(e.to_string()))?;
+    let wall_s = t.elapsed().as_secs_f64();
+    let cycles = out.summary.cycles;
+    Ok(Row {
+        workload: name,
+        cycles,
+        wall_s,
+        cycles_per_s: if wall_s > 0.0 {
+            cycles as f64 / wall_s
+        } else {
+            0.0
+        },
+        arena_bytes: out.arena_bytes,
+    })
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+impl BenchArgs {
+    /// Runs the benchmark and prints its table.
+    pub fn run(&self) -> Result<(), Failure> {
+        let cfg = GpuConfig::h800();
+        let mut rows = Vec::new();
+        let p = Fa3Params {
+            heads: 64,
+            kv_heads: 8,
+            seqlen_q: self.seqlen,
+            seqlen_kv: self.seqlen,
+            ..Fa3Params::default()
+        };
+        let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
+        eprintln!("bench: fa3 llama3-70b {} tokens on h800 ...", self.seqlen);
+        rows.push(measure(
+            format!("fa3 llama3-70b s={}", self.seqlen),
+            &cfg,
+            &k,
+        )?);
+        if !self.skip_gemm {
+            for g in simfa_std::gen::sweep_shapes() {
+                let k = simfa_std::gen::gemm(&g).map_err(Failure::input)?;
+                eprintln!("bench: gemm {}x{}x{} ...", g.m, g.n, g.k);
+                rows.push(measure(format!("gemm {}x{}x{}", g.m, g.n, g.k), &cfg, &k)?);
+            }
+        }
+        let peak = peak_rss_bytes();
+        let mut gemm_rates: Vec<f64> = rows[1..].iter().map(|r| r.cycles_per_s).collect();
+        let gemm_median = median(&mut gemm_rates);
+        if self.json {
+            let v = serde_json::json!({
+                "runs": rows,
+                "fa3_cycles_per_s": rows[0].cycles_per_s,
+                "gemm_median_cycles_per_s": gemm_median,
+                "peak_rss_bytes": peak,
+            });
+            let text = serde_json::to_string_pretty(&v).map_err(Failure::input)?;
+            return crate::out(&format!("{text}\n"));
+        }
+        let mut s = format!(
+            "{:<28} {:>10} {:>9} {:>12} {:>10}\n",
+            "workload", "cycles", "wall s", "cycles/s", "arena MB"
+        );
+        for r in &rows {
+            s.push_str(&format!(
+                "{:<28} {:>10} {:>9.2} {:>12.0} {:>10.1}\n",
+                r.workload,
+                r.cycles,
+                r.wall_s,
+                r.cycles_per_s,
+                r.arena_bytes as f64 / (1 << 20) as f64
+            ));
+        }
+        if rows.len() > 1 {
+            s.push_str(&format!("gemm sweep median: {gemm_median:.0} cycles/s\n"));
+        }
+        match peak {
+            Some(b) => s.push_str(&format!(
+                "peak resident memory: {:.1} MB\n",
+                b as f64 / (1 << 20) as f64
+            )),
+            None => s.push_str("peak resident memory: not available on this platform\n"),
+        }
+        crate::out(&s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_rss_is_read() {
+        let b = peak_rss_bytes().expect("Linux reports VmHWM");
+        assert!(b > 1 << 20, "{b}");
+    }
+
+    #[test]
+    fn median_of_rates() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut []), 0.0);
+    }
+}

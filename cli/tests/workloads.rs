@@ -1,0 +1,151 @@
+//! `simfa fa3`, `simfa gen fa3`, the documented JSON report keys and the
+//! Gantt outputs, end to end through the binary.
+
+mod common;
+use common::*;
+
+/// The keys the README documents for every report.
+const KEYS: [&str; 16] = [
+    "cycles",
+    "time_us",
+    "tflops",
+    "digest",
+    "l2_hit_rate",
+    "dram_read_bytes",
+    "dram_write_bytes",
+    "tensor_utilization",
+    "tma_bytes_requested",
+    "l2_requests",
+    "l2_hits",
+    "l2_misses",
+    "cold_interval_cycles",
+    "compute_field_cycles",
+    "flops",
+    "flops_source",
+];
+
+const SMALL: [&str; 8] = [
+    "--heads",
+    "2",
+    "--kv-heads",
+    "1",
+    "--seqlen",
+    "256",
+    "--gpu",
+    "h800",
+];
+
+#[test]
+fn fa3_json_report_has_every_documented_key() {
+    let mut args = vec!["fa3", "--json"];
+    args.extend_from_slice(&SMALL);
+    let j = json(&simfa(&args));
+    for k in KEYS {
+        assert!(!j[k].is_null(), "missing key {k} in {j}");
+    }
+    let cycles = j["cycles"].as_u64().unwrap();
+    assert!(cycles > 1000);
+    assert_eq!(j["flops_source"], "workload");
+    // 4 * 256 * 256 * 128 * 2 heads
+    assert_eq!(j["flops"].as_u64(), Some(4 * 256 * 256 * 128 * 2));
+    let cold = j["cold_interval_cycles"].as_u64().unwrap();
+    let field = j["compute_field_cycles"].as_u64().unwrap();
+    assert!(
+        field > 0 && field < cold && cold <= cycles,
+        "{field} {cold} {cycles}"
+    );
+    assert!(j["l2_requests"].as_u64().unwrap() > 0);
+    assert!(j["tensor_utilization"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn gen_fa3_then_run_gives_the_same_digest() {
+    let d = Scratch::new("fa3");
+    let file = d.path("fa3.sasm");
+    let mut args = vec!["gen", "fa3", "-o", s(&file)];
+    args.extend_from_slice(&SMALL[..6]);
+    let o = simfa(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("role producer") && text.contains("role consumer1"));
+    let run = json(&simfa(&["run", s(&file), "--json"]));
+    let mut args = vec!["fa3", "--json"];
+    args.extend_from_slice(&SMALL);
+    let direct = json(&simfa(&args));
+    assert_eq!(run["digest"], direct["digest"]);
+    assert_eq!(run["cycles"], direct["cycles"]);
+}
+
+#[test]
+fn gantt_is_a_chrome_trace_and_svg_draws_it() {
+    let d = Scratch::new("gantt");
+    let (g, v) = (d.path("t.json"), d.path("t.svg"));
+    let mut args = vec!["fa3", "--json", "--gantt", s(&g), "--svg", s(&v)];
+    args.extend_from_slice(&SMALL);
+    json(&simfa(&args));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&g).unwrap()).unwrap();
+    let events = trace.as_array().expect("a Chrome trace array");
+    let complete: Vec<_> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert!(complete.len() > 20);
+    for e in &complete {
+        for k in ["pid", "tid", "ts", "dur", "name"] {
+            assert!(!e[k].is_null(), "{k} missing in {e}");
+        }
+        assert!(e["dur"].as_f64().unwrap() >= 0.0);
+    }
+    let names: Vec<&str> = complete.iter().filter_map(|e| e["cat"].as_str()).collect();
+    for cat in ["wgmma", "bubble"] {
+        assert!(names.iter().any(|n| n.contains(cat)), "no {cat} span");
+    }
+    let svg = std::fs::read_to_string(&v).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("consumer0") && svg.contains("producer"));
+}
+
+#[test]
+fn gantt_sm_out_of_range_exits_2() {
+    let d = Scratch::new("gantt-sm");
+    let g = d.path("t.json");
+    let mut args = vec!["fa3", "--gantt", s(&g), "--gantt-sm", "500"];
+    args.extend_from_slice(&SMALL);
+    let o = simfa(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--gantt-sm 500"), "{}", stderr(&o));
+    assert!(!g.exists());
+}
+
+#[test]
+fn bad_fa3_shapes_exit_2() {
+    for (args, msg) in [
+        (vec!["fa3", "--hdim", "96"], "head dim"),
+        (vec!["fa3", "--heads", "6", "--kv-heads", "4"], "kv heads"),
+        (vec!["fa3", "--causal", "--seqlen-kv", "8192"], "kv seqlen"),
+        (vec!["fa3", "--seqlen", "0"], "seqlen"),
+    ] {
+        let o = simfa(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(msg), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn gemm_kernel_parameters() {
+    let base = ["gemm", "--json", "--m", "512", "--n", "512", "--k", "512"];
+    let plain = json(&simfa(&base));
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--stages", "3", "--consumers", "2", "--persistent"]);
+    let piped = json(&simfa(&args));
+    assert_eq!(piped["flops"], plain["flops"]);
+    assert_ne!(piped["digest"], plain["digest"]);
+    let mut args = base.to_vec();
+    args.push("--calibrated");
+    let cal = json(&simfa(&args));
+    // 4314 cycles of prologue/epilogue plus 330 per BK=64 iteration.
+    assert!(cal["cycles"].as_u64().unwrap() > plain["cycles"].as_u64().unwrap() + 4314 + 7 * 330);
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--block-n", "100"]);
+    let o = simfa(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("block"), "{}", stderr(&o));
+}
