@@ -65,8 +65,8 @@
 //! are swept column by column before the next band. Without `persistent`
 //! this is the kernel's [`CtaOrder::Grouped`] launch order; with it, the
 //! tile index is decomposed by the expressions themselves:
-//! `pid_n = (t / group_m) % (N/BN)`, `pid_m = t / (group_m * N/BN) * group_m
-//! + t % group_m`. Because an expression has a single division, the A and C
+//! `pid_n = (t / group_m) % (N/BN)` and
+//! `pid_m = t / (group_m * N/BN) * group_m + t % group_m`. Because an expression has a single division, the A and C
 //! tensor maps of a persistent kernel view the row dimension as
 //! `[BM, group_m, M/(BM*group_m)]` (rank 4, same base and strides, so the
 //! same addresses as the row-major 2-D map).

@@ -47,21 +47,21 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     let k_off = expr(
         &mut k,
         Expr {
-            l: [64 as i64, 0, 0, 0],
+            l: [64_i64, 0, 0, 0],
             ..Expr::constant(0)
         },
     )?;
     let row = expr(
         &mut k,
         Expr {
-            c: [0, 128 as i64, 0],
+            c: [0, 128_i64, 0],
             ..Expr::constant(0)
         },
     )?;
     let col = expr(
         &mut k,
         Expr {
-            c: [128 as i64, 0, 0],
+            c: [128_i64, 0, 0],
             ..Expr::constant(0)
         },
     )?;
@@ -109,7 +109,7 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     code(&mut k, Instr::MbarArrive { bar: full })?;
     code(&mut k, Instr::MbarWait { bar: full, parity })?;
     for _ in 0..(128 / 64) * (64 / 16) {
-        code(&mut k, Instr::Wgmma { n: 128 as u16 })?;
+        code(&mut k, Instr::Wgmma { n: 128_u16 })?;
     }
     code(&mut k, Instr::WgmmaCommit)?;
     code(&mut k, Instr::WgmmaWait { n: 0 })?;
@@ -508,8 +508,8 @@ fn triton(pid: u64, npm: u64, npn: u64, g: u64) -> (u64, u64) {
 /// Global address of the box origin `coords` of map `m`.
 fn origin(m: &TensorMap, coords: &[i64]) -> u64 {
     let mut a = m.base + coords[0] as u64 * m.elem_bytes as u64;
-    for d in 1..m.rank as usize {
-        a += coords[d] as u64 * m.strides[d];
+    for (&c, &stride) in coords.iter().zip(&m.strides).take(m.rank as usize).skip(1) {
+        a += c as u64 * stride;
     }
     a
 }
