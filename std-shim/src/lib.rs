@@ -3,10 +3,12 @@
 //! Everything around [`simfa_core`] that needs the standard library: the
 //! text assembly ([`asm`]), kernel files in either encoding ([`load`]), GPU
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
-//! kernel with a heap-allocated arena ([`run`]) and reports ([`report`]).
+//! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
+//! the read-after-transfer consistency checker ([`check`]).
 
 pub mod asm;
 pub mod calibrate;
+pub mod check;
 pub mod config;
 pub mod gen;
 pub mod load;

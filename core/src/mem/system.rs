@@ -641,14 +641,18 @@ impl<'a> MemorySystem<'a> {
         }
     }
 
-    /// Notes that `slice` answered a read of `line` (looked up at `at`).
-    fn note_served(&self, sink: &mut impl MemSink, line: u64, slice: u16, hit: bool, at: u64) {
+    /// Notes that `slice` answered a read of `line` (looked up at `at`),
+    /// its data leaving the slice at `served`; returns `served`.
+    fn note_served(
+        &self,
+        sink: &mut impl MemSink,
+        line: u64,
+        slice: u16,
+        hit: bool,
+        at: u64,
+        served: u64,
+    ) -> u64 {
         if sink.wants_notes() {
-            let served = if hit {
-                at + self.cfg.hit_latency as u64
-            } else {
-                at + self.cfg.fill_latency as u64
-            };
             let ev = Event::LineServed {
                 addr: line * self.cfg.line_bytes as u64,
                 slice,
@@ -658,6 +662,7 @@ impl<'a> MemorySystem<'a> {
             };
             sink.note(at, ev);
         }
+        served
     }
 
     fn arrive(&mut self, t: u64, id: u32, slice: u16, probe: bool, sink: &mut impl MemSink) {
@@ -667,14 +672,12 @@ impl<'a> MemorySystem<'a> {
         if probe {
             if tags.touch(key) {
                 // A shadow copy in the near partition: no far crossing.
-                self.note_served(sink, r.line, slice, true, t);
+                let hit = t + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, r.line, slice, true, t, hit);
                 self.stats.shadow_hits += 1;
                 self.reqs[id as usize].far = false;
                 let back = self.back(id);
-                self.push(
-                    t + self.cfg.hit_latency as u64 + back,
-                    MemEv::Respond { req: id },
-                );
+                self.push(served + back, MemEv::Respond { req: id });
                 return;
             }
             let home = self.home(r.line);
@@ -716,17 +719,15 @@ impl<'a> MemorySystem<'a> {
             return;
         }
         if tags.touch(key) {
-            self.note_served(sink, r.line, slice, true, t);
+            let hit = t + self.cfg.hit_latency as u64;
+            let served = self.note_served(sink, r.line, slice, true, t, hit);
             self.stats.l2_hits += 1;
             if r.far {
                 self.stats.far_reads += 1;
                 self.maybe_shadow(t, slice, key);
             }
             let back = self.back(id);
-            self.push(
-                t + self.cfg.hit_latency as u64 + back,
-                MemEv::Respond { req: id },
-            );
+            self.push(served + back, MemEv::Respond { req: id });
             return;
         }
         self.stats.l2_misses += 1;
@@ -739,12 +740,10 @@ impl<'a> MemorySystem<'a> {
         if let Some(&leader) = self.mshr.get(line) {
             if self.early_hits {
                 // Test-only fault: answer before the fill is usable.
-                self.note_served(sink, line, slice, true, t);
+                let hit = t + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, line, slice, true, t, hit);
                 let back = self.back(id);
-                self.push(
-                    t + self.cfg.hit_latency as u64 + back,
-                    MemEv::Respond { req: id },
-                );
+                self.push(served + back, MemEv::Respond { req: id });
                 return;
             }
             self.reqs[id as usize].ms_next = self.reqs[leader as usize].ms_next;
@@ -933,10 +932,10 @@ impl<'a> MemorySystem<'a> {
         let mut any_far = false;
         while id != NIL {
             let next = self.reqs[id as usize].ms_next;
-            self.note_served(sink, line, slice, false, c.cycle);
+            let served = self.note_served(sink, line, slice, false, c.cycle, t);
             any_far |= self.reqs[id as usize].far;
             let back = self.back(id);
-            self.push(t + back, MemEv::Respond { req: id });
+            self.push(served + back, MemEv::Respond { req: id });
             id = next;
         }
         if any_far {
@@ -956,12 +955,10 @@ impl<'a> MemorySystem<'a> {
             let wline = self.reqs[w as usize].line;
             let key = key_of(wline);
             if self.tags[slice as usize].touch(key) {
-                self.note_served(sink, wline, slice, true, c.cycle);
+                let hit = c.cycle + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, wline, slice, true, c.cycle, hit);
                 let back = self.back(w);
-                self.push(
-                    c.cycle + self.cfg.hit_latency as u64 + back,
-                    MemEv::Respond { req: w },
-                );
+                self.push(served + back, MemEv::Respond { req: w });
             } else {
                 self.miss(c.cycle, w, slice, sink);
             }
