@@ -180,7 +180,7 @@ pub enum Event {
         /// Answered from the tags rather than by a fill.
         hit: bool,
         /// Cycle the slice looked the line up for this answer: the request's
-        /// arrival for a hit, the fill's DRAM return for a miss.
+        /// arrival for a hit, the cycle the fill became usable for a miss.
         at: u64,
         /// Cycle the data leaves the slice.
         served: u64,

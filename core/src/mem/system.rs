@@ -14,7 +14,9 @@
 //! into an MSHR for the same line or allocates one and goes to DRAM; with
 //! every MSHR of the slice busy it waits, in order, for one to free
 //! (back-pressure, never a drop). A fill is usable `fill_latency` after
-//! DRAM returns the data; then every merged request answers. Writes (TMA
+//! DRAM returns the data; then the line enters the tags and every
+//! merged request answers (reads arriving before then merge into the MSHR:
+//! no hit is served from a line whose data cannot be read yet). Writes (TMA
 //! stores) allocate their line dirty without fetching it (full-line
 //! writes); dirty victims are written back to DRAM.
 //!
@@ -168,6 +170,9 @@ enum MemEv {
     Arrive { req: u32, slice: u16, probe: bool },
     /// A request's data is back at its SM.
     Respond { req: u32 },
+    /// The fill led by request `req` became usable: its line enters the
+    /// tags and every request merged into its MSHR is answered.
+    Fill { req: u32 },
 }
 
 /// Slots of the memory system's timing wheel: every fixed latency of the
@@ -179,7 +184,8 @@ impl MemEv {
     const fn class(&self) -> u8 {
         match self {
             MemEv::Respond { .. } => 0,
-            MemEv::Arrive { .. } => 1,
+            MemEv::Fill { .. } => 1,
+            MemEv::Arrive { .. } => 2,
         }
     }
 }
@@ -638,6 +644,7 @@ impl<'a> MemorySystem<'a> {
         match e.event {
             MemEv::Arrive { req, slice, probe } => self.arrive(t, req, slice, probe, done),
             MemEv::Respond { req } => self.respond(t, req, done),
+            MemEv::Fill { req } => self.fill(t, req, done),
         }
     }
 
@@ -909,7 +916,6 @@ impl<'a> MemorySystem<'a> {
         let leader = c.tag;
         let line = self.reqs[leader as usize].line;
         let slice = self.home(line);
-        let key = key_of(line);
         let t = c.cycle + self.cfg.fill_latency as u64;
         if sink.wants_notes() {
             let addr = line * self.cfg.line_bytes as u64;
@@ -922,9 +928,20 @@ impl<'a> MemorySystem<'a> {
             };
             sink.note(c.cycle, ev);
         }
+        // The MSHR stays until the fill is usable, so reads of the line
+        // arriving meanwhile merge into it instead of hitting a line whose
+        // data cannot be read yet.
+        self.push(t, MemEv::Fill { req: leader });
+    }
+
+    /// The fill led by request `leader` is usable at `t`.
+    fn fill(&mut self, t: u64, leader: u32, sink: &mut impl MemSink) {
+        let line = self.reqs[leader as usize].line;
+        let slice = self.home(line);
+        let key = key_of(line);
         if !self.tags[slice as usize].touch(key) {
             if let Some(ev) = self.tags[slice as usize].insert(key, false, HOME) {
-                self.evicted(c.cycle, ev.line, ev.dirty, ev.kind);
+                self.evicted(t, ev.line, ev.dirty, ev.kind);
             }
         }
         self.mshr.remove(line);
@@ -932,7 +949,7 @@ impl<'a> MemorySystem<'a> {
         let mut any_far = false;
         while id != NIL {
             let next = self.reqs[id as usize].ms_next;
-            let served = self.note_served(sink, line, slice, false, c.cycle, t);
+            let served = self.note_served(sink, line, slice, false, t, t);
             any_far |= self.reqs[id as usize].far;
             let back = self.back(id);
             self.push(served + back, MemEv::Respond { req: id });
@@ -940,7 +957,7 @@ impl<'a> MemorySystem<'a> {
         }
         if any_far {
             self.stats.far_reads += 1;
-            self.maybe_shadow(c.cycle, slice, key);
+            self.maybe_shadow(t, slice, key);
         }
         let s = &mut self.slices[slice as usize];
         s.mshrs_used -= 1;
@@ -955,12 +972,12 @@ impl<'a> MemorySystem<'a> {
             let wline = self.reqs[w as usize].line;
             let key = key_of(wline);
             if self.tags[slice as usize].touch(key) {
-                let hit = c.cycle + self.cfg.hit_latency as u64;
-                let served = self.note_served(sink, wline, slice, true, c.cycle, hit);
+                let hit = t + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, wline, slice, true, t, hit);
                 let back = self.back(w);
                 self.push(served + back, MemEv::Respond { req: w });
             } else {
-                self.miss(c.cycle, w, slice, sink);
+                self.miss(t, w, slice, sink);
             }
         }
     }
