@@ -593,13 +593,26 @@ impl ConsistencyChecker {
             );
             self.flag(v);
         } else if hit && served < ready.max(at) + self.hit_latency {
-            let v =
-                self.line_violation(ViolationKind::HitTooSoon, addr, slice, at, served, Some(ready));
+            let v = self.line_violation(
+                ViolationKind::HitTooSoon,
+                addr,
+                slice,
+                at,
+                served,
+                Some(ready),
+            );
             self.flag(v);
         }
     }
 
-    fn on_issue_tma(&mut self, cycle: u64, who: &Who, done: Option<u64>, op: u32, bar: Option<u16>) {
+    fn on_issue_tma(
+        &mut self,
+        cycle: u64,
+        who: &Who,
+        done: Option<u64>,
+        op: u32,
+        bar: Option<u16>,
+    ) {
         let mut st = OpState {
             sm: who.sm,
             cta: who.cta,
@@ -616,11 +629,10 @@ impl ConsistencyChecker {
                 .push(op);
             // A WarpGroup woken for this barrier's completed phase that has
             // not passed its wait yet still has to read that phase's data.
-            let woken = self.waiters.get(&who.cta).and_then(|ws| {
-                ws.iter()
-                    .find(|w| w.bar == b && w.woken.is_some())
-                    .copied()
-            });
+            let woken = self
+                .waiters
+                .get(&who.cta)
+                .and_then(|ws| ws.iter().find(|w| w.bar == b && w.woken.is_some()).copied());
             if let Some(w) = woken {
                 let (p, at) = w.woken.expect("found by woken.is_some()");
                 let v = Violation {
@@ -856,11 +868,7 @@ impl Observer for ConsistencyChecker {
                 served,
             } => self.on_served(addr, slice, hit, at, served),
             Event::TmaIssue {
-                who,
-                done,
-                op,
-                bar,
-                ..
+                who, done, op, bar, ..
             } => self.on_issue_tma(c, &who, done, op, bar),
             Event::TmaLineRequest { op, .. } => {
                 if let Some(st) = self.ops.get_mut(&op) {
@@ -936,7 +944,12 @@ mod tests {
             let kernel = gemm_k(m, n, k);
             for cfg in [GpuConfig::h800(), fixed()] {
                 let c = check(&cfg, &kernel);
-                assert!(c.is_clean(), "{m}x{n}x{k} {:?}: {}", cfg.memory, c.summary());
+                assert!(
+                    c.is_clean(),
+                    "{m}x{n}x{k} {:?}: {}",
+                    cfg.memory,
+                    c.summary()
+                );
                 let (reads, wgmmas) = c.checked();
                 assert!(wgmmas > 0);
                 assert_eq!(reads > 0, cfg.memory == MemoryModel::Hierarchy);
