@@ -429,6 +429,7 @@ mod tests {
         pair.on_event(Cycle(3), &detail);
         pair.on_event(Cycle(4), &Event::CtaLaunch { sm: 0, cta: 0 });
         assert_eq!((pair.0 .0, pair.1 .0), (1, 2));
-        assert!((&mut pair).wants_detail());
+        let by_ref: &mut dyn Observer = &mut pair;
+        assert!(by_ref.wants_detail());
     }
 }

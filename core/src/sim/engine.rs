@@ -34,7 +34,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         &mut self.tma.as_mut().expect("hierarchy mode").engines[sm]
     }
 
-    /// Queues a TMA operation of thread `ti` whose setup ends at `start`.
+    /// Queues TMA operation `id` of thread `ti` whose setup ends at `start`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_op(
         &mut self,
         ti: usize,
