@@ -64,6 +64,44 @@ pub struct UnitThroughput {
     pub fp16: u32,
 }
 
+/// A deliberate inconsistency injected into the timing model, so tests can
+/// prove that the read-after-transfer checker (the std shim's
+/// `ConsistencyChecker`) fails when it should. **Test-only**: every preset
+/// and every configuration file has [`Fault::None`]; the field is neither
+/// written to nor read from TOML files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Fault {
+    /// The model as calibrated.
+    #[default]
+    None,
+    /// TMA completions are signalled early. With the fixed port, a
+    /// transfer's completion (its mbarrier bytes, its `TmaDone`) comes
+    /// `cycles` cycles before the port lands it (but never in its issue
+    /// cycle). With the memory hierarchy, an operation's completion comes
+    /// `cycles` cycles after its last line request leaves the engine, or
+    /// when its last line returns if that is sooner.
+    EarlyTma {
+        /// How far ahead of the data the completion is signalled.
+        cycles: u32,
+    },
+    /// An L2 read that finds its line's fill still in flight (it would merge
+    /// into that fill's MSHR) is answered as a hit, after the hit latency,
+    /// instead of waiting for the fill.
+    EarlyHit,
+    /// `stage.acquire` succeeds without waiting for the consumers to release
+    /// the stage's previous round.
+    EarlyStage,
+}
+
+impl Fault {
+    /// True for [`Fault::None`].
+    pub const fn is_none(&self) -> bool {
+        matches!(self, Fault::None)
+    }
+}
+
 /// Every parameter of a simulated GPU.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +159,12 @@ pub struct GpuConfig {
     pub watchdog_cycles: u64,
     /// Seed of the core's random generator.
     pub seed: u64,
+    /// Test-only fault injection ([`Fault::None`] in every preset). Skipped
+    /// when serialising and defaulted when absent, so configuration files
+    /// and serialised presets do not mention it, and a file that sets it
+    /// gets the unknown-key error.
+    #[serde(default, skip_serializing)]
+    pub fault: Fault,
 }
 
 /// Names of the built-in presets.
@@ -209,6 +253,7 @@ impl GpuConfig {
             },
             watchdog_cycles: 10_000_000_000,
             seed: 0x5EED,
+            fault: Fault::None,
         }
     }
 

@@ -69,7 +69,7 @@ mod sim;
 pub mod source;
 pub mod time;
 
-pub use config::{GpuConfig, SchedulerPolicy, PRESETS};
+pub use config::{Fault, GpuConfig, SchedulerPolicy, PRESETS};
 pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, SimError};
 pub use isa::{Expr, Instr, Op, Ref, WaitReason};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};

@@ -4,6 +4,15 @@
 //! emitted in the canonical order (cycle, then processing order, which is
 //! itself deterministic) to the [`Observer`] of the call and folded into the
 //! run's digest. The unit observer `()` costs nothing.
+//!
+//! # Detail events
+//!
+//! Some variants ([`Event::is_detail`]) describe data movement line by line
+//! (TMA line requests and landings, L2 fills and answers, DRAM read
+//! completions, stage acquisitions) for consistency checkers. They are built
+//! and delivered only to observers whose [`Observer::wants_detail`] is true,
+//! and they are never folded into the digest: asking for them changes
+//! neither the run nor its digest.
 
 use crate::isa::{Op, WaitReason};
 use crate::time::Cycle;
@@ -84,8 +93,15 @@ pub enum Event {
         store: bool,
         /// Completion cycle, when known at issue.
         done: Option<u64>,
+        /// Operation id: the number of TMA operations issued before it in
+        /// this run (wrapping). Not part of the digest.
+        op: u32,
+        /// The mbarrier a load delivers its bytes to (CTA-wide index);
+        /// `None` for stores. Not part of the digest.
+        bar: Option<u16>,
     },
-    /// A TMA or bulk transfer completed.
+    /// A TMA or bulk transfer completed (its completion was signalled: its
+    /// bytes were delivered to its mbarrier, or its store counted down).
     TmaDone {
         /// Issuer.
         who: Who,
@@ -93,6 +109,10 @@ pub enum Event {
         bytes: u64,
         /// True for stores.
         store: bool,
+        /// Operation id (as in [`Event::TmaIssue`]). Not part of the digest.
+        op: u32,
+        /// The mbarrier of a load; `None` for stores. Not part of the digest.
+        bar: Option<u16>,
     },
     /// The DRAM accepted a line request (memory hierarchy only).
     DramRequest {
@@ -112,10 +132,87 @@ pub enum Event {
         /// Phases completed so far.
         phase: u32,
     },
+    /// Detail: TMA operation `op` of SM `sm` sent a line request to the L2
+    /// (memory hierarchy only).
+    TmaLineRequest {
+        /// SM.
+        sm: u16,
+        /// Operation id.
+        op: u32,
+        /// Line address.
+        addr: u64,
+    },
+    /// Detail: a line of TMA operation `op` came back to SM `sm`: for a load,
+    /// its bytes are now in shared memory (memory hierarchy only).
+    TmaLineLanded {
+        /// SM.
+        sm: u16,
+        /// Operation id.
+        op: u32,
+        /// Line address.
+        addr: u64,
+    },
+    /// Detail: the DRAM completed the read of a line for an L2 fill.
+    DramDone {
+        /// Line address.
+        addr: u64,
+    },
+    /// Detail: an L2 slice received a line: DRAM data for a fill (usable
+    /// from `ready`), or a full-line write of a TMA store (`write`, usable
+    /// from `ready`, the cycle it reached the slice).
+    LineFill {
+        /// Line address.
+        addr: u64,
+        /// Slice.
+        slice: u16,
+        /// First cycle the data can be read.
+        ready: u64,
+        /// A store's write rather than a DRAM fill.
+        write: bool,
+    },
+    /// Detail: an L2 slice answered a read of a line: a hit (home or shadow
+    /// copy) looked up at `at`, or a miss answered by its fill.
+    LineServed {
+        /// Line address.
+        addr: u64,
+        /// Slice that answered.
+        slice: u16,
+        /// Answered from the tags rather than by a fill.
+        hit: bool,
+        /// Cycle the slice looked the line up for this answer: the request's
+        /// arrival for a hit, the cycle the fill became usable for a miss.
+        at: u64,
+        /// Cycle the data leaves the slice.
+        served: u64,
+    },
+    /// Detail: a WarpGroup acquired a stage for its producer role.
+    StageAcquired {
+        /// Acquirer.
+        who: Who,
+        /// CTA-wide stage index.
+        stage: u16,
+        /// Releases each round of the stage needs.
+        consumers: u16,
+    },
 }
 
 impl Event {
-    /// Words folded into the digest for this event.
+    /// True for the detail variants: delivered only to observers that
+    /// [want them](Observer::wants_detail), never folded into the digest.
+    pub const fn is_detail(&self) -> bool {
+        matches!(
+            self,
+            Event::TmaLineRequest { .. }
+                | Event::TmaLineLanded { .. }
+                | Event::DramDone { .. }
+                | Event::LineFill { .. }
+                | Event::LineServed { .. }
+                | Event::StageAcquired { .. }
+        )
+    }
+
+    /// Words folded into the digest for this event (detail events are
+    /// never folded; they give zeros).
     pub(crate) fn digest_words(&self) -> [u64; 3] {
         let who = |w: &Who| {
             ((w.sm as u64) << 48) | ((w.wg as u64) << 40) | ((w.role as u64) << 32) | w.cta as u64
@@ -133,6 +230,7 @@ impl Event {
                 bytes,
                 store,
                 done,
+                ..
             } => [
                 8 | (*store as u64) << 4 | bytes << 8,
                 who(w),
@@ -142,6 +240,7 @@ impl Event {
                 who: w,
                 bytes,
                 store,
+                ..
             } => [9 | (*store as u64) << 4 | bytes << 8, who(w), 0],
             Event::DramRequest { write, addr } => [11 | (*write as u64) << 8, *addr, 0],
             Event::PhaseComplete {
@@ -154,6 +253,12 @@ impl Event {
                 ((*sm as u64) << 32) | *cta as u64,
                 *phase as u64,
             ],
+            Event::TmaLineRequest { .. }
+            | Event::TmaLineLanded { .. }
+            | Event::DramDone { .. }
+            | Event::LineFill { .. }
+            | Event::LineServed { .. }
+            | Event::StageAcquired { .. } => [0; 3],
         }
     }
 }
@@ -193,7 +298,16 @@ fn op_word(op: &Op) -> u64 {
 /// Receives every event of a run. All methods default to doing nothing.
 pub trait Observer {
     /// Called for each event, in canonical order, at the cycle it happens.
+    /// Detail events ([`Event::is_detail`]) come only when
+    /// [`Observer::wants_detail`] is true.
     fn on_event(&mut self, _cycle: Cycle, _event: &Event) {}
+
+    /// Whether to build and deliver detail events. The simulator asks before
+    /// building any, so an observer that says no (the default) costs
+    /// nothing for them. The answer may change between calls.
+    fn wants_detail(&self) -> bool {
+        false
+    }
 }
 
 impl Observer for () {}
@@ -201,6 +315,10 @@ impl Observer for () {}
 impl<O: Observer + ?Sized> Observer for &mut O {
     fn on_event(&mut self, cycle: Cycle, event: &Event) {
         (**self).on_event(cycle, event)
+    }
+
+    fn wants_detail(&self) -> bool {
+        (**self).wants_detail()
     }
 }
 
@@ -210,13 +328,27 @@ impl<O: Observer> Observer for Option<O> {
             o.on_event(cycle, event)
         }
     }
+
+    fn wants_detail(&self) -> bool {
+        self.as_ref().is_some_and(O::wants_detail)
+    }
 }
 
-/// Two observers side by side: each sees every event, the first one first.
+/// Two observers side by side: each sees every event, the first one first;
+/// detail events go only to the side(s) that want them.
 impl<A: Observer, B: Observer> Observer for (A, B) {
     fn on_event(&mut self, cycle: Cycle, event: &Event) {
-        self.0.on_event(cycle, event);
-        self.1.on_event(cycle, event);
+        let detail = event.is_detail();
+        if !detail || self.0.wants_detail() {
+            self.0.on_event(cycle, event);
+        }
+        if !detail || self.1.wants_detail() {
+            self.1.on_event(cycle, event);
+        }
+    }
+
+    fn wants_detail(&self) -> bool {
+        self.0.wants_detail() || self.1.wants_detail()
     }
 }
 
@@ -274,5 +406,30 @@ mod tests {
         assert_eq!((pair.0 .0, pair.0 .1), (2, 9));
         let b = pair.1.as_ref().unwrap();
         assert_eq!((b.0, b.1), (2, 9));
+    }
+
+    struct Detailed(u32);
+    impl Observer for Detailed {
+        fn on_event(&mut self, _cycle: Cycle, _event: &Event) {
+            self.0 += 1;
+        }
+        fn wants_detail(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn detail_events_reach_only_observers_that_want_them() {
+        let mut pair = (Count(0, 0), Detailed(0));
+        assert!(pair.wants_detail());
+        assert!(!(Count(0, 0), None::<Detailed>).wants_detail());
+        let detail = Event::DramDone { addr: 128 };
+        assert!(detail.is_detail());
+        assert_eq!(detail.digest_words(), [0; 3]);
+        pair.on_event(Cycle(3), &detail);
+        pair.on_event(Cycle(4), &Event::CtaLaunch { sm: 0, cta: 0 });
+        assert_eq!((pair.0 .0, pair.1 .0), (1, 2));
+        let by_ref: &mut dyn Observer = &mut pair;
+        assert!(by_ref.wants_detail());
     }
 }

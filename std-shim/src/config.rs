@@ -341,6 +341,20 @@ mod tests {
         config_from_toml(text, "gpu.toml").unwrap_err()
     }
 
+    /// The test-only fault is neither in serialised presets nor settable
+    /// from a file: configurations always load with `Fault::None`.
+    #[test]
+    fn fault_is_not_a_file_key() {
+        let c = config_from_toml("preset = \"h800\"\n", "x.toml").unwrap();
+        assert_eq!(c.fault, simfa_core::Fault::None);
+        let table = toml::Value::try_from(GpuConfig::h800()).unwrap();
+        assert!(table.get("fault").is_none());
+        match err("preset = \"h800\"\nfault = \"early_hit\"\n") {
+            ConfigFileError::UnknownKey { key, .. } => assert_eq!(key, "fault"),
+            e => panic!("expected an unknown key, got {e}"),
+        }
+    }
+
     #[test]
     fn preset_only() {
         let c = config_from_toml("preset = \"h20\"\n", "x.toml").unwrap();

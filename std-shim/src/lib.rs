@@ -4,10 +4,12 @@
 //! text assembly ([`asm`]), kernel files in either encoding ([`load`]), GPU
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
 //! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
-//! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]).
+//! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
+//! and the read-after-transfer consistency checker ([`check`]).
 
 pub mod asm;
 pub mod calibrate;
+pub mod check;
 pub mod config;
 pub mod gantt;
 mod gantt_svg;

@@ -138,6 +138,10 @@ impl<O: Observer> Observer for FlopCounter<'_, O> {
         }
         self.inner.on_event(cycle, event);
     }
+
+    fn wants_detail(&self) -> bool {
+        self.inner.wants_detail()
+    }
 }
 
 /// Builds and runs `k` on `cfg`, sending every event to `obs`.

@@ -6,6 +6,7 @@ use simfa_core::{
     Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Ref, Role, SimError,
     Simulator, StageDecl, Summary, TensorMap,
 };
+use simfa_std::check::ConsistencyChecker;
 
 /// Builds kernels instruction by instruction.
 #[derive(Default)]
@@ -179,19 +180,40 @@ impl Observer for Recorder {
     }
 }
 
-/// Runs a kernel to completion with a fresh arena.
+/// Runs a kernel to completion with a fresh arena, checking read-after-transfer
+/// consistency (panics with the checker's summary if it finds a violation).
 pub fn run(cfg: &GpuConfig, k: &Kernel) -> Result<Summary, SimError> {
     run_observed(cfg, k, &mut ())
 }
 
-/// Runs a kernel to completion with an observer.
+/// Runs a kernel to completion with an observer, paired with a
+/// [`ConsistencyChecker`] that must stay clean (panics otherwise).
 pub fn run_observed(
     cfg: &GpuConfig,
     k: &Kernel,
     obs: &mut impl Observer,
 ) -> Result<Summary, SimError> {
+    let (result, check) = run_checked(cfg, k, obs);
+    assert_clean(&check);
+    result
+}
+
+/// Runs a kernel to completion with an observer and a fresh
+/// [`ConsistencyChecker`], returning both (for tests that expect violations).
+pub fn run_checked(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    obs: &mut impl Observer,
+) -> (Result<Summary, SimError>, ConsistencyChecker) {
     let n = Simulator::<simfa_core::NoStream>::arena_size(cfg, k).unwrap();
     let mut arena = vec![0u8; n];
     let mut sim = Simulator::new(cfg, k, &mut arena).unwrap();
-    sim.run(obs)
+    let mut pair = (obs, ConsistencyChecker::new(cfg));
+    let result = sim.run(&mut pair);
+    (result, pair.1)
+}
+
+/// Panics with the checker's summary unless it found nothing.
+pub fn assert_clean(check: &ConsistencyChecker) {
+    assert!(check.is_clean(), "{}", check.summary());
 }

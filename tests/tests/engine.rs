@@ -5,7 +5,8 @@ use simfa_core::{
     BuildError, Capacity, GpuConfig, Instr, KernelError, NoStream, Op, SchedulerPolicy, SimError,
     Simulator, SourceError, Status, StreamSource, WaitReason,
 };
-use simfa_tests::{run, run_observed, Builder, Recorder, Var};
+use simfa_std::check::ConsistencyChecker;
+use simfa_tests::{assert_clean, run, run_observed, Builder, Recorder, Var};
 
 /// The H800 with the fixed-latency port of the foundation.
 fn fixed_port() -> GpuConfig {
@@ -38,7 +39,9 @@ fn deadlock_names_every_waiter() {
     let cfg = GpuConfig::h800();
     let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
     let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
-    let err = sim.run(&mut ()).unwrap_err();
+    let mut check = ConsistencyChecker::new(&cfg);
+    let err = sim.run(&mut check).unwrap_err();
+    assert_clean(&check);
     match err {
         SimError::Deadlock {
             waiting,
@@ -127,21 +130,32 @@ fn same_kernel_same_digest_and_step_equals_run() {
     let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
     let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
     let mut steps = 0u64;
-    while sim.step(&mut ()).unwrap() == Status::Running {
+    // Stepping with a detail-hungry checker: same summary and digest.
+    let mut check = ConsistencyChecker::new(&cfg);
+    while sim.step(&mut check).unwrap() == Status::Running {
         steps += 1;
     }
     assert!(steps > 100);
     assert_eq!(sim.summary(), a);
+    assert_clean(&check);
+    assert!(check.checked().0 > 0, "the hierarchy's reads were checked");
 
     // run_until in slices of 1000 cycles.
     let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
     let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
     let mut until = 0;
-    while sim.run_until(simfa_core::Cycle(until), &mut ()).unwrap() == Status::Running {
+    let mut check = ConsistencyChecker::new(&cfg);
+    while sim.run_until(simfa_core::Cycle(until), &mut check).unwrap() == Status::Running {
         assert!(sim.next_event_cycle().unwrap().get() > until);
         until += 1000;
     }
     assert_eq!(sim.summary(), a);
+    assert_clean(&check);
+
+    // Without any observer: still the same digest.
+    let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(&cfg, &k).unwrap()];
+    let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+    assert_eq!(sim.run(&mut ()).unwrap(), a);
 }
 
 /// Most CTAs resident on any one SM at once, from launch/retire events.
@@ -215,7 +229,9 @@ fn arena_one_byte_short_fails_cleanly() {
         }
         let exact = &mut buf[start..start + n];
         let mut sim = Simulator::new(&cfg, &k, exact).unwrap();
-        sim.run(&mut ()).unwrap();
+        let mut check = ConsistencyChecker::new(&cfg);
+        sim.run(&mut check).unwrap();
+        assert_clean(&check);
     }
 }
 
@@ -328,7 +344,9 @@ fn stream_roles_pull_from_the_source() {
     let mut arena = vec![0u8; n];
     let mut sim = Simulator::with_source(&cfg, &k, &mut arena, Script(ops)).unwrap();
     // Same timing as the program form: wgmma [0,64), commit 1, wait passes 64, exit 65.
-    assert_eq!(sim.run(&mut ()).unwrap().cycles, 66);
+    let mut check = ConsistencyChecker::new(&cfg);
+    assert_eq!(sim.run(&mut check).unwrap().cycles, 66);
+    assert_clean(&check);
 }
 
 /// Golden digest of a fixed multi-wave kernel. It moves only when the

@@ -14,7 +14,9 @@
 //! into an MSHR for the same line or allocates one and goes to DRAM; with
 //! every MSHR of the slice busy it waits, in order, for one to free
 //! (back-pressure, never a drop). A fill is usable `fill_latency` after
-//! DRAM returns the data; then every merged request answers. Writes (TMA
+//! DRAM returns the data; then the line enters the tags and every
+//! merged request answers (reads arriving before then merge into the MSHR:
+//! no hit is served from a line whose data cannot be read yet). Writes (TMA
 //! stores) allocate their line dirty without fetching it (full-line
 //! writes); dirty victims are written back to DRAM.
 //!
@@ -31,7 +33,32 @@ use crate::mem::dram::{Completion, Dram, DramConfig};
 use crate::mem::table::FixedMap;
 use crate::mem::tags::TagArray;
 use crate::mem::wheel::TimingWheel;
+use crate::observer::Event;
 use crate::rand::Rng;
+
+/// Where [`MemorySystem::advance`] delivers its results: every completed
+/// request, and, when [`MemSink::wants_notes`] is true, the detail events
+/// of the L2 ([`Event::DramDone`], [`Event::LineFill`],
+/// [`Event::LineServed`]) for consistency checkers. A closure
+/// `FnMut(token, cycle)` is a sink that wants no notes.
+pub trait MemSink {
+    /// Request `token` for line address `addr` completed at `cycle`.
+    fn done(&mut self, token: u32, addr: u64, cycle: u64);
+
+    /// Whether to build and deliver detail events.
+    fn wants_notes(&self) -> bool {
+        false
+    }
+
+    /// A detail event that happened at `cycle`.
+    fn note(&mut self, _cycle: u64, _event: Event) {}
+}
+
+impl<F: FnMut(u32, u64)> MemSink for F {
+    fn done(&mut self, token: u32, _addr: u64, cycle: u64) {
+        self(token, cycle)
+    }
+}
 
 /// Most L2 slices supported.
 pub const MAX_SLICES: usize = 256;
@@ -143,6 +170,9 @@ enum MemEv {
     Arrive { req: u32, slice: u16, probe: bool },
     /// A request's data is back at its SM.
     Respond { req: u32 },
+    /// The fill led by request `req` became usable: its line enters the
+    /// tags and every request merged into its MSHR is answered.
+    Fill { req: u32 },
 }
 
 /// Slots of the memory system's timing wheel: every fixed latency of the
@@ -154,7 +184,8 @@ impl MemEv {
     const fn class(&self) -> u8 {
         match self {
             MemEv::Respond { .. } => 0,
-            MemEv::Arrive { .. } => 1,
+            MemEv::Fill { .. } => 1,
+            MemEv::Arrive { .. } => 2,
         }
     }
 }
@@ -305,6 +336,9 @@ pub struct MemorySystem<'a> {
     retry: Waiting<'a>,
     log: Ring<'a, DramRequest>,
     stats: MemStats,
+    /// Test-only fault: reads that would merge into a fill in flight are
+    /// answered as hits (see `Fault::EarlyHit`).
+    early_hits: bool,
 }
 
 impl<'a> MemorySystem<'a> {
@@ -436,7 +470,16 @@ impl<'a> MemorySystem<'a> {
                 len: 0,
             },
             stats: MemStats::default(),
+            early_hits: false,
         })
+    }
+
+    /// Injects (or not) the test-only `Fault::EarlyHit`: a read that finds
+    /// its line's fill in flight is answered as a hit after the hit latency
+    /// instead of waiting for the fill.
+    pub fn with_early_hits(mut self, on: bool) -> Self {
+        self.early_hits = on;
+        self
     }
 
     /// Counters so far.
@@ -568,9 +611,10 @@ impl<'a> MemorySystem<'a> {
         }
     }
 
-    /// Processes everything due up to and including `now`, calling `done`
-    /// with `(token, cycle)` for every request that completes.
-    pub fn advance(&mut self, now: u64, done: &mut impl FnMut(u32, u64)) {
+    /// Processes everything due up to and including `now`, telling `done`
+    /// of every request that completes (and, if it wants them, of the L2's
+    /// fills and answers, see [`MemSink`]).
+    pub fn advance(&mut self, now: u64, done: &mut impl MemSink) {
         loop {
             let tq = self.queue.next_cycle().filter(|&c| c <= now);
             let td = self.dram.next_event().filter(|&c| c <= now);
@@ -586,7 +630,7 @@ impl<'a> MemorySystem<'a> {
                         let _ = ring.push(c);
                     });
                     while let Some(c) = self.done.pop() {
-                        self.dram_done(c);
+                        self.dram_done(c, done);
                     }
                     self.retry_dram(d);
                 }
@@ -594,29 +638,53 @@ impl<'a> MemorySystem<'a> {
         }
     }
 
-    fn pop_event(&mut self, done: &mut impl FnMut(u32, u64)) {
+    fn pop_event(&mut self, done: &mut impl MemSink) {
         let Some(e) = self.queue.pop() else { return };
         let t = e.cycle;
         match e.event {
-            MemEv::Arrive { req, slice, probe } => self.arrive(t, req, slice, probe),
+            MemEv::Arrive { req, slice, probe } => self.arrive(t, req, slice, probe, done),
             MemEv::Respond { req } => self.respond(t, req, done),
+            MemEv::Fill { req } => self.fill(t, req, done),
         }
     }
 
-    fn arrive(&mut self, t: u64, id: u32, slice: u16, probe: bool) {
+    /// Notes that `slice` answered a read of `line` (looked up at `at`),
+    /// its data leaving the slice at `served`; returns `served`.
+    fn note_served(
+        &self,
+        sink: &mut impl MemSink,
+        line: u64,
+        slice: u16,
+        hit: bool,
+        at: u64,
+        served: u64,
+    ) -> u64 {
+        if sink.wants_notes() {
+            let ev = Event::LineServed {
+                addr: line * self.cfg.line_bytes as u64,
+                slice,
+                hit,
+                at,
+                served,
+            };
+            sink.note(at, ev);
+        }
+        served
+    }
+
+    fn arrive(&mut self, t: u64, id: u32, slice: u16, probe: bool, sink: &mut impl MemSink) {
         let r = self.reqs[id as usize];
         let key = key_of(r.line);
         let tags = &mut self.tags[slice as usize];
         if probe {
             if tags.touch(key) {
                 // A shadow copy in the near partition: no far crossing.
+                let hit = t + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, r.line, slice, true, t, hit);
                 self.stats.shadow_hits += 1;
                 self.reqs[id as usize].far = false;
                 let back = self.back(id);
-                self.push(
-                    t + self.cfg.hit_latency as u64 + back,
-                    MemEv::Respond { req: id },
-                );
+                self.push(served + back, MemEv::Respond { req: id });
                 return;
             }
             let home = self.home(r.line);
@@ -641,18 +709,14 @@ impl<'a> MemorySystem<'a> {
                     self.evicted(t, ev.line, ev.dirty, ev.kind);
                 }
             }
-            let back = self.back(id);
-            self.push(
-                t + self.cfg.hit_latency as u64 + back,
-                MemEv::Respond { req: id },
-            );
-            return;
-        }
-        if tags.touch(key) {
-            self.stats.l2_hits += 1;
-            if r.far {
-                self.stats.far_reads += 1;
-                self.maybe_shadow(t, slice, key);
+            if sink.wants_notes() {
+                let ev = Event::LineFill {
+                    addr: r.line * self.cfg.line_bytes as u64,
+                    slice,
+                    ready: t,
+                    write: true,
+                };
+                sink.note(t, ev);
             }
             let back = self.back(id);
             self.push(
@@ -661,14 +725,34 @@ impl<'a> MemorySystem<'a> {
             );
             return;
         }
+        if tags.touch(key) {
+            let hit = t + self.cfg.hit_latency as u64;
+            let served = self.note_served(sink, r.line, slice, true, t, hit);
+            self.stats.l2_hits += 1;
+            if r.far {
+                self.stats.far_reads += 1;
+                self.maybe_shadow(t, slice, key);
+            }
+            let back = self.back(id);
+            self.push(served + back, MemEv::Respond { req: id });
+            return;
+        }
         self.stats.l2_misses += 1;
-        self.miss(t, id, slice);
+        self.miss(t, id, slice, sink);
     }
 
     /// A read miss at `slice`: merge into an MSHR, allocate one, or wait.
-    fn miss(&mut self, t: u64, id: u32, slice: u16) {
+    fn miss(&mut self, t: u64, id: u32, slice: u16, sink: &mut impl MemSink) {
         let line = self.reqs[id as usize].line;
         if let Some(&leader) = self.mshr.get(line) {
+            if self.early_hits {
+                // Test-only fault: answer before the fill is usable.
+                let hit = t + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, line, slice, true, t, hit);
+                let back = self.back(id);
+                self.push(served + back, MemEv::Respond { req: id });
+                return;
+            }
             self.reqs[id as usize].ms_next = self.reqs[leader as usize].ms_next;
             self.reqs[leader as usize].ms_next = id;
             self.stats.mshr_merged += 1;
@@ -825,18 +909,39 @@ impl<'a> MemorySystem<'a> {
     }
 
     /// DRAM finished a request.
-    fn dram_done(&mut self, c: Completion) {
+    fn dram_done(&mut self, c: Completion, sink: &mut impl MemSink) {
         if c.write || c.tag == NIL {
             return;
         }
         let leader = c.tag;
         let line = self.reqs[leader as usize].line;
         let slice = self.home(line);
-        let key = key_of(line);
         let t = c.cycle + self.cfg.fill_latency as u64;
+        if sink.wants_notes() {
+            let addr = line * self.cfg.line_bytes as u64;
+            sink.note(c.cycle, Event::DramDone { addr });
+            let ev = Event::LineFill {
+                addr,
+                slice,
+                ready: t,
+                write: false,
+            };
+            sink.note(c.cycle, ev);
+        }
+        // The MSHR stays until the fill is usable, so reads of the line
+        // arriving meanwhile merge into it instead of hitting a line whose
+        // data cannot be read yet.
+        self.push(t, MemEv::Fill { req: leader });
+    }
+
+    /// The fill led by request `leader` is usable at `t`.
+    fn fill(&mut self, t: u64, leader: u32, sink: &mut impl MemSink) {
+        let line = self.reqs[leader as usize].line;
+        let slice = self.home(line);
+        let key = key_of(line);
         if !self.tags[slice as usize].touch(key) {
             if let Some(ev) = self.tags[slice as usize].insert(key, false, HOME) {
-                self.evicted(c.cycle, ev.line, ev.dirty, ev.kind);
+                self.evicted(t, ev.line, ev.dirty, ev.kind);
             }
         }
         self.mshr.remove(line);
@@ -844,14 +949,15 @@ impl<'a> MemorySystem<'a> {
         let mut any_far = false;
         while id != NIL {
             let next = self.reqs[id as usize].ms_next;
+            let served = self.note_served(sink, line, slice, false, t, t);
             any_far |= self.reqs[id as usize].far;
             let back = self.back(id);
-            self.push(t + back, MemEv::Respond { req: id });
+            self.push(served + back, MemEv::Respond { req: id });
             id = next;
         }
         if any_far {
             self.stats.far_reads += 1;
-            self.maybe_shadow(c.cycle, slice, key);
+            self.maybe_shadow(t, slice, key);
         }
         let s = &mut self.slices[slice as usize];
         s.mshrs_used -= 1;
@@ -863,22 +969,22 @@ impl<'a> MemorySystem<'a> {
             }
             // The waiting request retries its lookup now: the line may have
             // been filled meanwhile.
-            let key = key_of(self.reqs[w as usize].line);
+            let wline = self.reqs[w as usize].line;
+            let key = key_of(wline);
             if self.tags[slice as usize].touch(key) {
+                let hit = t + self.cfg.hit_latency as u64;
+                let served = self.note_served(sink, wline, slice, true, t, hit);
                 let back = self.back(w);
-                self.push(
-                    c.cycle + self.cfg.hit_latency as u64 + back,
-                    MemEv::Respond { req: w },
-                );
+                self.push(served + back, MemEv::Respond { req: w });
             } else {
-                self.miss(c.cycle, w, slice);
+                self.miss(t, w, slice, sink);
             }
         }
     }
 
     /// A request's data is back at its SM: complete it and every request
     /// merged with it in its pair's coalescer.
-    fn respond(&mut self, t: u64, id: u32, done: &mut impl FnMut(u32, u64)) {
+    fn respond(&mut self, t: u64, id: u32, done: &mut impl MemSink) {
         let r = self.reqs[id as usize];
         if !r.write && self.cfg.coalescer {
             let key = r.line ^ ((r.sm as u64 / 2) << 56);
@@ -889,7 +995,8 @@ impl<'a> MemorySystem<'a> {
         let mut cur = id;
         while cur != NIL {
             let next = self.reqs[cur as usize].co_next;
-            done(self.reqs[cur as usize].token, t);
+            let lb = self.cfg.line_bytes as u64;
+            done.done(self.reqs[cur as usize].token, r.line * lb, t);
             self.reqs[cur as usize] = Req::EMPTY;
             self.free[self.nfree] = cur;
             self.nfree += 1;

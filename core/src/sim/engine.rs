@@ -4,11 +4,13 @@
 use super::state::Ev;
 use super::tma::{bulk_gen, tensor_gen, Dedup, Engine, TmaOp};
 use super::{Mem, Simulator};
+use crate::config::Fault;
 use crate::error::{Capacity, SimError};
-use crate::mem::system::LineRequest;
-use crate::observer::Observer;
+use crate::mem::system::{LineRequest, MemSink};
+use crate::observer::{Event, Observer};
 use crate::port::Shape;
 use crate::source::StreamSource;
+use crate::time::Cycle;
 
 /// The arena tables of the TMA engines.
 pub(crate) struct TmaTables<'a> {
@@ -32,7 +34,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         &mut self.tma.as_mut().expect("hierarchy mode").engines[sm]
     }
 
-    /// Queues a TMA operation of thread `ti` whose setup ends at `start`.
+    /// Queues TMA operation `id` of thread `ti` whose setup ends at `start`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn start_op(
         &mut self,
         ti: usize,
@@ -41,6 +44,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         shape: Shape<'_>,
         bytes: u64,
         start: u64,
+        id: u32,
     ) -> Result<(), SimError> {
         let sm = self.threads[ti].sm as usize;
         let lb = self.cfg.l2.line_bytes as u64;
@@ -59,6 +63,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         };
         tma.ops[base + slot] = TmaOp {
             live: true,
+            id,
             thread: ti as u32,
             bar,
             store,
@@ -95,8 +100,14 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let lpc = self.cfg.tma.lines_per_cycle as u32;
         let max_lines = self.cfg.tma.max_lines as u32;
         let dedup_on = self.cfg.tma.dedup;
+        let detail = obs.wants_detail();
+        let early = match self.cfg.fault {
+            Fault::EarlyTma { cycles } => Some(cycles as u64),
+            _ => None,
+        };
         let mut emitted = 0;
-        let mut finished: heapless::Vec<usize, 8> = heapless::Vec::new();
+        // Operations whose generation ended: (global slot, complete).
+        let mut finished: heapless::Vec<(usize, bool), 8> = heapless::Vec::new();
         let next_tick = loop {
             let Mem::Hier(mem) = &mut self.mem else {
                 return Ok(());
@@ -145,8 +156,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                         len: &mut tma.dlen[sm],
                     }
                     .clear();
-                    if op.complete() {
-                        let _ = finished.push(base + slot);
+                    let complete = op.complete();
+                    if complete || early.is_some() {
+                        let _ = finished.push((base + slot, complete));
                     }
                 }
                 Some(addr) => {
@@ -164,14 +176,31 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     e.lines_out += 1;
                     emitted += 1;
                     self.stats.tma_lines += 1;
+                    if detail {
+                        let ev = Event::TmaLineRequest {
+                            sm: sm as u16,
+                            op: op.id,
+                            addr,
+                        };
+                        Self::detail(now, obs, ev);
+                    }
                 }
             }
         };
         if let Some(at) = next_tick {
             self.schedule_tick(sm, at)?;
         }
-        for op in finished {
-            self.finish_op(op, obs)?;
+        for (op, complete) in finished {
+            if complete {
+                self.finish_op(op, obs)?;
+            } else if let Some(cycles) = early {
+                let id = self.tma.as_ref().expect("hierarchy mode").ops[op].id;
+                let ev = Ev::TmaEarly {
+                    slot: op as u32,
+                    op: id,
+                };
+                self.push(now + cycles, ev)?;
+            }
         }
         Ok(())
     }
@@ -181,8 +210,29 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let tma = self.tma.as_mut().expect("hierarchy mode");
         let o = &mut tma.ops[op];
         o.live = false;
+        if o.signalled {
+            return Ok(());
+        }
+        let (thread, bar, bytes, id) = (o.thread as usize, o.bar, o.bytes, o.id);
+        self.finish_transfer(thread, bar, bytes, id, obs)
+    }
+
+    /// Test-only `Fault::EarlyTma`: signals the completion of operation `id`
+    /// in global slot `slot` if its lines are not all back yet.
+    pub(super) fn signal_early(
+        &mut self,
+        slot: usize,
+        id: u32,
+        obs: &mut impl Observer,
+    ) -> Result<(), SimError> {
+        let tma = self.tma.as_mut().expect("hierarchy mode");
+        let o = &mut tma.ops[slot];
+        if !o.live || o.id != id || o.signalled {
+            return Ok(());
+        }
+        o.signalled = true;
         let (thread, bar, bytes) = (o.thread as usize, o.bar, o.bytes);
-        self.finish_transfer(thread, bar, bytes, obs)
+        self.finish_transfer(thread, bar, bytes, id, obs)
     }
 
     /// Collects the lines the memory system returns up to now and counts
@@ -195,14 +245,16 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         if mem.next_event().map_or(true, |c| c > now) {
             return Ok(());
         }
-        let returned = &mut *tma.returned;
-        let mut n = 0usize;
-        mem.advance(now, &mut |token, _cycle| {
-            if n < returned.len() {
-                returned[n] = token;
-                n += 1;
-            }
-        });
+        let mut sink = Drain {
+            returned: &mut *tma.returned,
+            n: 0,
+            ops: &*tma.ops,
+            slots: tma.slots,
+            detail: obs.wants_detail(),
+            obs: &mut *obs,
+        };
+        mem.advance(now, &mut sink);
+        let n = sink.n;
         while let Some(r) = match &mut self.mem {
             Mem::Hier(mem) => mem.pop_dram_request(),
             Mem::Fixed(_) => None,
@@ -239,5 +291,43 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             self.schedule_tick(sm, now)?;
         }
         Ok(())
+    }
+}
+
+/// Collects the tokens of returned lines during [`MemorySystem::advance`]
+/// and passes the detail events on to the observer.
+///
+/// [`MemorySystem::advance`]: crate::mem::system::MemorySystem::advance
+struct Drain<'t, 'o, O: Observer> {
+    returned: &'t mut [u32],
+    n: usize,
+    ops: &'t [TmaOp],
+    slots: usize,
+    detail: bool,
+    obs: &'o mut O,
+}
+
+impl<O: Observer> MemSink for Drain<'_, '_, O> {
+    fn done(&mut self, token: u32, addr: u64, cycle: u64) {
+        if self.n < self.returned.len() {
+            self.returned[self.n] = token;
+            self.n += 1;
+        }
+        if self.detail {
+            let ev = Event::TmaLineLanded {
+                sm: (token as usize / self.slots) as u16,
+                op: self.ops[token as usize].id,
+                addr,
+            };
+            self.obs.on_event(Cycle(cycle), &ev);
+        }
+    }
+
+    fn wants_notes(&self) -> bool {
+        self.detail
+    }
+
+    fn note(&mut self, cycle: u64, event: Event) {
+        self.obs.on_event(Cycle(cycle), &event);
     }
 }

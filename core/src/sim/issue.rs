@@ -3,7 +3,7 @@
 
 use super::state::{Ev, Frame, TState, GROUP_RING};
 use super::Simulator;
-use crate::config::SchedulerPolicy;
+use crate::config::{Fault, SchedulerPolicy};
 use crate::error::{Capacity, SimError};
 use crate::isa::{EvalCtx, Instr, Op, Ref, WaitReason, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
@@ -346,9 +346,19 @@ impl<S: StreamSource> Simulator<'_, S> {
             Op::StageAcquire { stage } => {
                 let s = self.bar_index(ti, stage, "stage", self.plan.nstage)?;
                 let consumers = self.stage_consumers(s);
+                let early = self.cfg.fault == Fault::EarlyStage;
                 let st = &mut self.stages[ci * self.plan.nstage + s];
-                if st.released as u64 >= st.acquired as u64 * consumers {
+                if early || st.released as u64 >= st.acquired as u64 * consumers {
                     st.acquired += 1;
+                    if obs.wants_detail() {
+                        let who = self.who(ti);
+                        let ev = Event::StageAcquired {
+                            who,
+                            stage,
+                            consumers: consumers.min(u16::MAX as u64) as u16,
+                        };
+                        Self::detail(now, obs, ev);
+                    }
                     Outcome::Next
                 } else {
                     Outcome::Stall(WaitReason::Stage { stage })
@@ -466,6 +476,7 @@ impl<S: StreamSource> Simulator<'_, S> {
             return Ok(Outcome::Stall(WaitReason::TmaSlot));
         }
         let leave = self.now + setup;
+        let id = self.stats.tma_ops as u32;
         let done = match &mut self.mem {
             super::Mem::Fixed(port) => Some(port.transfer(
                 leave,
@@ -479,15 +490,25 @@ impl<S: StreamSource> Simulator<'_, S> {
             super::Mem::Hier(_) => None,
         };
         match done {
-            Some(done) => self.push(
-                done,
-                Ev::TmaDone {
-                    thread: ti as u32,
-                    bar,
-                    bytes,
-                },
-            )?,
-            None => self.start_op(ti, bar, dir == Direction::Store, shape, bytes, leave)?,
+            Some(done) => {
+                let at = match self.cfg.fault {
+                    Fault::EarlyTma { cycles } => done
+                        .saturating_sub(cycles as u64)
+                        .max(self.now + 1)
+                        .min(done),
+                    _ => done,
+                };
+                self.push(
+                    at,
+                    Ev::TmaDone {
+                        thread: ti as u32,
+                        bar,
+                        bytes,
+                        op: id,
+                    },
+                )?
+            }
+            None => self.start_op(ti, bar, dir == Direction::Store, shape, bytes, leave, id)?,
         }
         let s = &mut self.sms[sm];
         if s.tma_inflight == 0 {
@@ -508,6 +529,8 @@ impl<S: StreamSource> Simulator<'_, S> {
                 bytes,
                 store,
                 done,
+                op: id,
+                bar: (!store).then_some(bar),
             },
         );
         Ok(Outcome::Next)
@@ -520,6 +543,7 @@ impl<S: StreamSource> Simulator<'_, S> {
         ti: usize,
         bar: u16,
         bytes: u64,
+        op: u32,
         obs: &mut impl Observer,
     ) -> Result<(), SimError> {
         let t = self.threads[ti];
@@ -533,7 +557,16 @@ impl<S: StreamSource> Simulator<'_, S> {
         self.end = self.end.max(self.now);
         let store = bar == u16::MAX;
         let who = self.who(ti);
-        self.emit(obs, Event::TmaDone { who, bytes, store });
+        self.emit(
+            obs,
+            Event::TmaDone {
+                who,
+                bytes,
+                store,
+                op,
+                bar: (!store).then_some(bar),
+            },
+        );
         if store {
             self.stats.bytes_stored += bytes;
             let th = &mut self.threads[ti];
@@ -611,9 +644,13 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.wake_sm(sm, obs, |r| r == WaitReason::TensorBuffer);
                 self.maybe_retire(ci, obs)?;
             }
-            Ev::TmaDone { thread, bar, bytes } => {
-                self.finish_transfer(thread as usize, bar, bytes, obs)?
-            }
+            Ev::TmaDone {
+                thread,
+                bar,
+                bytes,
+                op,
+            } => self.finish_transfer(thread as usize, bar, bytes, op, obs)?,
+            Ev::TmaEarly { slot, op } => self.signal_early(slot as usize, op, obs)?,
             Ev::TmaTick { sm } => {
                 self.engine_mut(sm as usize).tick_pending = false;
                 self.tma_tick(sm as usize, obs)?;

@@ -310,7 +310,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 cfg.tma.max_lines,
                 cfg.seed,
                 &mut a,
-            )?;
+            )?
+            .with_early_hits(cfg.fault == crate::config::Fault::EarlyHit);
             (Mem::Hier(mem), Some(tables))
         } else {
             (Mem::Fixed(FixedPort::new(cfg.port, port_store)), None)
@@ -562,8 +563,16 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 
     /// Emits an event that happened at `cycle` (not necessarily now).
     fn emit_at(&mut self, cycle: u64, obs: &mut impl Observer, ev: Event) {
+        debug_assert!(!ev.is_detail());
         self.digest.fold(cycle);
         self.digest.fold_all(&ev.digest_words());
+        obs.on_event(Cycle(cycle), &ev);
+    }
+
+    /// Delivers a detail event (never folded into the digest). Callers
+    /// check [`Observer::wants_detail`] before building one.
+    fn detail(cycle: u64, obs: &mut impl Observer, ev: Event) {
+        debug_assert!(ev.is_detail());
         obs.on_event(Cycle(cycle), &ev);
     }
 

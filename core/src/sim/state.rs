@@ -214,6 +214,14 @@ pub(crate) enum Ev {
         thread: u32,
         bar: u16,
         bytes: u64,
+        /// Operation id (see `Event::TmaIssue`).
+        op: u32,
+    },
+    /// Test-only fault (`Fault::EarlyTma`): signal the completion of the
+    /// hierarchy operation in global slot `slot` before its lines are back.
+    TmaEarly {
+        slot: u32,
+        op: u32,
     },
     WgmmaDone {
         thread: u32,
@@ -237,7 +245,7 @@ impl Ev {
 
     pub const fn class(&self) -> u8 {
         match self {
-            Ev::TmaDone { .. } => 0,
+            Ev::TmaDone { .. } | Ev::TmaEarly { .. } => 0,
             Ev::WgmmaDone { .. } => 1,
             Ev::Wake { .. } => 2,
             Ev::TmaTick { .. } => 3,

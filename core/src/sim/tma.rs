@@ -23,6 +23,12 @@ pub(crate) enum Gen {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TmaOp {
     pub live: bool,
+    /// Operation id (see `Event::TmaIssue`).
+    pub id: u32,
+    /// Its completion was already signalled (only under `Fault::EarlyTma`):
+    /// the slot stays taken until its last line is back, then frees
+    /// silently.
+    pub signalled: bool,
     pub thread: u32,
     /// mbarrier index, `u16::MAX` for stores.
     pub bar: u16,
@@ -41,6 +47,8 @@ pub(crate) struct TmaOp {
 impl TmaOp {
     pub const EMPTY: TmaOp = TmaOp {
         live: false,
+        id: 0,
+        signalled: false,
         thread: 0,
         bar: 0,
         store: false,

@@ -1,0 +1,1194 @@
+//! Read-after-transfer consistency, checked on the event stream.
+//!
+//! A simulator's reads must be caused by transfers. [`ConsistencyChecker`]
+//! is an [`Observer`] that asks for the core's detail events
+//! ([`Event::is_detail`]) and records, per line address, the earliest
+//! completed transfer into the L2 (a DRAM fill or a store's write) and, per
+//! TMA operation and per mbarrier phase, when the bytes really landed in
+//! shared memory. It flags:
+//!
+//! - [`ViolationKind::NoTransfer`]: an L2 read answered (or a fill made)
+//!   with no transfer of that line before it;
+//! - [`ViolationKind::BeforeTransfer`]: an L2 read whose data leaves the
+//!   slice before the line's earliest transfer completed;
+//! - [`ViolationKind::HitTooSoon`]: an L2 hit answered sooner than the
+//!   configured hit latency after the later of its lookup and its data's
+//!   arrival;
+//! - [`ViolationKind::ReadBeforeLanding`]: a WGMMA issued by a WarpGroup
+//!   whose last passed mbarrier wait covers a phase with a TMA load that has
+//!   not landed (a WarpGroup's WGMMAs read the data of the mbarrier phase it
+//!   last waited on; a load belongs to the phase in progress when it is
+//!   issued);
+//! - [`ViolationKind::Overwrite`]: a TMA load into a stage (the stage its
+//!   issuer last acquired) whose previous round its consumers have not all
+//!   released, or into an mbarrier whose completed phase a WarpGroup was
+//!   woken for but has not yet passed its wait on;
+//! - [`ViolationKind::EarlyCompletion`]: a TMA completion (`TmaDone`)
+//!   signalled before the operation's data landed (the fixed port's landing
+//!   cycle, or the hierarchy's last line).
+//!
+//! The checker changes nothing in the run: detail events are never folded
+//! into the digest. It keeps the first [`KEPT`] violations in full and
+//! counts every one by kind.
+//!
+//! ```
+//! use simfa_core::GpuConfig;
+//! use simfa_std::check::ConsistencyChecker;
+//! use simfa_std::gen::{gemm, GemmParams};
+//! use simfa_std::run::simulate;
+//!
+//! let cfg = GpuConfig::h800();
+//! let k = gemm(&GemmParams { m: 256, n: 256, k: 256 }).unwrap();
+//! let mut check = ConsistencyChecker::new(&cfg);
+//! simulate(&cfg, &k, &mut check).unwrap();
+//! assert!(check.is_clean(), "{}", check.summary());
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use simfa_core::{Cycle, Event, GpuConfig, Observer, Op, WaitReason, Who};
+
+/// Violations kept in full; later ones are only counted.
+pub const KEPT: usize = 16;
+
+/// Violations listed in full by [`ConsistencyChecker::summary`].
+const SHOWN: usize = 4;
+
+/// A fixed, seedless multiplicative hasher: the checker's maps never depend
+/// on a random seed (and nothing is reported in map order anyway).
+#[derive(Default, Clone, Copy)]
+struct FixedHasher(u64);
+
+impl Hasher for FixedHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64);
+    }
+
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(i as u64);
+    }
+
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<FixedHasher>>;
+
+/// What went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ViolationKind {
+    /// A read answered (or a fill made) with no transfer of its line.
+    NoTransfer,
+    /// A read whose data left before its line's transfer completed.
+    BeforeTransfer,
+    /// An L2 hit answered sooner than the hit latency after its data arrived.
+    HitTooSoon,
+    /// A WGMMA reading a stage whose TMA bytes had not all landed.
+    ReadBeforeLanding,
+    /// A TMA load into a stage (or mbarrier) its consumers still needed.
+    Overwrite,
+    /// A TMA completion signalled before its data landed.
+    EarlyCompletion,
+}
+
+impl ViolationKind {
+    /// Every kind, in [`ConsistencyChecker::counts`] order.
+    pub const ALL: [ViolationKind; 6] = [
+        ViolationKind::NoTransfer,
+        ViolationKind::BeforeTransfer,
+        ViolationKind::HitTooSoon,
+        ViolationKind::ReadBeforeLanding,
+        ViolationKind::Overwrite,
+        ViolationKind::EarlyCompletion,
+    ];
+
+    /// A short kebab-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ViolationKind::NoTransfer => "read-without-transfer",
+            ViolationKind::BeforeTransfer => "read-before-transfer",
+            ViolationKind::HitTooSoon => "hit-too-soon",
+            ViolationKind::ReadBeforeLanding => "read-before-landing",
+            ViolationKind::Overwrite => "overwrite-before-release",
+            ViolationKind::EarlyCompletion => "early-completion",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for ViolationKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a violation happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Site {
+    /// An L2 line.
+    Line {
+        /// Line address.
+        addr: u64,
+        /// The slice that answered (or was filled).
+        slice: u16,
+        /// Cycle the slice looked the line up.
+        at: u64,
+    },
+    /// An mbarrier phase of a CTA.
+    Barrier {
+        /// SM.
+        sm: u16,
+        /// Linear CTA index.
+        cta: u32,
+        /// The WarpGroup (within the CTA) that read or waited, if one did.
+        wg: Option<u8>,
+        /// CTA-wide mbarrier index.
+        bar: u16,
+        /// The phase (1 = the barrier's first completion).
+        phase: u32,
+        /// The TMA operation concerned.
+        op: u32,
+    },
+    /// A stage of a CTA.
+    Stage {
+        /// SM.
+        sm: u16,
+        /// Linear CTA index.
+        cta: u32,
+        /// CTA-wide stage index.
+        stage: u16,
+        /// Releases seen.
+        released: u32,
+        /// Releases needed before the stage may be written again.
+        needed: u32,
+        /// The TMA operation that wrote it.
+        op: u32,
+    },
+    /// A TMA operation.
+    Op {
+        /// SM.
+        sm: u16,
+        /// Linear CTA index.
+        cta: u32,
+        /// Operation id.
+        op: u32,
+        /// Its mbarrier (loads).
+        bar: Option<u16>,
+        /// Its last line to land (memory hierarchy), once known.
+        addr: Option<u64>,
+    },
+}
+
+/// One inconsistency between a read and the transfers that should cause it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Violation {
+    /// What went wrong.
+    pub kind: ViolationKind,
+    /// When the offending read was answered (L2), the WGMMA issued, the load
+    /// issued or the completion signalled.
+    pub cycle: u64,
+    /// Where.
+    pub site: Site,
+    /// When the transfer the read needed completed: the line's earliest
+    /// fill or write, the operation's landing; `None` while none is known.
+    pub transfer_cycle: Option<u64>,
+    /// The configured L2 hit latency (for [`ViolationKind::HitTooSoon`]).
+    pub hit_latency: u64,
+}
+
+fn transfer(t: Option<u64>) -> String {
+    match t {
+        Some(c) => format!("at cycle {c}"),
+        None => "not yet".to_string(),
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.kind)?;
+        match (self.kind, self.site) {
+            (ViolationKind::NoTransfer, Site::Line { addr, slice, at }) => write!(
+                f,
+                "line {addr:#x} (slice {slice}) looked up at cycle {at} and answered at cycle {} \
+                 with no transfer of that line before it",
+                self.cycle
+            ),
+            (ViolationKind::BeforeTransfer, Site::Line { addr, slice, at }) => write!(
+                f,
+                "line {addr:#x} (slice {slice}) looked up at cycle {at} and answered at cycle {} \
+                 before its transfer completed ({})",
+                self.cycle,
+                transfer(self.transfer_cycle)
+            ),
+            (ViolationKind::HitTooSoon, Site::Line { addr, slice, at }) => write!(
+                f,
+                "line {addr:#x} (slice {slice}) hit at cycle {at} and answered at cycle {}, \
+                 sooner than the {}-cycle hit latency after its data arrived ({})",
+                self.cycle,
+                self.hit_latency,
+                transfer(self.transfer_cycle)
+            ),
+            (
+                ViolationKind::ReadBeforeLanding,
+                Site::Barrier {
+                    sm,
+                    cta,
+                    wg,
+                    bar,
+                    phase,
+                    op,
+                },
+            ) => write!(
+                f,
+                "WGMMA of SM {sm} CTA {cta} WarpGroup {} at cycle {} reads mbarrier {bar} \
+                 phase {phase}, whose TMA load #{op} had not landed (landed {})",
+                wg.map_or("?".to_string(), |w| w.to_string()),
+                self.cycle,
+                transfer(self.transfer_cycle)
+            ),
+            (
+                ViolationKind::Overwrite,
+                Site::Barrier {
+                    sm,
+                    cta,
+                    wg,
+                    bar,
+                    phase,
+                    op,
+                },
+            ) => write!(
+                f,
+                "TMA load #{op} into mbarrier {bar} of SM {sm} CTA {cta} issued at cycle {} \
+                 while WarpGroup {} had not yet passed its wait on phase {phase} (completed {})",
+                self.cycle,
+                wg.map_or("?".to_string(), |w| w.to_string()),
+                transfer(self.transfer_cycle)
+            ),
+            (
+                ViolationKind::Overwrite,
+                Site::Stage {
+                    sm,
+                    cta,
+                    stage,
+                    released,
+                    needed,
+                    op,
+                },
+            ) => write!(
+                f,
+                "TMA load #{op} into stage {stage} of SM {sm} CTA {cta} issued at cycle {} \
+                 before its consumers released it ({released} of {needed} releases)",
+                self.cycle
+            ),
+            (
+                ViolationKind::EarlyCompletion,
+                Site::Op {
+                    sm,
+                    cta,
+                    op,
+                    bar,
+                    addr,
+                },
+            ) => {
+                write!(f, "TMA operation #{op} of SM {sm} CTA {cta}")?;
+                if let Some(b) = bar {
+                    write!(f, " (mbarrier {b})")?;
+                }
+                write!(
+                    f,
+                    " signalled complete at cycle {} before its data landed ({})",
+                    self.cycle,
+                    transfer(self.transfer_cycle)
+                )?;
+                if let Some(a) = addr {
+                    write!(f, ", last line {a:#x}")?;
+                }
+                Ok(())
+            }
+            (_, site) => write!(
+                f,
+                "{site:?} at cycle {} (transfer {})",
+                self.cycle,
+                transfer(self.transfer_cycle)
+            ),
+        }
+    }
+}
+
+/// Per line address: the earliest DRAM read and the earliest transfer.
+#[derive(Clone, Copy, Default)]
+struct LineState {
+    dram: Option<u64>,
+    ready: Option<u64>,
+}
+
+/// An L2 read answered before any transfer of its line was seen.
+#[derive(Clone, Copy)]
+struct PendingRead {
+    served: u64,
+    /// Index in the kept list, if kept.
+    kept: Option<usize>,
+}
+
+/// A TMA operation in flight (or landed, not yet forgotten).
+#[derive(Clone, Default)]
+struct OpState {
+    sm: u16,
+    cta: u32,
+    bar: Option<u16>,
+    /// The mbarrier phase a load fills.
+    phase: u32,
+    /// Landing cycle known at issue (fixed port).
+    lands: Option<u64>,
+    lines_req: u32,
+    lines_back: u32,
+    last_back: Option<(u64, u64)>,
+    signalled: Option<u64>,
+    /// Kept violations waiting for this operation's landing cycle.
+    waiting: Vec<usize>,
+}
+
+impl OpState {
+    /// The landing cycle if the operation has landed by `now`.
+    fn landed(&self, now: u64) -> Option<u64> {
+        match self.lands {
+            Some(d) => (d <= now).then_some(d),
+            None => match (self.signalled, self.lines_back == self.lines_req) {
+                (Some(s), true) => Some(self.last_back.map_or(s, |(c, _)| c)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// A WarpGroup stalled on (or woken for) an mbarrier.
+#[derive(Clone, Copy)]
+struct Waiter {
+    wg: u8,
+    bar: u16,
+    parity: u8,
+    /// The phase that satisfied the wait and when, once it completed.
+    woken: Option<(u32, u64)>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct StageState {
+    acquired: u32,
+    released: u32,
+    consumers: u16,
+}
+
+/// The read-after-transfer consistency checker (see the module docs).
+pub struct ConsistencyChecker {
+    hit_latency: u64,
+    lines: Map<u64, LineState>,
+    pending: Map<u64, Vec<PendingRead>>,
+    ops: Map<u32, OpState>,
+    /// Completed phases per (CTA, mbarrier).
+    phases: Map<(u32, u16), u32>,
+    /// Loads not yet seen landed per (CTA, mbarrier, phase).
+    phase_loads: Map<(u32, u16, u32), Vec<u32>>,
+    /// The (mbarrier, phase) each (CTA, WarpGroup) last passed a wait on.
+    reads: Map<(u32, u8), (u16, u32)>,
+    waiters: Map<u32, Vec<Waiter>>,
+    stages: Map<(u32, u16), StageState>,
+    /// The stage each (CTA, WarpGroup) last acquired.
+    acquired: Map<(u32, u8), u16>,
+    kept: Vec<Violation>,
+    counts: [u64; 6],
+    reads_checked: u64,
+    wgmmas_checked: u64,
+}
+
+impl ConsistencyChecker {
+    /// A checker for runs on `cfg`.
+    pub fn new(cfg: &GpuConfig) -> Self {
+        ConsistencyChecker {
+            hit_latency: cfg.l2.hit_latency as u64,
+            lines: Map::default(),
+            pending: Map::default(),
+            ops: Map::default(),
+            phases: Map::default(),
+            phase_loads: Map::default(),
+            reads: Map::default(),
+            waiters: Map::default(),
+            stages: Map::default(),
+            acquired: Map::default(),
+            kept: Vec::new(),
+            counts: [0; 6],
+            reads_checked: 0,
+            wgmmas_checked: 0,
+        }
+    }
+
+    /// The first [`KEPT`] violations, in the order they were found.
+    pub fn violations(&self) -> &[Violation] {
+        &self.kept
+    }
+
+    /// Violations of each kind, in [`ViolationKind::ALL`] order.
+    pub fn counts(&self) -> [(ViolationKind, u64); 6] {
+        ViolationKind::ALL.map(|k| (k, self.counts[k.index()]))
+    }
+
+    /// Violations found in all.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// True when no violation was found.
+    pub fn is_clean(&self) -> bool {
+        self.total() == 0
+    }
+
+    /// L2 reads and WGMMAs checked so far.
+    pub fn checked(&self) -> (u64, u64) {
+        (self.reads_checked, self.wgmmas_checked)
+    }
+
+    /// One paragraph: "clean" with what was checked, or the first few
+    /// violations in full and the counts per kind.
+    pub fn summary(&self) -> String {
+        let (reads, wgmmas) = self.checked();
+        if self.is_clean() {
+            return format!(
+                "consistency: clean ({reads} L2 reads and {wgmmas} WGMMAs checked against \
+                 their transfers)"
+            );
+        }
+        let mut s = format!(
+            "consistency: {} violation(s) ({reads} L2 reads and {wgmmas} WGMMAs checked)",
+            self.total()
+        );
+        for v in self.kept.iter().take(SHOWN) {
+            s.push_str("\n  ");
+            s.push_str(&v.to_string());
+        }
+        if self.total() > SHOWN.min(self.kept.len()) as u64 {
+            s.push_str("\n  ...");
+        }
+        let counts: Vec<String> = self
+            .counts()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        s.push_str("\n  by kind: ");
+        s.push_str(&counts.join(", "));
+        s
+    }
+
+    /// Records a violation; returns its index in the kept list, if kept.
+    fn flag(&mut self, v: Violation) -> Option<usize> {
+        self.counts[v.kind.index()] += 1;
+        if self.kept.len() < KEPT {
+            self.kept.push(v);
+            Some(self.kept.len() - 1)
+        } else {
+            None
+        }
+    }
+
+    /// Moves one counted violation from kind `from` to `v.kind`, updating
+    /// the kept record `kept` if there is one.
+    fn reclassify(&mut self, from: ViolationKind, kept: Option<usize>, v: Violation) {
+        self.counts[from.index()] -= 1;
+        self.counts[v.kind.index()] += 1;
+        if let Some(i) = kept {
+            self.kept[i] = v;
+        }
+    }
+
+    fn line_violation(
+        &self,
+        kind: ViolationKind,
+        addr: u64,
+        slice: u16,
+        at: u64,
+        served: u64,
+        transfer: Option<u64>,
+    ) -> Violation {
+        Violation {
+            kind,
+            cycle: served,
+            site: Site::Line { addr, slice, at },
+            transfer_cycle: transfer,
+            hit_latency: self.hit_latency,
+        }
+    }
+
+    fn on_fill(&mut self, cycle: u64, addr: u64, slice: u16, ready: u64, write: bool) {
+        let line = self.lines.entry(addr).or_default();
+        let no_dram = !write && !matches!(line.dram, Some(d) if d <= cycle);
+        line.ready = Some(line.ready.map_or(ready, |r| r.min(ready)));
+        if no_dram {
+            let v = self.line_violation(ViolationKind::NoTransfer, addr, slice, cycle, ready, None);
+            self.flag(v);
+        }
+        // Reads answered before any transfer of this line: now that one is
+        // known, each either left before it completed, or (a hit) sooner
+        // than the hit latency after it.
+        if let Some(reads) = self.pending.remove(&addr) {
+            for r in reads {
+                let kind = if r.served < ready {
+                    ViolationKind::BeforeTransfer
+                } else {
+                    ViolationKind::HitTooSoon
+                };
+                let mut v = self.line_violation(kind, addr, slice, r.served, r.served, Some(ready));
+                if let Some(i) = r.kept {
+                    if let Site::Line { at, slice, .. } = self.kept[i].site {
+                        v.site = Site::Line { addr, slice, at };
+                    }
+                }
+                self.reclassify(ViolationKind::NoTransfer, r.kept, v);
+            }
+        }
+    }
+
+    fn on_served(&mut self, addr: u64, slice: u16, hit: bool, at: u64, served: u64) {
+        self.reads_checked += 1;
+        let ready = self.lines.get(&addr).and_then(|l| l.ready);
+        let Some(ready) = ready else {
+            let v = self.line_violation(ViolationKind::NoTransfer, addr, slice, at, served, None);
+            let kept = self.flag(v);
+            self.pending
+                .entry(addr)
+                .or_default()
+                .push(PendingRead { served, kept });
+            return;
+        };
+        if served < ready {
+            let v = self.line_violation(
+                ViolationKind::BeforeTransfer,
+                addr,
+                slice,
+                at,
+                served,
+                Some(ready),
+            );
+            self.flag(v);
+        } else if hit && served < ready.max(at) + self.hit_latency {
+            let v = self.line_violation(
+                ViolationKind::HitTooSoon,
+                addr,
+                slice,
+                at,
+                served,
+                Some(ready),
+            );
+            self.flag(v);
+        }
+    }
+
+    fn on_issue_tma(
+        &mut self,
+        cycle: u64,
+        who: &Who,
+        done: Option<u64>,
+        op: u32,
+        bar: Option<u16>,
+    ) {
+        let mut st = OpState {
+            sm: who.sm,
+            cta: who.cta,
+            bar,
+            lands: done,
+            ..OpState::default()
+        };
+        if let Some(b) = bar {
+            let phase = self.phases.get(&(who.cta, b)).copied().unwrap_or(0) + 1;
+            st.phase = phase;
+            self.phase_loads
+                .entry((who.cta, b, phase))
+                .or_default()
+                .push(op);
+            // A WarpGroup woken for this barrier's completed phase that has
+            // not passed its wait yet still has to read that phase's data.
+            let woken = self
+                .waiters
+                .get(&who.cta)
+                .and_then(|ws| ws.iter().find(|w| w.bar == b && w.woken.is_some()).copied());
+            if let Some(w) = woken {
+                let (p, at) = w.woken.expect("found by woken.is_some()");
+                let v = Violation {
+                    kind: ViolationKind::Overwrite,
+                    cycle,
+                    site: Site::Barrier {
+                        sm: who.sm,
+                        cta: who.cta,
+                        wg: Some(w.wg),
+                        bar: b,
+                        phase: p,
+                        op,
+                    },
+                    transfer_cycle: Some(at),
+                    hit_latency: self.hit_latency,
+                };
+                self.flag(v);
+            }
+            if let Some(&stage) = self.acquired.get(&(who.cta, who.wg)) {
+                let s = self
+                    .stages
+                    .get(&(who.cta, stage))
+                    .copied()
+                    .unwrap_or_default();
+                let needed = s.acquired.saturating_sub(1) * s.consumers as u32;
+                if s.released < needed {
+                    let v = Violation {
+                        kind: ViolationKind::Overwrite,
+                        cycle,
+                        site: Site::Stage {
+                            sm: who.sm,
+                            cta: who.cta,
+                            stage,
+                            released: s.released,
+                            needed,
+                            op,
+                        },
+                        transfer_cycle: None,
+                        hit_latency: self.hit_latency,
+                    };
+                    self.flag(v);
+                }
+            }
+        }
+        self.ops.insert(op, st);
+    }
+
+    /// The operation landed: settle the violations waiting for its cycle and
+    /// forget it.
+    fn landed(&mut self, op: u32, at: u64) {
+        let Some(st) = self.ops.remove(&op) else {
+            return;
+        };
+        for i in st.waiting {
+            self.kept[i].transfer_cycle = Some(at);
+            if let (Site::Op { addr, .. }, Some((_, a))) = (&mut self.kept[i].site, st.last_back) {
+                *addr = Some(a);
+            }
+        }
+        if let Some(b) = st.bar {
+            let key = (st.cta, b, st.phase);
+            if let Some(list) = self.phase_loads.get_mut(&key) {
+                list.retain(|&o| o != op);
+                if list.is_empty() {
+                    self.phase_loads.remove(&key);
+                }
+            }
+        }
+    }
+
+    fn on_tma_done(&mut self, cycle: u64, op: u32) {
+        let Some(st) = self.ops.get_mut(&op) else {
+            return;
+        };
+        st.signalled = Some(cycle);
+        match st.landed(cycle) {
+            Some(at) => self.landed(op, at),
+            None => {
+                let v = Violation {
+                    kind: ViolationKind::EarlyCompletion,
+                    cycle,
+                    site: Site::Op {
+                        sm: st.sm,
+                        cta: st.cta,
+                        op,
+                        bar: st.bar,
+                        addr: None,
+                    },
+                    transfer_cycle: st.lands,
+                    hit_latency: self.hit_latency,
+                };
+                let lands = st.lands;
+                if let Some(i) = self.flag(v) {
+                    if lands.is_none() {
+                        self.ops.get_mut(&op).expect("present").waiting.push(i);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_line_landed(&mut self, cycle: u64, op: u32, addr: u64) {
+        let Some(st) = self.ops.get_mut(&op) else {
+            return;
+        };
+        st.lines_back += 1;
+        st.last_back = Some((cycle, addr));
+        if st.signalled.is_some() && st.lines_back >= st.lines_req {
+            self.landed(op, cycle);
+        }
+    }
+
+    fn on_wgmma(&mut self, cycle: u64, who: &Who) {
+        self.wgmmas_checked += 1;
+        let Some(&(bar, phase)) = self.reads.get(&(who.cta, who.wg)) else {
+            return;
+        };
+        let key = (who.cta, bar, phase);
+        let Some(list) = self.phase_loads.get(&key) else {
+            return;
+        };
+        let mut unlanded = None;
+        let mut done = Vec::new();
+        for &op in list {
+            match self.ops.get(&op) {
+                None => done.push((op, None)),
+                Some(st) => match st.landed(cycle) {
+                    Some(at) => done.push((op, Some(at))),
+                    None => {
+                        if unlanded.is_none() {
+                            unlanded = Some((op, st.lands));
+                        }
+                    }
+                },
+            }
+        }
+        for (op, at) in done {
+            match at {
+                Some(at) => self.landed(op, at),
+                None => {
+                    if let Some(list) = self.phase_loads.get_mut(&key) {
+                        list.retain(|&o| o != op);
+                    }
+                }
+            }
+        }
+        if let Some((op, lands)) = unlanded {
+            let v = Violation {
+                kind: ViolationKind::ReadBeforeLanding,
+                cycle,
+                site: Site::Barrier {
+                    sm: who.sm,
+                    cta: who.cta,
+                    wg: Some(who.wg),
+                    bar,
+                    phase,
+                    op,
+                },
+                transfer_cycle: lands,
+                hit_latency: self.hit_latency,
+            };
+            if let Some(i) = self.flag(v) {
+                if lands.is_none() {
+                    if let Some(st) = self.ops.get_mut(&op) {
+                        st.waiting.push(i);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_issue(&mut self, cycle: u64, who: &Who, op: &Op) {
+        match *op {
+            Op::Wgmma { .. } => self.on_wgmma(cycle, who),
+            Op::MbarWait { bar, .. } => {
+                if let Some(ws) = self.waiters.get_mut(&who.cta) {
+                    ws.retain(|w| w.wg != who.wg);
+                }
+                let phase = self.phases.get(&(who.cta, bar)).copied().unwrap_or(0);
+                self.reads.insert((who.cta, who.wg), (bar, phase));
+            }
+            Op::MbarInit { bar, .. } => {
+                self.phases.insert((who.cta, bar), 0);
+            }
+            Op::StageRelease { stage } => {
+                let s = self.stages.entry((who.cta, stage)).or_default();
+                s.released = s.released.saturating_add(1);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_phase(&mut self, cycle: u64, cta: u32, bar: u16, phase: u32) {
+        self.phases.insert((cta, bar), phase);
+        if let Some(ws) = self.waiters.get_mut(&cta) {
+            for w in ws.iter_mut() {
+                if w.bar == bar && w.woken.is_none() && (phase & 1) as u8 != w.parity {
+                    w.woken = Some((phase, cycle));
+                }
+            }
+        }
+    }
+
+    fn forget_cta(&mut self, cta: u32) {
+        self.phases.retain(|k, _| k.0 != cta);
+        self.phase_loads.retain(|k, _| k.0 != cta);
+        self.reads.retain(|k, _| k.0 != cta);
+        self.waiters.remove(&cta);
+        self.stages.retain(|k, _| k.0 != cta);
+        self.acquired.retain(|k, _| k.0 != cta);
+    }
+}
+
+impl Observer for ConsistencyChecker {
+    fn on_event(&mut self, cycle: Cycle, event: &Event) {
+        let c = cycle.get();
+        match *event {
+            Event::DramDone { addr } => {
+                let l = self.lines.entry(addr).or_default();
+                l.dram = Some(l.dram.map_or(c, |d| d.min(c)));
+            }
+            Event::LineFill {
+                addr,
+                slice,
+                ready,
+                write,
+            } => self.on_fill(c, addr, slice, ready, write),
+            Event::LineServed {
+                addr,
+                slice,
+                hit,
+                at,
+                served,
+            } => self.on_served(addr, slice, hit, at, served),
+            Event::TmaIssue {
+                who, done, op, bar, ..
+            } => self.on_issue_tma(c, &who, done, op, bar),
+            Event::TmaLineRequest { op, .. } => {
+                if let Some(st) = self.ops.get_mut(&op) {
+                    st.lines_req += 1;
+                }
+            }
+            Event::TmaLineLanded { op, addr, .. } => self.on_line_landed(c, op, addr),
+            Event::TmaDone { op, .. } => self.on_tma_done(c, op),
+            Event::Issue { who, op } => self.on_issue(c, &who, &op),
+            Event::Stall {
+                who,
+                reason: WaitReason::Mbarrier { bar, parity },
+            } => {
+                let ws = self.waiters.entry(who.cta).or_default();
+                ws.retain(|w| w.wg != who.wg);
+                ws.push(Waiter {
+                    wg: who.wg,
+                    bar,
+                    parity,
+                    woken: None,
+                });
+            }
+            Event::PhaseComplete {
+                cta, bar, phase, ..
+            } => self.on_phase(c, cta, bar, phase),
+            Event::StageAcquired {
+                who,
+                stage,
+                consumers,
+            } => {
+                let s = self.stages.entry((who.cta, stage)).or_default();
+                s.acquired += 1;
+                s.consumers = consumers;
+                self.acquired.insert((who.cta, who.wg), stage);
+            }
+            Event::CtaRetire { cta, .. } => self.forget_cta(cta),
+            _ => {}
+        }
+    }
+
+    fn wants_detail(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gen::{gemm, pchase, tma_bw, CopyKind, GemmParams, PchaseParams, TmaBwParams};
+    use crate::run::simulate;
+    use simfa_core::config::MemoryModel;
+    use simfa_core::{Fault, Kernel};
+
+    /// Runs `k` on `cfg` with a checker; the run itself may fail (a fault
+    /// can break a kernel's synchronisation).
+    fn check(cfg: &GpuConfig, k: &Kernel) -> ConsistencyChecker {
+        let mut c = ConsistencyChecker::new(cfg);
+        let _ = simulate(cfg, k, &mut c);
+        c
+    }
+
+    fn fixed() -> GpuConfig {
+        let mut cfg = GpuConfig::h800();
+        cfg.memory = MemoryModel::Fixed;
+        cfg
+    }
+
+    fn gemm_k(m: u32, n: u32, k: u32) -> Kernel {
+        gemm(&GemmParams { m, n, k }).unwrap()
+    }
+
+    fn count(c: &ConsistencyChecker, kind: ViolationKind) -> u64 {
+        c.counts()[kind.index()].1
+    }
+
+    fn first(c: &ConsistencyChecker, kind: ViolationKind) -> Violation {
+        *c.violations()
+            .iter()
+            .find(|v| v.kind == kind)
+            .unwrap_or_else(|| panic!("no {kind} kept: {}", c.summary()))
+    }
+
+    #[test]
+    fn clean_gemm_runs_are_clean() {
+        for (m, n, k) in [(256, 256, 256), (1024, 1024, 512)] {
+            let kernel = gemm_k(m, n, k);
+            for cfg in [GpuConfig::h800(), fixed()] {
+                let mut c = ConsistencyChecker::new(&cfg);
+                simulate(&cfg, &kernel, &mut c).unwrap();
+                assert!(
+                    c.is_clean(),
+                    "{m}x{n}x{k} {:?}: {}",
+                    cfg.memory,
+                    c.summary()
+                );
+                let (reads, wgmmas) = c.checked();
+                assert!(wgmmas > 0);
+                assert_eq!(reads > 0, cfg.memory == MemoryModel::Hierarchy);
+                assert!(c.summary().contains("clean"), "{}", c.summary());
+            }
+        }
+    }
+
+    #[test]
+    fn clean_microbenchmarks_are_clean() {
+        let cfg = GpuConfig::h800();
+        let chase = pchase(&PchaseParams {
+            measured_hops: 256,
+            ..PchaseParams::new(256 * 1024)
+        })
+        .unwrap();
+        let bulk = tma_bw(&TmaBwParams {
+            total_bytes: 4 << 20,
+            ..TmaBwParams::new(CopyKind::Bulk { bytes: 8192 }, 2, &cfg)
+        })
+        .unwrap();
+        let tensor = tma_bw(&TmaBwParams {
+            total_bytes: 4 << 20,
+            ..TmaBwParams::new(CopyKind::Tensor2d { boxdim: [64, 32] }, 1, &cfg)
+        })
+        .unwrap();
+        for k in [&chase, &bulk, &tensor] {
+            for cfg in [GpuConfig::h800(), fixed()] {
+                let mut c = ConsistencyChecker::new(&cfg);
+                simulate(&cfg, k, &mut c).unwrap();
+                assert!(c.is_clean(), "{} {:?}: {}", k.name, cfg.memory, c.summary());
+            }
+        }
+    }
+
+    #[test]
+    fn checking_changes_neither_cycles_nor_digest() {
+        let k = gemm_k(256, 256, 256);
+        for cfg in [GpuConfig::h800(), fixed()] {
+            let plain = simulate(&cfg, &k, &mut ()).unwrap().summary;
+            let mut c = ConsistencyChecker::new(&cfg);
+            let checked = simulate(&cfg, &k, &mut c).unwrap().summary;
+            assert_eq!(plain, checked);
+        }
+    }
+
+    #[test]
+    fn early_tma_on_the_fixed_port_is_caught() {
+        let mut cfg = fixed();
+        cfg.fault = Fault::EarlyTma { cycles: 100 };
+        let c = check(&cfg, &gemm_k(256, 256, 256));
+        assert!(!c.is_clean());
+        let e = first(&c, ViolationKind::EarlyCompletion);
+        let lands = e.transfer_cycle.expect("the port's landing is known");
+        assert_eq!(lands, e.cycle + 100, "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains(&format!("signalled complete at cycle {}", e.cycle)),
+            "{msg}"
+        );
+        assert!(msg.contains(&format!("landed (at cycle {lands})")), "{msg}");
+        let r = first(&c, ViolationKind::ReadBeforeLanding);
+        assert!(r.transfer_cycle.unwrap() > r.cycle, "{r}");
+        assert!(r.to_string().contains("WGMMA of SM"), "{r}");
+        assert_eq!(count(&c, ViolationKind::NoTransfer), 0);
+    }
+
+    #[test]
+    fn early_tma_in_the_hierarchy_is_caught_with_its_last_line() {
+        let mut cfg = GpuConfig::h800();
+        cfg.fault = Fault::EarlyTma { cycles: 0 };
+        let c = check(&cfg, &gemm_k(256, 256, 256));
+        let e = first(&c, ViolationKind::EarlyCompletion);
+        // The landing became known when the last line came back.
+        let lands = e.transfer_cycle.expect("landed by the end of the run");
+        assert!(lands > e.cycle, "{e}");
+        let Site::Op {
+            addr: Some(addr), ..
+        } = e.site
+        else {
+            panic!("no line address: {e}");
+        };
+        assert!(
+            e.to_string().contains(&format!("last line {addr:#x}")),
+            "{e}"
+        );
+        let r = first(&c, ViolationKind::ReadBeforeLanding);
+        assert!(r.transfer_cycle.is_some_and(|t| t > r.cycle), "{r}");
+        assert!(count(&c, ViolationKind::ReadBeforeLanding) > 0);
+        // The L2 itself stayed consistent.
+        assert_eq!(
+            count(&c, ViolationKind::BeforeTransfer),
+            0,
+            "{}",
+            c.summary()
+        );
+    }
+
+    #[test]
+    fn early_hit_is_caught_with_the_line_and_its_fill() {
+        let mut cfg = GpuConfig::h800();
+        cfg.fault = Fault::EarlyHit;
+        let c = check(&cfg, &gemm_k(256, 256, 256));
+        assert!(
+            count(&c, ViolationKind::BeforeTransfer) > 0,
+            "{}",
+            c.summary()
+        );
+        let v = first(&c, ViolationKind::BeforeTransfer);
+        let Site::Line { addr, at, .. } = v.site else {
+            panic!("not a line: {v}");
+        };
+        let fill = v.transfer_cycle.expect("the fill completed later");
+        assert!(v.cycle < fill);
+        let msg = v.to_string();
+        assert!(msg.contains(&format!("line {addr:#x}")), "{msg}");
+        assert!(msg.contains(&format!("looked up at cycle {at}")), "{msg}");
+        assert!(
+            msg.contains(&format!("answered at cycle {}", v.cycle)),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(&format!("completed (at cycle {fill})")),
+            "{msg}"
+        );
+        // Unresolved reads stay counted as reads without a transfer.
+        assert_eq!(
+            count(&c, ViolationKind::ReadBeforeLanding),
+            0,
+            "{}",
+            c.summary()
+        );
+    }
+
+    const RING: &str = include_str!("../../examples/ring.sasm");
+
+    #[test]
+    fn early_stage_is_caught_as_an_overwrite() {
+        let k = crate::asm::parse(RING, "ring.sasm").unwrap();
+        for mut cfg in [GpuConfig::h800(), fixed()] {
+            let clean = check(&cfg, &k);
+            assert!(clean.is_clean(), "{}", clean.summary());
+            cfg.fault = Fault::EarlyStage;
+            let c = check(&cfg, &k);
+            let v = first(&c, ViolationKind::Overwrite);
+            assert!(
+                matches!(
+                    v.site,
+                    Site::Stage {
+                        released: 0,
+                        needed: 1,
+                        ..
+                    }
+                ),
+                "{v}"
+            );
+            assert!(
+                v.to_string().contains("before its consumers released it"),
+                "{v}"
+            );
+        }
+    }
+
+    /// A kernel bug rather than a model fault: `expect_tx` covers one of two
+    /// loads, so the phase completes when the first lands and the WGMMA reads
+    /// the second before it does.
+    #[test]
+    fn short_expect_tx_is_caught_as_a_read_before_landing() {
+        let src = "kernel short_tx\ngrid 1\nsmem 4096\n\
+            tensormap X base=0x1000 elem=2 dims=[1048576] box=[256]\n\
+            mbarrier full[1] count=1\n\
+            role main count=1 regs=24 {\n\
+              mbar.expect_tx full[0], 512\n\
+              tma.load X, full[0], [0]\n\
+              tma.load X, full[0], [256]\n\
+              mbar.arrive full[0]\n\
+              mbar.wait full[0], 0\n\
+              wgmma 64\n\
+              wgmma.commit\n\
+              wgmma.wait 0\n\
+              exit\n\
+            }\n";
+        let k = crate::asm::parse(src, "short_tx.sasm").unwrap();
+        let c = check(&fixed(), &k);
+        assert_eq!(
+            count(&c, ViolationKind::ReadBeforeLanding),
+            1,
+            "{}",
+            c.summary()
+        );
+        let v = first(&c, ViolationKind::ReadBeforeLanding);
+        assert!(
+            matches!(
+                v.site,
+                Site::Barrier {
+                    bar: 0,
+                    phase: 1,
+                    op: 1,
+                    ..
+                }
+            ),
+            "{v}"
+        );
+        assert!(v.transfer_cycle.unwrap() > v.cycle, "{v}");
+        assert!(
+            c.summary().contains("read-before-landing 1"),
+            "{}",
+            c.summary()
+        );
+    }
+
+    #[test]
+    fn summary_keeps_the_first_violations_and_counts_all() {
+        let mut cfg = GpuConfig::h800();
+        cfg.fault = Fault::EarlyTma { cycles: 0 };
+        let c = check(&cfg, &gemm_k(256, 256, 256));
+        assert!(c.total() > KEPT as u64);
+        assert_eq!(c.violations().len(), KEPT);
+        let s = c.summary();
+        assert!(s.contains("violation(s)"), "{s}");
+        assert!(s.contains("by kind: "), "{s}");
+        let listed = s
+            .lines()
+            .filter(|l| l.contains("early-completion: "))
+            .count();
+        assert!(listed <= SHOWN, "{s}");
+    }
+}
