@@ -31,6 +31,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use simfa_core::{GpuConfig, Kernel, PRESETS};
+use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
 use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
 use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
@@ -347,10 +348,10 @@ fn run_and_report(
     };
     let mut gantt = (out.gantt.is_some() || out.svg.is_some())
         .then(|| GanttRecorder::for_kernel(out.gantt_sm, k));
+    let mut checker = out.check.then(|| ConsistencyChecker::new(cfg));
     let mut progress = Progress::new(!out.json);
-    let result = simulate_with_progress(cfg, k, &mut (&mut tracer, &mut gantt), |c, r, t| {
-        progress.update(c, r, t)
-    });
+    let mut observers = ((&mut tracer, &mut gantt), &mut checker);
+    let result = simulate_with_progress(cfg, k, &mut observers, |c, r, t| progress.update(c, r, t));
     progress.finish();
     if result.is_ok() {
         if let (Some(t), Some(path)) = (tracer.take(), &trace.dram_trace) {
@@ -380,11 +381,31 @@ fn run_and_report(
     if let Some(f) = workload_flops {
         report = report.with_workload_flops(f);
     }
-    if out.json {
-        let text = serde_json::to_string_pretty(&report.to_json()).map_err(Failure::input)?;
+    let printed = if out.json {
+        let mut j = report.to_json();
+        if let Some(c) = &checker {
+            j["check"] = serde_json::json!({
+                "clean": c.is_clean(),
+                "violations": c.total(),
+                "summary": c.summary(),
+            });
+        }
+        let text = serde_json::to_string_pretty(&j).map_err(Failure::input)?;
         self::out(&format!("{text}\n"))
     } else {
-        self::out(&report.to_text())
+        let mut text = report.to_text();
+        if let Some(c) = &checker {
+            text.push_str(&format!("check  {}\n", c.summary()));
+        }
+        self::out(&text)
+    };
+    printed?;
+    match &checker {
+        Some(c) if !c.is_clean() => Err(Failure::Sim(format!(
+            "read-after-transfer check failed: {}",
+            c.summary()
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -404,6 +425,10 @@ struct Outputs {
     /// Draw the same timeline as an SVG Gantt chart.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Run the read-after-transfer consistency checker; exit 1 if it finds
+    /// a violation (the first few are printed in full, then counts).
+    #[arg(long)]
+    check: bool,
     #[command(flatten)]
     trace: TraceArgs,
 }

@@ -37,9 +37,10 @@ const SMALL: [&str; 8] = [
 
 #[test]
 fn fa3_json_report_has_every_documented_key() {
-    let mut args = vec!["fa3", "--json"];
+    let mut args = vec!["fa3", "--json", "--check"];
     args.extend_from_slice(&SMALL);
     let j = json(&simfa(&args));
+    assert_eq!(j["check"]["clean"], true, "{}", j["check"]);
     for k in KEYS {
         assert!(!j[k].is_null(), "missing key {k} in {j}");
     }
@@ -131,7 +132,9 @@ fn bad_fa3_shapes_exit_2() {
 
 #[test]
 fn gemm_kernel_parameters() {
-    let base = ["gemm", "--json", "--m", "512", "--n", "512", "--k", "512"];
+    let base = [
+        "gemm", "--json", "--check", "--m", "512", "--n", "512", "--k", "512",
+    ];
     let plain = json(&simfa(&base));
     let mut args = base.to_vec();
     args.extend_from_slice(&["--stages", "3", "--consumers", "2", "--persistent"]);
@@ -148,4 +151,34 @@ fn gemm_kernel_parameters() {
     let o = simfa(&args);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("block"), "{}", stderr(&o));
+}
+
+#[test]
+fn check_flags_a_kernel_that_reads_before_its_data_lands() {
+    // expect_tx covers only one of the two loads, so the wait returns as
+    // soon as the first lands and the WGMMA reads the second too early.
+    let d = Scratch::new("check");
+    let k = d.file(
+        "short_tx.sasm",
+        "kernel short_tx\ngrid 1\nsmem 4096\n\
+         tensormap X base=0x100000 elem=2 dims=[65536] box=[256]\n\
+         mbarrier full[1] count=1\n\
+         role main count=1 regs=128 {\n\
+         mbar.expect_tx full[0], 512\n\
+         tma.load X, full[0], [0]\n\
+         tma.load X, full[0], [8192]\n\
+         mbar.arrive full[0]\n\
+         mbar.wait full[0], 0\n\
+         wgmma 64\nwgmma.commit\nwgmma.wait 0\nexit\n}\n",
+    );
+    let o = simfa(&["run", s(&k), "--check"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("read-before-landing"), "{e}");
+    assert!(
+        e.contains("cycle 754") && e.contains("landed at cycle 970"),
+        "{e}"
+    );
+    // Without --check the same run succeeds.
+    assert_eq!(simfa(&["run", s(&k)]).status.code(), Some(0));
 }
