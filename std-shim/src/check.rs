@@ -38,7 +38,7 @@
 //! use simfa_std::run::simulate;
 //!
 //! let cfg = GpuConfig::h800();
-//! let k = gemm(&GemmParams { m: 256, n: 256, k: 256 }).unwrap();
+//! let k = gemm(&GemmParams::new(256, 256, 256)).unwrap();
 //! let mut check = ConsistencyChecker::new(&cfg);
 //! simulate(&cfg, &k, &mut check).unwrap();
 //! assert!(check.is_clean(), "{}", check.summary());
@@ -937,7 +937,7 @@ mod tests {
     }
 
     fn gemm_k(m: u32, n: u32, k: u32) -> Kernel {
-        gemm(&GemmParams { m, n, k }).unwrap()
+        gemm(&GemmParams::new(m, n, k)).unwrap()
     }
 
     fn count(c: &ConsistencyChecker, kind: ViolationKind) -> u64 {

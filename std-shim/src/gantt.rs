@@ -452,6 +452,7 @@ impl Observer for GanttRecorder {
                 bytes,
                 store,
                 done,
+                ..
             } => {
                 if let Some(log) = self.log(who) {
                     log.pending.push(Pending {
@@ -462,7 +463,9 @@ impl Observer for GanttRecorder {
                     });
                 }
             }
-            Event::TmaDone { who, bytes, store } => {
+            Event::TmaDone {
+                who, bytes, store, ..
+            } => {
                 if let Some(log) = self.log(who) {
                     let same = |p: &Pending| p.store == store;
                     let at = log
@@ -622,11 +625,7 @@ role consumer count=1 regs=240 {
 
     #[test]
     fn gemm_timeline_both_memory_models() {
-        let k = gemm(&GemmParams {
-            m: 256,
-            n: 256,
-            k: 256,
-        })
+        let k = gemm(&GemmParams::new(256, 256, 256))
         .unwrap();
         for fixed in [false, true] {
             let cfg = config(fixed);
@@ -686,11 +685,7 @@ role consumer count=1 regs=240 {
 
     #[test]
     fn idle_sm_gives_an_empty_valid_trace() {
-        let k = gemm(&GemmParams {
-            m: 256,
-            n: 256,
-            k: 256,
-        })
+        let k = gemm(&GemmParams::new(256, 256, 256))
         .unwrap();
         let cfg = config(false);
         let rec = record(&cfg, &k, 131);
@@ -721,11 +716,15 @@ role consumer count=1 regs=240 {
             bytes,
             store,
             done: None,
+            op: 0,
+            bar: None,
         };
         let done = |bytes, store| Event::TmaDone {
             who: w,
             bytes,
             store,
+            op: 0,
+            bar: None,
         };
         let stall = |who, reason| Event::Stall { who, reason };
         let events = [
