@@ -1,0 +1,76 @@
+//! Golden digests of the issue-4 workloads: a small FA3 forward kernel
+//! (full pipeline, causal, and the two ablation variants) and a small
+//! pipelined, persistent GEMM, all through the memory hierarchy with the
+//! consistency checker on (`simfa_tests::run` asserts it is clean).
+//!
+//! A golden digest moves only when the timing model or a generator
+//! changes; update it in the same commit and say why in the message.
+
+use simfa_core::GpuConfig;
+use simfa_std::gen::fa3::{fa3, Fa3Params, Variant};
+use simfa_std::gen::{gemm, GemmParams};
+use simfa_tests::run;
+
+fn small_fa3(causal: bool, variant: Variant) -> Fa3Params {
+    Fa3Params {
+        batch: 1,
+        heads: 4,
+        kv_heads: 2,
+        seqlen_q: 512,
+        seqlen_kv: 512,
+        hdim: 128,
+        causal,
+        variant,
+    }
+}
+
+fn fa3_summary(p: &Fa3Params) -> (u64, u64) {
+    let cfg = GpuConfig::h800();
+    let (k, _) = fa3(p, &cfg).unwrap();
+    let s = run(&cfg, &k).unwrap();
+    (s.cycles, s.digest)
+}
+
+const GOLDEN_FA3: [(u64, u64); 4] = [
+    (12783, 0x8c95_e4b5_07c6_34f7),
+    (12203, 0x51c1_0e36_0e29_91a1),
+    (13519, 0x719a_7cee_fff4_59dd),
+    (13022, 0x57e4_ba99_0a18_1b08),
+];
+
+#[test]
+fn golden_fa3_small() {
+    let got = [
+        fa3_summary(&small_fa3(false, Variant::Full)),
+        fa3_summary(&small_fa3(true, Variant::Full)),
+        fa3_summary(&small_fa3(false, Variant::NoOverlap)),
+        fa3_summary(&small_fa3(false, Variant::NoWs)),
+    ];
+    let shown: Vec<String> = got
+        .iter()
+        .map(|(c, d)| format!("({c}, 0x{d:016x})"))
+        .collect();
+    assert_eq!(got, GOLDEN_FA3, "got [{}]", shown.join(", "));
+}
+
+const GOLDEN_GEMM_PIPELINED: (u64, u64) = (18407, 0x599b_1630_1321_c3ec);
+
+#[test]
+fn golden_gemm_pipelined_persistent() {
+    let p = GemmParams {
+        stages: 3,
+        consumers: 2,
+        persistent: true,
+        group_m: 2,
+        ..GemmParams::new(1024, 512, 1024)
+    }
+    .calibrated(simfa_std::gen::Calibration::H800);
+    let s = run(&GpuConfig::h800(), &gemm(&p).unwrap()).unwrap();
+    assert_eq!(
+        (s.cycles, s.digest),
+        GOLDEN_GEMM_PIPELINED,
+        "got ({}, 0x{:016x})",
+        s.cycles,
+        s.digest
+    );
+}
