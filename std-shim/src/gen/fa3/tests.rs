@@ -295,3 +295,27 @@ fn useful_flops() {
     let p = params(2, 1024, 1024, 128, true);
     assert_eq!(p.flops(), 2 * 1024 * 1024 * 128 * 2);
 }
+
+#[test]
+fn memory_need_is_bounded_up_to_32k_tokens() {
+    // The arena (the simulation's whole memory) is known before the run and
+    // does not grow with the sequence: the persistent grid is one CTA per
+    // SM whatever the length.
+    let cfg = GpuConfig::h800();
+    for seqlen in [4096, 8192, 16384, 32768] {
+        for causal in [false, true] {
+            let p = Fa3Params {
+                heads: 64,
+                kv_heads: 8,
+                seqlen_q: seqlen,
+                seqlen_kv: seqlen,
+                causal,
+                ..Fa3Params::default()
+            };
+            let (k, _) = fa3(&p, &cfg).unwrap();
+            let bytes =
+                simfa_core::Simulator::<simfa_core::NoStream>::arena_size(&cfg, &k).unwrap();
+            assert!(bytes < 64 << 20, "{seqlen} causal={causal}: {bytes} bytes");
+        }
+    }
+}
