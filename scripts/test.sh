@@ -23,6 +23,11 @@ step "no_std core for bare-metal targets"
 cargo build -p simfa-core --target thumbv7em-none-eabihf
 cargo build -p simfa-core --target riscv32imac-unknown-none-elf
 
+step "bit-exact across machines"
+# The sample kernels' digests on this machine, on aarch64 (qemu-aarch64) and
+# on a Cortex-M3 (qemu-system-arm); installs the emulators when missing.
+bash scripts/crossdigest.sh
+
 step "fuzz targets"
 if rustup toolchain list | grep -q nightly && command -v cargo-fuzz >/dev/null 2>&1; then
     secs="${SIMFA_FUZZ_SECONDS:-30}"

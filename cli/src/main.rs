@@ -201,6 +201,14 @@ impl Failure {
     fn input(e: impl std::fmt::Display) -> Self {
         Failure::Input(e.to_string())
     }
+
+    /// The same failure, its message prefixed with `origin: `.
+    fn within(self, origin: &str) -> Self {
+        match self {
+            Failure::Input(m) => Failure::Input(format!("{origin}: {m}")),
+            Failure::Sim(m) => Failure::Sim(format!("{origin}: {m}")),
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -224,7 +232,12 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Run { file, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = load_kernel(&file).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, &out, None)
+            // Name the inputs in run failures too (loading errors do already).
+            let inputs = match &gpu.config {
+                Some(c) => format!("{} with {}", file.display(), c.display()),
+                None => file.display().to_string(),
+            };
+            run_and_report(&cfg, &k, &out, None).map_err(|f| f.within(&inputs))
         }
         Cmd::Gen {
             what: GenCmd::Gemm { shape, gpu, output },

@@ -124,7 +124,7 @@ fn deadlock_exits_1_and_names_waiters() {
     let o = simfa(&["run", s(&p)]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(e.starts_with("error: deadlock"), "{e}");
+    assert!(e.starts_with(&format!("error: {}: deadlock", s(&p))), "{e}");
     assert!(e.contains("role main") && e.contains("mbarrier"), "{e}");
     assert!(o.stdout.is_empty());
 }

@@ -65,6 +65,7 @@ pub mod observer;
 pub mod port;
 pub mod queue;
 pub mod rand;
+pub mod samples;
 mod sim;
 pub mod source;
 pub mod time;

@@ -150,11 +150,31 @@ fn preset_from(name: &str, origin: &str) -> Result<GpuConfig, ConfigFileError> {
 /// Reads and resolves a TOML configuration file.
 pub fn load_config(path: &Path) -> Result<GpuConfig, ConfigFileError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigFileError::Io {
+    let bytes = std::fs::read(path).map_err(|source| ConfigFileError::Io {
         origin: origin.clone(),
         source,
     })?;
-    config_from_toml(&text, &origin)
+    config_from_bytes(&bytes, &origin)
+}
+
+/// Resolves a TOML configuration given as bytes: like
+/// [`config_from_toml`], but bytes that are not UTF-8 are a syntax error at
+/// the line and column of the first bad byte.
+pub fn config_from_bytes(bytes: &[u8], origin: &str) -> Result<GpuConfig, ConfigFileError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => config_from_toml(text, origin),
+        Err(e) => {
+            let good = std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default();
+            let (line, col) = line_col(good, good.len());
+            let bad = bytes.get(e.valid_up_to()).copied().unwrap_or(0);
+            Err(ConfigFileError::Syntax {
+                origin: origin.to_string(),
+                line,
+                col,
+                message: format!("invalid UTF-8: unexpected byte 0x{bad:02x}"),
+            })
+        }
+    }
 }
 
 /// Resolves the text of a TOML configuration; `origin` names it in errors.
@@ -505,6 +525,17 @@ mod tests {
             e.to_string().contains("nosuch") && e.to_string().contains("h800"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn non_utf8_is_located() {
+        let e = config_from_bytes(b"preset = \"h800\"\nname = \"\xff\"\n", "gpu.toml").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("gpu.toml:2:9: invalid TOML: invalid UTF-8: unexpected byte 0xff"),
+            "{e}"
+        );
+        assert!(config_from_bytes(b"preset = \"h20\"\n", "x").is_ok());
     }
 
     #[test]

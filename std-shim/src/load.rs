@@ -78,8 +78,15 @@ pub fn load_kernel(path: &Path) -> Result<Kernel, LoadError> {
 
 /// Decodes a kernel in either encoding from memory; `name` is the file name
 /// used in errors.
+///
+/// Content decides the encoding: bytes that open with the magic are binary.
+/// So that a damaged binary file gets a binary error ("truncated", "wrong
+/// magic") rather than a confusing text-syntax one, two more cases go to the
+/// binary decoder: a non-empty file that is a proper prefix of the magic
+/// (cut inside its header), and a file named `.sfk`/`.bin` whose bytes are
+/// not text (not UTF-8, or holding a NUL byte).
 pub fn decode_kernel(bytes: &[u8], name: &str) -> Result<Kernel, LoadError> {
-    if encode::is_binary(bytes) {
+    if looks_binary(bytes, name) {
         encode::decode(bytes).map_err(|source| LoadError::Decode {
             path: name.to_string(),
             source,
@@ -87,6 +94,17 @@ pub fn decode_kernel(bytes: &[u8], name: &str) -> Result<Kernel, LoadError> {
     } else {
         Ok(asm::parse_bytes(bytes, name)?)
     }
+}
+
+fn looks_binary(bytes: &[u8], name: &str) -> bool {
+    if encode::is_binary(bytes) {
+        return true;
+    }
+    if !bytes.is_empty() && bytes.len() < MAGIC.len() && MAGIC.starts_with(bytes) {
+        return true;
+    }
+    let not_text = bytes.contains(&0) || std::str::from_utf8(bytes).is_err();
+    not_text && Format::from_path(Path::new(name)) == Format::Binary
 }
 
 /// The binary encoding of `k`: magic, little-endian version, postcard body
@@ -253,6 +271,16 @@ mod tests {
             }
         ));
         assert!(e.to_string().starts_with("x.sfk: "), "{e}");
+        // Damaged binaries get binary errors, not text-syntax ones.
+        let e = decode_kernel(&bytes[..5], "x.sasm").unwrap_err();
+        assert!(e.to_string().contains("truncated"), "{e}");
+        let mut wrong = bytes.clone();
+        wrong[7] = b'X';
+        let e = decode_kernel(&wrong, "x.sfk").unwrap_err();
+        assert!(e.to_string().contains("wrong magic"), "{e}");
+        // ... but text in a binary-named file is still text.
+        let e = decode_kernel(b"kernel k\ngrid 0\n", "x.bin").unwrap_err();
+        assert!(matches!(e, LoadError::Asm(_)), "{e}");
         bytes.truncate(HEADER_LEN + 3);
         assert!(matches!(
             decode_kernel(&bytes, "x").unwrap_err(),

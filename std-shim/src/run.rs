@@ -7,8 +7,9 @@
 
 use std::fmt;
 
+use simfa_core::isa::EvalCtx;
 use simfa_core::{
-    BuildError, Cycle, Event, GpuConfig, Kernel, Observer, Op, SimError, Simulator, Status,
+    BuildError, Cycle, Event, GpuConfig, Instr, Kernel, Observer, Op, SimError, Simulator, Status,
     Summary, WaitReason, Waiter,
 };
 
@@ -168,6 +169,14 @@ pub fn simulate_with_progress(
         .map_err(|_| RunError::Alloc { bytes: arena_bytes })?;
     arena.resize(arena_bytes, 0u8);
     let mut sim = Simulator::new(cfg, k, &mut arena)?;
+    if let Some(line) = beyond_watchdog(cfg, k) {
+        return Err(RunError::Sim {
+            error: SimError::Watchdog {
+                limit: cfg.watchdog_cycles,
+            },
+            waiters: vec![line],
+        });
+    }
     let mut counter = FlopCounter {
         inner: obs,
         flops: 0,
@@ -202,6 +211,62 @@ pub fn simulate_with_progress(
         flops: counter.flops,
         first_transfer: counter.first_transfer,
         last_retire: counter.last_retire,
+    })
+}
+
+/// A lower bound on the instructions one WarpGroup of the program
+/// `k.code[start..end]` issues: every instruction but loop markers and
+/// `exit`, loops with constant counts multiplied out, loops with variable
+/// counts taken as empty. Counting stops at the first `exit` that may be
+/// reached. Returns the bound and whether counting stopped at an `exit`.
+/// `k` must be valid (balanced loops).
+fn min_issues(k: &Kernel, start: usize, end: usize) -> (u64, bool) {
+    let mut total: u64 = 0;
+    let mut pc = start;
+    while pc < end {
+        match k.code[pc] {
+            Instr::Exit => return (total, true),
+            Instr::LoopBegin { count, end: e } => {
+                let e = (e as usize).min(end);
+                let (body, stops) = min_issues(k, pc + 1, e);
+                let expr = &k.exprs[count as usize];
+                // The simulator clamps counts to 0..=u32::MAX.
+                let n = if expr.is_constant() {
+                    expr.eval(&EvalCtx::default()).clamp(0, u32::MAX as i64) as u64
+                } else {
+                    0
+                };
+                if stops {
+                    return (total.saturating_add(if n > 0 { body } else { 0 }), true);
+                }
+                total = total.saturating_add(body.saturating_mul(n));
+                pc = e + 1;
+                continue;
+            }
+            Instr::LoopEnd { .. } => {}
+            _ => total = total.saturating_add(1),
+        }
+        pc += 1;
+    }
+    (total, false)
+}
+
+/// When some WarpGroup must issue more instructions than the watchdog
+/// allows cycles (an SM issues at most one instruction per cycle, a
+/// WarpGroup in order), the run can only end in the watchdog (or in an
+/// earlier deadlock): say so at once instead of simulating billions of
+/// cycles first. Returns the line that explains it.
+fn beyond_watchdog(cfg: &GpuConfig, k: &Kernel) -> Option<String> {
+    k.roles.iter().filter(|r| !r.stream).find_map(|r| {
+        let start = r.start as usize;
+        let (n, _) = min_issues(k, start, start + r.len as usize);
+        (n > cfg.watchdog_cycles.saturating_add(1)).then(|| {
+            format!(
+                "role {} issues at least {n} instructions, at most one per cycle, \
+                 so it cannot finish within the limit",
+                r.name
+            )
+        })
     })
 }
 
@@ -374,6 +439,71 @@ mod tests {
         assert_eq!(out.summary.stats.wgmmas, 12);
         assert!(out.arena_bytes > 0);
         assert_eq!(calls, 0, "short runs make no progress calls");
+    }
+
+    /// `loop a { loop b { bubble 1 } }` in one role, then `exit`.
+    fn nested_loops(a: i64, b: i64) -> Kernel {
+        let mut k = Kernel {
+            name: name("loops"),
+            grid: [1, 1, 1],
+            ..Kernel::default()
+        };
+        k.exprs.push(Expr::constant(a)).unwrap();
+        k.exprs.push(Expr::constant(b)).unwrap();
+        for i in [
+            Instr::LoopBegin { count: 0, end: 4 },
+            Instr::LoopBegin { count: 1, end: 3 },
+            Instr::Bubble { cycles: 1 },
+            Instr::LoopEnd { begin: 1 },
+            Instr::LoopEnd { begin: 0 },
+            Instr::Exit,
+        ] {
+            k.code.push(i).unwrap();
+        }
+        k.roles
+            .push(Role {
+                name: name("spin"),
+                count: 1,
+                regs: 32,
+                start: 0,
+                len: 6,
+                stream: false,
+            })
+            .unwrap();
+        k.validate().unwrap();
+        k
+    }
+
+    #[test]
+    fn issue_bound_multiplies_constant_loops() {
+        let k = nested_loops(3, 5);
+        assert_eq!(min_issues(&k, 0, 6), (15, true));
+        assert_eq!(min_issues(&nested_loops(-2, 5), 0, 6), (0, true));
+        // The bound is a lower bound: this run issues exactly 15 bubbles.
+        let out = simulate(&GpuConfig::h800(), &k, &mut ()).unwrap();
+        assert!(out.summary.cycles >= 15, "{}", out.summary.cycles);
+    }
+
+    #[test]
+    fn absurd_loops_stop_at_once_with_the_watchdog() {
+        let k = nested_loops(4_000_000_000, 4_000_000_000);
+        let e = simulate(&GpuConfig::h800(), &k, &mut ()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                RunError::Sim {
+                    error: SimError::Watchdog { .. },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("role spin issues at least"), "{e}");
+        // Within the limit the run goes ahead.
+        let mut cfg = GpuConfig::h800();
+        cfg.watchdog_cycles = 1000;
+        assert!(simulate(&cfg, &nested_loops(10, 10), &mut ()).is_ok());
+        assert!(beyond_watchdog(&cfg, &nested_loops(40, 40)).is_some());
     }
 
     #[test]

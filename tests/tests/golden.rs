@@ -76,3 +76,27 @@ fn examples_run_and_round_trip() {
         Err(simfa_core::SimError::Deadlock { waiting: 2, .. })
     ));
 }
+
+/// The fixed sample set of `simfa_core::samples`, whose digests
+/// `scripts/crossdigest.sh` also checks on aarch64 and on a Cortex-M3: the
+/// same values there as here.
+#[test]
+fn golden_samples_match_other_machines() {
+    use simfa_core::samples::{self, SAMPLES};
+    let mut results = Vec::new();
+    for i in 0..SAMPLES {
+        let mut k = Box::new(simfa_core::Kernel::default());
+        let cfg = samples::build(i, &mut k).unwrap();
+        let s = run(&cfg, &k).unwrap();
+        results.push((s.cycles, s.digest));
+    }
+    assert_eq!(results, GOLDEN_SAMPLES, "{:#x?}", results);
+    assert_eq!(samples::combine(&results), 0x6b3f_9aed_9524_f76c);
+}
+
+const GOLDEN_SAMPLES: [(u64, u64); 4] = [
+    (3063, 0x51a6_c99e_e5bd_1231),
+    (4044, 0x0aad_08e7_54a1_d28a),
+    (4422, 0x320f_f235_cbf4_9e4c),
+    (15112, 0x5a50_9e6e_ea05_cabc),
+];
