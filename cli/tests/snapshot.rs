@@ -6,7 +6,16 @@ use common::{json, s, simfa, stderr, Scratch};
 fn gen(dir: &Scratch, name: &str, k: &str) -> std::path::PathBuf {
     let p = dir.path(name);
     let o = simfa(&[
-        "gen", "gemm", "--m", "256", "--n", "256", "--k", k, "-o", s(&p),
+        "gen",
+        "gemm",
+        "--m",
+        "256",
+        "--n",
+        "256",
+        "--k",
+        k,
+        "-o",
+        s(&p),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     p
@@ -20,12 +29,25 @@ fn resumed_run_reports_the_uninterrupted_run() {
     for gpu in ["h800", "h20"] {
         let straight = json(&simfa(&["run", s(&k), "--gpu", gpu, "--json"]));
         let saving = json(&simfa(&[
-            "run", s(&k), "--gpu", gpu, "--json", "--save-at", "5000", s(&snap),
+            "run",
+            s(&k),
+            "--gpu",
+            gpu,
+            "--json",
+            "--save-at",
+            "5000",
+            s(&snap),
         ]));
         assert_eq!(saving, straight);
         assert!(snap.exists());
         let resumed = json(&simfa(&[
-            "run", s(&k), "--gpu", gpu, "--json", "--resume", s(&snap),
+            "run",
+            s(&k),
+            "--gpu",
+            gpu,
+            "--json",
+            "--resume",
+            s(&snap),
         ]));
         assert_eq!(resumed["digest"], straight["digest"]);
         assert_eq!(resumed, straight);

@@ -75,7 +75,8 @@ pub use isa::{Expr, Instr, Op, Ref, WaitReason};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 pub use observer::{Event, Observer, Stats, Who};
 pub use sim::{
-    fingerprint, SnapshotError, Simulator, Status, Summary, Waiter, SNAPSHOT_MAGIC, SNAPSHOT_VERSION,
+    fingerprint, Simulator, SnapshotError, Status, Summary, Waiter, SNAPSHOT_MAGIC,
+    SNAPSHOT_VERSION,
 };
 pub use source::{NoStream, SourceError, StreamSource};
 pub use time::{Cycle, Ratio};

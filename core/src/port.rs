@@ -88,13 +88,19 @@ impl<'a> FixedPort<'a> {
     }
 
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.busy)?;
         w.slice(self.free_at)
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         self.busy = r.val()?;
         r.slice(self.free_at)
     }

@@ -625,8 +625,7 @@ role consumer count=1 regs=240 {
 
     #[test]
     fn gemm_timeline_both_memory_models() {
-        let k = gemm(&GemmParams::new(256, 256, 256))
-        .unwrap();
+        let k = gemm(&GemmParams::new(256, 256, 256)).unwrap();
         for fixed in [false, true] {
             let cfg = config(fixed);
             let rec = record(&cfg, &k, 0);
@@ -685,8 +684,7 @@ role consumer count=1 regs=240 {
 
     #[test]
     fn idle_sm_gives_an_empty_valid_trace() {
-        let k = gemm(&GemmParams::new(256, 256, 256))
-        .unwrap();
+        let k = gemm(&GemmParams::new(256, 256, 256)).unwrap();
         let cfg = config(false);
         let rec = record(&cfg, &k, 131);
         let trace = rec.chrome_trace(1830.0);

@@ -45,7 +45,14 @@ fn resume(cfg: &GpuConfig, k: &Kernel, snap: &[u8]) -> Summary {
 
 fn check_resumes(cfg: &GpuConfig, k: &Kernel) {
     let want = straight(cfg, k);
-    let points = [0, 1, want.cycles / 7, want.cycles / 2, want.cycles - 1, want.cycles + 10];
+    let points = [
+        0,
+        1,
+        want.cycles / 7,
+        want.cycles / 2,
+        want.cycles - 1,
+        want.cycles + 10,
+    ];
     let mut a = arena(cfg, k);
     let mut sim = Simulator::new(cfg, k, &mut a).unwrap();
     let bound = sim.snapshot_size();
@@ -138,10 +145,7 @@ fn every_truncation_is_an_error() {
     let mut a = arena(&c, &k);
     for len in 0..snap.len() {
         let e = Simulator::restore(&c, &k, &mut a, &snap[..len]).err();
-        assert!(
-            matches!(e, Some(SnapshotError::Truncated)),
-            "{len}: {e:?}"
-        );
+        assert!(matches!(e, Some(SnapshotError::Truncated)), "{len}: {e:?}");
     }
 }
 

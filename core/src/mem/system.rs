@@ -1007,14 +1007,20 @@ impl<'a> MemorySystem<'a> {
 
 impl<T: Copy + serde::Serialize + serde::de::DeserializeOwned> Ring<'_, T> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&(self.head as u64))?;
         w.val(&(self.len as u64))?;
         w.slice(self.buf)
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         let n = self.buf.len();
         self.head = r.at_most(n.saturating_sub(1), "ring head")?;
         self.len = r.at_most(n, "ring length")?;
@@ -1024,7 +1030,10 @@ impl<T: Copy + serde::Serialize + serde::de::DeserializeOwned> Ring<'_, T> {
 
 impl Waiting<'_> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.free)?;
         w.slice(self.pool)?;
         w.slice(self.head)?;
@@ -1033,7 +1042,10 @@ impl Waiting<'_> {
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         self.free = r.val()?;
         if self.free != NIL && self.free as usize >= self.pool.len() {
             return Err(crate::sim::SnapshotError::Corrupt {
@@ -1049,7 +1061,10 @@ impl Waiting<'_> {
 
 impl MemorySystem<'_> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.rng)?;
         w.val(&(self.nfree as u64))?;
         w.val(&self.stats)?;
@@ -1070,7 +1085,10 @@ impl MemorySystem<'_> {
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         self.rng = r.val()?;
         self.nfree = r.at_most(self.free.len(), "free request count")?;
         self.stats = r.val()?;

@@ -250,13 +250,19 @@ impl<'a, V: Copy> FixedMap<'a, V> {
 
 impl<V: Copy + serde::Serialize + serde::de::DeserializeOwned> FixedMap<'_, V> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&(self.len as u64))?;
         w.slice(self.slots)
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         self.len = r.at_most(self.cap, "map length")?;
         r.slice(self.slots)
     }

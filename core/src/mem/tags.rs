@@ -452,7 +452,10 @@ impl<'a> TagArray<'a> {
 
 impl TagArray<'_> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.occ)?;
         w.slice(self.tags)?;
         w.slice(self.meta)?;
@@ -460,7 +463,10 @@ impl TagArray<'_> {
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         self.occ = r.val()?;
         r.slice(self.tags)?;
         r.slice(self.meta)?;

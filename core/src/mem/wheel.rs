@@ -492,7 +492,10 @@ impl<'a, E: Copy> TimingWheel<'a, E> {
 
 impl<E: Copy + serde::Serialize + serde::de::DeserializeOwned> TimingWheel<'_, E> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.free)?;
         w.val(&self.base)?;
         w.val(&(self.wheel_len as u64))?;
@@ -507,7 +510,10 @@ impl<E: Copy + serde::Serialize + serde::de::DeserializeOwned> TimingWheel<'_, E
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         let cap = self.nodes.len();
         self.free = r.val()?;
         if self.free != NIL && self.free as usize >= cap {

@@ -46,8 +46,8 @@ use engine::TmaTables;
 use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
 use tma::{Dedup, Engine, TmaOp};
 
-pub(crate) use snapshot::{Reader, Writer};
 pub use snapshot::{fingerprint, SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
+pub(crate) use snapshot::{Reader, Writer};
 
 /// The memory behind the TMA engines. The hierarchy variant is large, but
 /// the core has no heap to box it in, and there is one per simulator.

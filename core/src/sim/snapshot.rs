@@ -325,7 +325,9 @@ pub(crate) mod big_array {
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<[T; N], A::Error> {
             let mut a = [T::default(); N];
             for (i, x) in a.iter_mut().enumerate() {
-                *x = seq.next_element()?.ok_or_else(|| A::Error::invalid_length(i, &self))?;
+                *x = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(i, &self))?;
             }
             Ok(a)
         }
@@ -494,5 +496,101 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             r.slice(t.returned)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::state::{Thread, GROUP_RING};
+
+    fn roundtrip<T: Serialize + DeserializeOwned>(v: &T) -> T {
+        let mut buf = [0u8; 4096];
+        let mut w = Writer::new(&mut buf);
+        w.val(v).unwrap();
+        let n = w.pos;
+        let mut r = Reader { buf: &buf[..n] };
+        let back = r.val().unwrap();
+        assert!(r.buf.is_empty());
+        back
+    }
+
+    #[test]
+    fn big_arrays_and_threads_round_trip_within_the_bound() {
+        let mut t = Thread::EMPTY;
+        for (i, g) in t.groups.iter_mut().enumerate() {
+            *g = u32::MAX - i as u32;
+        }
+        t.pending = Some(crate::isa::Op::Wgmma { n: 256 });
+        t.age = u64::MAX;
+        let back = roundtrip(&t);
+        assert_eq!(back.groups, t.groups);
+        assert_eq!(back.pending, t.pending);
+        assert_eq!(back.age, u64::MAX);
+        let n = postcard::to_slice(&t, &mut [0u8; 4096]).unwrap().len();
+        assert!(n <= bound::<Thread>(), "{n}");
+        assert_eq!(GROUP_RING, t.groups.len());
+    }
+
+    #[test]
+    fn reader_rejects_short_and_mismatched_tables() {
+        let mut buf = [0u8; 64];
+        let mut w = Writer::new(&mut buf);
+        w.slice(&[1u32, 2, 3]).unwrap();
+        let n = w.pos;
+        let mut dst = [0u32; 3];
+        Reader { buf: &buf[..n] }.slice(&mut dst).unwrap();
+        assert_eq!(dst, [1, 2, 3]);
+        let mut two = [0u32; 2];
+        assert_eq!(
+            Reader { buf: &buf[..n] }.slice(&mut two),
+            Err(SnapshotError::Corrupt {
+                what: "table length"
+            })
+        );
+        for cut in 0..n {
+            assert_eq!(
+                Reader { buf: &buf[..cut] }.slice(&mut dst),
+                Err(SnapshotError::Truncated)
+            );
+        }
+        let mut w = Writer::new(&mut buf[..2]);
+        assert!(matches!(
+            w.slice(&[u64::MAX; 4]),
+            Err(SnapshotError::BufferTooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn header_checks_come_before_decoding() {
+        let cfg = GpuConfig::h800();
+        let k = Kernel::default();
+        let body = [7u8; 10];
+        let mut snap = [0u8; HEADER + 10];
+        snap[..8].copy_from_slice(&SNAPSHOT_MAGIC);
+        snap[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+        snap[12..20].copy_from_slice(&fingerprint(&cfg, &k).to_le_bytes());
+        snap[20..28].copy_from_slice(&10u64.to_le_bytes());
+        snap[28..36].copy_from_slice(&checksum(&body).to_le_bytes());
+        snap[HEADER..].copy_from_slice(&body);
+        assert_eq!(open(&cfg, &k, &snap), Ok(&body[..]));
+        for cut in 0..snap.len() {
+            assert_eq!(open(&cfg, &k, &snap[..cut]), Err(SnapshotError::Truncated));
+        }
+        let mut bad = snap;
+        bad[HEADER + 3] ^= 1;
+        assert_eq!(open(&cfg, &k, &bad), Err(SnapshotError::Checksum));
+        let mut bad = snap;
+        bad[9] = 1;
+        assert!(matches!(
+            open(&cfg, &k, &bad),
+            Err(SnapshotError::Version { .. })
+        ));
+        let mut bad = snap;
+        bad[1] = 0;
+        assert_eq!(open(&cfg, &k, &bad), Err(SnapshotError::BadMagic));
+        let mut other = cfg.clone();
+        other.seed ^= 1;
+        assert_eq!(open(&other, &k, &snap), Err(SnapshotError::Mismatch));
     }
 }

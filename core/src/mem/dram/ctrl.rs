@@ -29,7 +29,9 @@ use crate::arena::{Arena, Layout};
 use crate::error::{BuildError, Capacity};
 
 /// Counters of a [`Dram`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct DramStats {
     /// Reads completed.
     pub reads: u64,
@@ -471,7 +473,10 @@ impl<'a> Dram<'a> {
 
 impl Dram<'_> {
     /// Writes the mutable state into a snapshot.
-    pub(crate) fn save_state(&self, w: &mut crate::sim::Writer<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.next_clock)?;
         w.val(&self.pending)?;
         w.val(&self.stats)?;
@@ -485,7 +490,10 @@ impl Dram<'_> {
     }
 
     /// Overwrites the mutable state from a snapshot.
-    pub(crate) fn load_state(&mut self, r: &mut crate::sim::Reader<'_>) -> Result<(), crate::sim::SnapshotError> {
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
         self.next_clock = r.val()?;
         self.pending = r.val()?;
         self.stats = r.val()?;
