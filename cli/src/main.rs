@@ -1,7 +1,7 @@
 //! `simfa`: the command-line front end of the simfa GPU simulator.
 //!
 //! ```text
-//! simfa run FILE [--gpu NAME | --config FILE.toml] [--json]
+//! simfa run FILE [--gpu NAME | --config FILE.toml] [--json] [--save-at CYCLE FILE] [--resume FILE]
 //! simfa gen gemm --m M --n N --k K [-o FILE]
 //! simfa gen pchase --working-set SIZE [--hops M] [-o FILE]
 //! simfa gen tma-bw --copy bulk|1d|2d|3d (--box A[xB[xC]] | --bytes SIZE) [--blocks-per-sm N] [--total SIZE] [-o FILE]
@@ -37,7 +37,7 @@ use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
 use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::report::Report;
-use simfa_std::run::{simulate_with_progress, RunError};
+use simfa_std::run::{simulate_with_snapshots, RunError, Snapshots};
 use simfa_std::trace::{DramTrace, TraceFormat};
 
 use bench_cmd::BenchArgs;
@@ -364,7 +364,14 @@ fn run_and_report(
     let mut checker = out.check.then(|| ConsistencyChecker::new(cfg));
     let mut progress = Progress::new(!out.json);
     let mut observers = ((&mut tracer, &mut gantt), &mut checker);
-    let result = simulate_with_progress(cfg, k, &mut observers, |c, r, t| progress.update(c, r, t));
+    let snaps = out.snapshots()?;
+    let result = simulate_with_snapshots(
+        cfg,
+        k,
+        &mut observers,
+        |c, r, t| progress.update(c, r, t),
+        &snaps,
+    );
     progress.finish();
     if result.is_ok() {
         if let (Some(t), Some(path)) = (tracer.take(), &trace.dram_trace) {
@@ -387,7 +394,9 @@ fn run_and_report(
         }
     }
     let outcome = result.map_err(|e| match e {
-        RunError::Build(_) => Failure::Input(e.to_string()),
+        RunError::Build(_) | RunError::Snapshot { .. } | RunError::Io { .. } => {
+            Failure::Input(e.to_string())
+        }
         RunError::Alloc { .. } | RunError::Sim { .. } => Failure::Sim(e.to_string()),
     })?;
     let mut report = Report::new(cfg, k, &outcome);
@@ -444,6 +453,35 @@ struct Outputs {
     check: bool,
     #[command(flatten)]
     trace: TraceArgs,
+    /// Save the whole simulation state to FILE once every cycle up to
+    /// CYCLE is simulated (at the end if the run finishes first), then go
+    /// on to the end.
+    #[arg(long, num_args = 2, value_names = ["CYCLE", "FILE"])]
+    save_at: Option<Vec<String>>,
+    /// Start from a snapshot written by --save-at (same GPU and kernel)
+    /// instead of cycle 0; the report and digest equal an uninterrupted
+    /// run's (traces and --check see only the resumed part).
+    #[arg(long, value_name = "FILE")]
+    resume: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// The snapshots `--save-at` and `--resume` ask for.
+    fn snapshots(&self) -> Result<Snapshots, Failure> {
+        let save_at = match self.save_at.as_deref() {
+            Some([cycle, file]) => {
+                let c = cycle.parse::<u64>().map_err(|_| {
+                    Failure::Input(format!("--save-at: `{cycle}` is not a cycle number"))
+                })?;
+                Some((c, PathBuf::from(file)))
+            }
+            _ => None,
+        };
+        Ok(Snapshots {
+            resume: self.resume.clone(),
+            save_at,
+        })
+    }
 }
 
 /// Writes to stdout; a closed pipe (`simfa ... | head`) is not an error.

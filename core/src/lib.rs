@@ -75,6 +75,9 @@ pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, Sim
 pub use isa::{Expr, Instr, Op, Ref, WaitReason};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 pub use observer::{Event, Observer, Stats, Who};
-pub use sim::{Simulator, Status, Summary, Waiter};
+pub use sim::{
+    fingerprint, Simulator, SnapshotError, Status, Summary, Waiter, SNAPSHOT_MAGIC,
+    SNAPSHOT_VERSION,
+};
 pub use source::{NoStream, SourceError, StreamSource};
 pub use time::{Cycle, Ratio};

@@ -353,7 +353,7 @@ impl<A: Observer, B: Observer> Observer for (A, B) {
 }
 
 /// Counters kept by every run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Instructions issued (control flow not counted).
     pub instructions: u64,

@@ -86,6 +86,24 @@ impl<'a> FixedPort<'a> {
     pub fn channels(&self) -> &[u64] {
         self.free_at
     }
+
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&self.busy)?;
+        w.slice(self.free_at)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.busy = r.val()?;
+        r.slice(self.free_at)
+    }
 }
 
 impl MemoryPort for FixedPort<'_> {

@@ -159,6 +159,28 @@ impl<'a, E: Copy> EventQueue<'a, E> {
     }
 }
 
+impl<E: Copy + Serialize + serde::de::DeserializeOwned> EventQueue<'_, E> {
+    /// Writes the queue's state (its storage, length and sequence counter).
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&(self.len as u64))?;
+        w.val(&self.next_seq)?;
+        w.slice(self.heap)
+    }
+
+    /// Overwrites the queue's state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.len = r.at_most(self.heap.len(), "event queue length")?;
+        self.next_seq = r.val()?;
+        r.slice(self.heap)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

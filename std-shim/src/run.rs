@@ -6,11 +6,13 @@
 //! mbarrier and stage names taken from the kernel.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
+use simfa_core::digest::Digest;
 use simfa_core::isa::EvalCtx;
 use simfa_core::{
-    BuildError, Cycle, Event, GpuConfig, Instr, Kernel, Observer, Op, SimError, Simulator, Status,
-    Summary, WaitReason, Waiter,
+    BuildError, Cycle, Event, GpuConfig, Instr, Kernel, NoStream, Observer, Op, SimError,
+    Simulator, SnapshotError, Status, Summary, WaitReason, Waiter,
 };
 
 /// Simulation steps between two calls of the progress hook (2^10). A step
@@ -76,6 +78,21 @@ pub enum RunError {
         /// empty otherwise.
         waiters: Vec<String>,
     },
+    /// A snapshot file could not be restored (bad magic or version, another
+    /// configuration or kernel, truncated or corrupt bytes).
+    Snapshot {
+        /// The snapshot file.
+        path: String,
+        /// The core's error.
+        error: SnapshotError,
+    },
+    /// A snapshot file could not be read or written.
+    Io {
+        /// The snapshot file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for RunError {
@@ -92,6 +109,8 @@ impl fmt::Display for RunError {
                 }
                 Ok(())
             }
+            RunError::Snapshot { path, error } => write!(f, "snapshot {path}: {error}"),
+            RunError::Io { path, source } => write!(f, "snapshot {path}: {source}"),
         }
     }
 }
@@ -102,6 +121,8 @@ impl std::error::Error for RunError {
             RunError::Build(e) => Some(e),
             RunError::Alloc { .. } => None,
             RunError::Sim { error, .. } => Some(error),
+            RunError::Snapshot { error, .. } => Some(error),
+            RunError::Io { source, .. } => Some(source),
         }
     }
 }
@@ -116,9 +137,120 @@ impl From<BuildError> for RunError {
 /// windows' ends, then forwards the event.
 struct FlopCounter<'o, O: Observer> {
     inner: &'o mut O,
-    flops: u64,
-    first_transfer: Option<u64>,
-    last_retire: u64,
+    tally: Tally,
+}
+
+/// The host-side measurements of a run that are not simulator state (they
+/// are taken from the event stream); a snapshot file carries them after
+/// the core's snapshot so a resumed run reports the same numbers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// FLOPs of the WGMMAs issued so far.
+    pub flops: u64,
+    /// Cycle of the first transfer issued, if any.
+    pub first_transfer: Option<u64>,
+    /// Cycle the last CTA retired so far.
+    pub last_retire: u64,
+}
+
+/// Bytes of the [`Tally`] trailer of a snapshot file: four little-endian
+/// `u64`s (FLOPs, first transfer + 1 or 0, last retirement, checksum).
+const TRAILER: usize = 32;
+
+impl Tally {
+    fn words(&self) -> [u64; 3] {
+        [
+            self.flops,
+            self.first_transfer.map_or(0, |c| c.saturating_add(1)),
+            self.last_retire,
+        ]
+    }
+
+    fn checksum(words: &[u64; 3]) -> u64 {
+        let mut d = Digest::new();
+        d.fold_all(words);
+        d.value()
+    }
+}
+
+/// Writes a snapshot of `sim` and the run's `tally` to `path` atomically
+/// (through a temporary file and a rename); returns the bytes written.
+pub fn save_snapshot(path: &Path, sim: &Simulator<'_>, tally: &Tally) -> Result<usize, RunError> {
+    let name = || path.display().to_string();
+    let mut buf = vec![0u8; sim.snapshot_size() + TRAILER];
+    let n = sim.save(&mut buf).map_err(|error| RunError::Snapshot {
+        path: name(),
+        error,
+    })?;
+    buf.truncate(n);
+    let words = tally.words();
+    for w in words.iter().chain([Tally::checksum(&words)].iter()) {
+        buf.extend_from_slice(&w.to_le_bytes());
+    }
+    crate::load::write_atomic(path, &buf).map_err(|source| RunError::Io {
+        path: name(),
+        source,
+    })?;
+    Ok(buf.len())
+}
+
+/// Reads a snapshot file written by [`save_snapshot`]: the core snapshot
+/// (checked when restored) and the tally (checked here).
+pub fn read_snapshot(path: &Path) -> Result<(Vec<u8>, Tally), RunError> {
+    let name = || path.display().to_string();
+    let mut bytes = std::fs::read(path).map_err(|source| RunError::Io {
+        path: name(),
+        source,
+    })?;
+    let corrupt = |error| RunError::Snapshot {
+        path: name(),
+        error,
+    };
+    if bytes.len() < TRAILER {
+        return Err(corrupt(SnapshotError::Truncated));
+    }
+    let tail = bytes.split_off(bytes.len() - TRAILER);
+    let w: Vec<u64> = tail
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect();
+    let words = [w[0], w[1], w[2]];
+    if Tally::checksum(&words) != w[3] {
+        return Err(corrupt(SnapshotError::Checksum));
+    }
+    let tally = Tally {
+        flops: words[0],
+        first_transfer: words[1].checked_sub(1),
+        last_retire: words[2],
+    };
+    Ok((bytes, tally))
+}
+
+/// Restores a simulator from a file written by [`save_snapshot`] into
+/// `arena`; errors name the file.
+pub fn resume<'a>(
+    cfg: &GpuConfig,
+    k: &'a Kernel,
+    arena: &'a mut [u8],
+    path: &Path,
+) -> Result<(Simulator<'a>, Tally), RunError> {
+    let (bytes, tally) = read_snapshot(path)?;
+    let sim = Simulator::restore(cfg, k, arena, &bytes).map_err(|error| RunError::Snapshot {
+        path: path.display().to_string(),
+        error,
+    })?;
+    Ok((sim, tally))
+}
+
+/// Snapshots a run takes or starts from.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshots {
+    /// Start from this snapshot file instead of cycle 0.
+    pub resume: Option<PathBuf>,
+    /// Save a snapshot to the file once the run has simulated every cycle
+    /// up to and including the given one (at the end if it finishes first),
+    /// then go on.
+    pub save_at: Option<(u64, PathBuf)>,
 }
 
 impl<O: Observer> Observer for FlopCounter<'_, O> {
@@ -128,13 +260,13 @@ impl<O: Observer> Observer for FlopCounter<'_, O> {
             ..
         } = event
         {
-            self.flops = self.flops.saturating_add(2 * 64 * 16 * *n as u64);
+            self.tally.flops = self.tally.flops.saturating_add(2 * 64 * 16 * *n as u64);
         }
         match event {
-            Event::TmaIssue { .. } if self.first_transfer.is_none() => {
-                self.first_transfer = Some(cycle.get());
+            Event::TmaIssue { .. } if self.tally.first_transfer.is_none() => {
+                self.tally.first_transfer = Some(cycle.get());
             }
-            Event::CtaRetire { .. } => self.last_retire = cycle.get(),
+            Event::CtaRetire { .. } => self.tally.last_retire = cycle.get(),
             _ => {}
         }
         self.inner.on_event(cycle, event);
@@ -160,15 +292,28 @@ pub fn simulate_with_progress(
     cfg: &GpuConfig,
     k: &Kernel,
     obs: &mut impl Observer,
-    mut progress: impl FnMut(u64, u32, u32),
+    progress: impl FnMut(u64, u32, u32),
 ) -> Result<RunOutcome, RunError> {
-    let arena_bytes = Simulator::<simfa_core::NoStream>::arena_size(cfg, k)?;
+    simulate_with_snapshots(cfg, k, obs, progress, &Snapshots::default())
+}
+
+/// Like [`simulate_with_progress`], resuming from and/or saving a snapshot
+/// file as `snaps` says. A resumed run's summary and FLOP/window
+/// measurements equal the uninterrupted run's; `obs` sees only the events
+/// after the resume point.
+pub fn simulate_with_snapshots(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    obs: &mut impl Observer,
+    mut progress: impl FnMut(u64, u32, u32),
+    snaps: &Snapshots,
+) -> Result<RunOutcome, RunError> {
+    let arena_bytes = Simulator::<NoStream>::arena_size(cfg, k)?;
     let mut arena = Vec::new();
     arena
         .try_reserve_exact(arena_bytes)
         .map_err(|_| RunError::Alloc { bytes: arena_bytes })?;
     arena.resize(arena_bytes, 0u8);
-    let mut sim = Simulator::new(cfg, k, &mut arena)?;
     if let Some(line) = beyond_watchdog(cfg, k) {
         return Err(RunError::Sim {
             error: SimError::Watchdog {
@@ -177,14 +322,22 @@ pub fn simulate_with_progress(
             waiters: vec![line],
         });
     }
-    let mut counter = FlopCounter {
-        inner: obs,
-        flops: 0,
-        first_transfer: None,
-        last_retire: 0,
+    let (mut sim, tally) = match &snaps.resume {
+        Some(path) => resume(cfg, k, &mut arena, path)?,
+        None => (Simulator::new(cfg, k, &mut arena)?, Tally::default()),
     };
+    let mut counter = FlopCounter { inner: obs, tally };
+    let mut save_at = snaps.save_at.as_ref();
     let mut steps: u64 = 0;
     loop {
+        // Save once nothing at or before the cycle is left to simulate
+        // (the point `Simulator::run_until` stops at).
+        if let Some((at, path)) = save_at {
+            if sim.next_event_cycle().map_or(true, |c| c.get() > *at) {
+                save_snapshot(path, &sim, &counter.tally)?;
+                save_at = None;
+            }
+        }
         match sim.step(&mut counter) {
             Ok(Status::Finished) => break,
             Ok(Status::Running) => {
@@ -204,13 +357,16 @@ pub fn simulate_with_progress(
             }
         }
     }
+    if let Some((_, path)) = save_at {
+        save_snapshot(path, &sim, &counter.tally)?;
+    }
     Ok(RunOutcome {
         summary: sim.summary(),
         arena_bytes,
         ctas: k.ctas(),
-        flops: counter.flops,
-        first_transfer: counter.first_transfer,
-        last_retire: counter.last_retire,
+        flops: counter.tally.flops,
+        first_transfer: counter.tally.first_transfer,
+        last_retire: counter.tally.last_retire,
     })
 }
 

@@ -234,7 +234,7 @@ fn line_shift(line_bytes: u64) -> Result<u32, LineError> {
 /// As an [`Iterator`] it yields the line-aligned address of every line of
 /// every row, repeats across rows included. [`LineGen::next_unique`] yields
 /// each line once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LineGen {
     shift: u32,
     rank: u8,

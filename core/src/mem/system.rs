@@ -87,7 +87,7 @@ pub struct LineRequest {
 pub struct Busy;
 
 /// Counters of the L2 and DRAM.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MemStats {
     /// Line requests accepted.
     pub requests: u64,
@@ -136,7 +136,7 @@ impl MemStats {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Req {
     token: u32,
     sm: u16,
@@ -164,7 +164,7 @@ impl Req {
     };
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum MemEv {
     /// A request reaches a slice; `probe` when it looks for a shadow copy.
     Arrive { req: u32, slice: u16, probe: bool },
@@ -190,7 +190,7 @@ impl MemEv {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct SliceState {
     /// First cycle the slice's input port is free.
     next_free: u64,
@@ -200,7 +200,7 @@ struct SliceState {
 }
 
 /// A request the DRAM accepted, as logged for traces.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DramRequest {
     /// SM cycle it entered the controller's queue.
     pub cycle: u64,
@@ -212,7 +212,7 @@ pub struct DramRequest {
 
 /// A DRAM request waiting for room in its pseudo-channel's queue, in that
 /// channel's FIFO.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct DramRetry {
     addr: u64,
     write: bool,
@@ -1002,6 +1002,115 @@ impl<'a> MemorySystem<'a> {
             self.nfree += 1;
             cur = next;
         }
+    }
+}
+
+impl<T: Copy + serde::Serialize + serde::de::DeserializeOwned> Ring<'_, T> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&(self.head as u64))?;
+        w.val(&(self.len as u64))?;
+        w.slice(self.buf)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        let n = self.buf.len();
+        self.head = r.at_most(n.saturating_sub(1), "ring head")?;
+        self.len = r.at_most(n, "ring length")?;
+        r.slice(self.buf)
+    }
+}
+
+impl Waiting<'_> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&self.free)?;
+        w.slice(self.pool)?;
+        w.slice(self.head)?;
+        w.slice(self.tail)?;
+        w.slice(self.busy)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.free = r.val()?;
+        if self.free != NIL && self.free as usize >= self.pool.len() {
+            return Err(crate::sim::SnapshotError::Corrupt {
+                what: "retry free list",
+            });
+        }
+        r.slice(self.pool)?;
+        r.slice(self.head)?;
+        r.slice(self.tail)?;
+        r.slice(self.busy)
+    }
+}
+
+impl MemorySystem<'_> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&self.rng)?;
+        w.val(&(self.nfree as u64))?;
+        w.val(&self.stats)?;
+        w.slice(self.reqs)?;
+        w.slice(self.free)?;
+        self.coalescer.save_state(w)?;
+        self.mshr.save_state(w)?;
+        w.slice(self.slices)?;
+        w.val(&(self.tags.len() as u64))?;
+        for t in &self.tags {
+            t.save_state(w)?;
+        }
+        self.queue.save_state(w)?;
+        self.dram.save_state(w)?;
+        self.done.save_state(w)?;
+        self.retry.save_state(w)?;
+        self.log.save_state(w)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.rng = r.val()?;
+        self.nfree = r.at_most(self.free.len(), "free request count")?;
+        self.stats = r.val()?;
+        r.slice(self.reqs)?;
+        r.slice(self.free)?;
+        self.coalescer.load_state(r)?;
+        self.mshr.load_state(r)?;
+        r.slice(self.slices)?;
+        let n = self.tags.len();
+        if r.at_most(n, "slice count")? != n {
+            return Err(crate::sim::SnapshotError::Corrupt {
+                what: "slice count",
+            });
+        }
+        for t in &mut self.tags {
+            t.load_state(r)?;
+        }
+        self.queue.load_state(r)?;
+        self.dram.load_state(r)?;
+        self.done.load_state(r)?;
+        self.retry.load_state(r)?;
+        self.log.load_state(r)
     }
 }
 

@@ -50,7 +50,7 @@ impl<V: fmt::Debug> core::error::Error for Full<V> {}
 
 /// One occupied slot of a [`FixedMap`]. Storage for a map is a slice of
 /// `Option<Slot<V>>`, `None` meaning empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Slot<V> {
     key: u64,
     val: V,
@@ -245,6 +245,26 @@ impl<'a, V: Copy> FixedMap<'a, V> {
     /// sequence of operations. O(slots): not for hot paths.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &V)> + '_ {
         self.slots.iter().flatten().map(|s| (s.key, &s.val))
+    }
+}
+
+impl<V: Copy + serde::Serialize + serde::de::DeserializeOwned> FixedMap<'_, V> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&(self.len as u64))?;
+        w.slice(self.slots)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.len = r.at_most(self.cap, "map length")?;
+        r.slice(self.slots)
     }
 }
 

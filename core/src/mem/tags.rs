@@ -21,7 +21,7 @@ use crate::error::{BuildError, Capacity, ConfigError};
 pub const KINDS: usize = 4;
 
 /// Metadata of one way.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Meta {
     stamp: u32,
     valid: bool,
@@ -447,6 +447,30 @@ impl<'a> TagArray<'a> {
         self.meta.fill(Meta::default());
         self.clocks.fill(0);
         self.occ = [0; KINDS];
+    }
+}
+
+impl TagArray<'_> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&self.occ)?;
+        w.slice(self.tags)?;
+        w.slice(self.meta)?;
+        w.slice(self.clocks)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.occ = r.val()?;
+        r.slice(self.tags)?;
+        r.slice(self.meta)?;
+        r.slice(self.clocks)
     }
 }
 

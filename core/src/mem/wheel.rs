@@ -83,7 +83,7 @@ const NIL: u32 = u32::MAX;
 
 /// One pooled event. Free nodes have `event: None` and chain through
 /// `next`; queued nodes have `event: Some(_)`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Node<E> {
     /// Global insertion sequence number.
     seq: u64,
@@ -93,7 +93,7 @@ struct Node<E> {
 }
 
 /// The per-class FIFOs of one slot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Fifo {
     head: [u32; CLASSES],
     tail: [u32; CLASSES],
@@ -487,6 +487,50 @@ impl<'a, E: Copy> TimingWheel<'a, E> {
         let word = scan_cyclic(self.summary, after)?;
         let bits = *self.bits.get(word)?;
         Some(word * 64 + bits.trailing_zeros() as usize)
+    }
+}
+
+impl<E: Copy + serde::Serialize + serde::de::DeserializeOwned> TimingWheel<'_, E> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&self.free)?;
+        w.val(&self.base)?;
+        w.val(&(self.wheel_len as u64))?;
+        w.val(&self.wheel_min)?;
+        w.val(&(self.len as u64))?;
+        w.val(&self.next_seq)?;
+        w.slice(self.nodes)?;
+        w.slice(self.fifos)?;
+        w.slice(self.bits)?;
+        w.slice(self.summary)?;
+        self.overflow.save_state(w)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        let cap = self.nodes.len();
+        self.free = r.val()?;
+        if self.free != NIL && self.free as usize >= cap {
+            return Err(crate::sim::SnapshotError::Corrupt {
+                what: "wheel free list",
+            });
+        }
+        self.base = r.val()?;
+        self.wheel_len = r.at_most(cap, "wheel length")?;
+        self.wheel_min = r.val()?;
+        self.len = r.at_most(cap, "wheel length")?;
+        self.next_seq = r.val()?;
+        r.slice(self.nodes)?;
+        r.slice(self.fifos)?;
+        r.slice(self.bits)?;
+        r.slice(self.summary)?;
+        self.overflow.load_state(r)
     }
 }
 

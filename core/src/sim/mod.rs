@@ -24,6 +24,7 @@
 
 mod engine;
 mod issue;
+mod snapshot;
 mod state;
 mod tma;
 
@@ -45,6 +46,9 @@ use engine::TmaTables;
 use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
 use tma::{Dedup, Engine, TmaOp};
 
+pub use snapshot::{fingerprint, SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
+pub(crate) use snapshot::{Reader, Writer};
+
 /// The memory behind the TMA engines. The hierarchy variant is large, but
 /// the core has no heap to box it in, and there is one per simulator.
 #[allow(clippy::large_enum_variant)]
@@ -56,7 +60,7 @@ pub(crate) enum Mem<'a> {
 }
 
 /// Where a run stands after a call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Status {
     /// More work remains.
     Running,

@@ -8,7 +8,7 @@ use crate::queue::Entry;
 pub(crate) const GROUP_RING: usize = 64;
 
 /// Life-cycle state of a physical thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum TState {
     /// Slot unused.
     Free,
@@ -23,7 +23,7 @@ pub(crate) enum TState {
 }
 
 /// One level of an active loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Frame {
     pub begin: u16,
     pub count: u32,
@@ -31,7 +31,7 @@ pub(crate) struct Frame {
 }
 
 /// A physical thread: one resident WarpGroup.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Thread {
     pub state: TState,
     /// Global CTA slot index.
@@ -56,6 +56,7 @@ pub(crate) struct Thread {
     pub wgmma_issued: u32,
     pub wgmma_done: u32,
     /// Ring of committed group end indices (pending groups only).
+    #[serde(with = "super::snapshot::big_array")]
     pub groups: [u32; GROUP_RING],
     pub g_head: u8,
     pub g_len: u8,
@@ -100,7 +101,7 @@ impl Thread {
 }
 
 /// A resident CTA.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Cta {
     pub live: bool,
     pub sm: u16,
@@ -125,7 +126,7 @@ impl Cta {
 }
 
 /// An mbarrier: arrivals and transaction bytes outstanding in the current phase.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Mbar {
     pub count: u16,
     pub pending: u16,
@@ -148,7 +149,7 @@ impl Mbar {
 }
 
 /// A ring stage: rounds acquired by the producer and releases by consumers.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Stage {
     pub acquired: u32,
     pub released: u32,
@@ -162,7 +163,7 @@ impl Stage {
 }
 
 /// A named barrier: threads arrived in the current round.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Named {
     pub arrived: u16,
 }
@@ -172,7 +173,7 @@ impl Named {
 }
 
 /// Per-SM state: resources, scheduler, tensor pipe and TMA engine.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Sm {
     /// Bit per thread slot that can issue.
     pub ready: u32,
@@ -207,7 +208,7 @@ impl Sm {
 /// An event in the shared queue. The class orders events of one cycle:
 /// transfer completions (0), then WGMMA completions (1), then wake-ups (2),
 /// then TMA engine ticks (3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Ev {
     /// A transfer landed; `bar` is `u16::MAX` for stores.
     TmaDone {

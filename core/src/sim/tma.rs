@@ -11,7 +11,7 @@ use crate::kernel::TensorMap;
 use crate::mem::lines::LineGen;
 
 /// What an operation still has to generate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Gen {
     /// A tensor box.
     Tensor(LineGen),
@@ -20,7 +20,7 @@ pub(crate) enum Gen {
 }
 
 /// One TMA operation in flight on an SM.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TmaOp {
     pub live: bool,
     /// Operation id (see `Event::TmaIssue`).
@@ -68,7 +68,7 @@ impl TmaOp {
 }
 
 /// Per-SM engine state.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Engine {
     /// Operation slots in generation order (a ring of slot indices).
     pub order_head: u16,

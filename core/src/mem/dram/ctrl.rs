@@ -29,7 +29,9 @@ use crate::arena::{Arena, Layout};
 use crate::error::{BuildError, Capacity};
 
 /// Counters of a [`Dram`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct DramStats {
     /// Reads completed.
     pub reads: u64,
@@ -466,5 +468,41 @@ impl<'a> Dram<'a> {
             ch.dirty = !0;
         }
         switch
+    }
+}
+
+impl Dram<'_> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.val(&self.next_clock)?;
+        w.val(&self.pending)?;
+        w.val(&self.stats)?;
+        w.slice(self.chans)?;
+        w.slice(self.groups)?;
+        w.slice(self.hot)?;
+        w.slice(self.banks)?;
+        w.slice(self.slots)?;
+        w.slice(self.rets)?;
+        self.order.save_state(w)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        self.next_clock = r.val()?;
+        self.pending = r.val()?;
+        self.stats = r.val()?;
+        r.slice(self.chans)?;
+        r.slice(self.groups)?;
+        r.slice(self.hot)?;
+        r.slice(self.banks)?;
+        r.slice(self.slots)?;
+        r.slice(self.rets)?;
+        self.order.load_state(r)
     }
 }

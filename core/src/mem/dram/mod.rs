@@ -137,7 +137,7 @@ impl fmt::Display for Command {
 }
 
 /// A request that finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Completion {
     /// The tag given to [`Dram::try_enqueue`].

@@ -127,7 +127,7 @@ pub(super) const SEL_WR: u8 = 2;
 pub(super) const SEL_PRE: u8 = 3;
 
 /// Per-channel scalars.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Chan {
     /// Next decision clock.
     pub(super) dkey: u64,
@@ -194,19 +194,19 @@ impl Chan {
 
 /// Bank-group timers by selector: ACT (tRRD_L); RD (tCCD_L after RD,
 /// tWTR_L after WR); WR (tCCD_L after WR); none.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Group {
     pub(super) t: [u64; 4],
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct List {
     pub(super) head: u16,
     pub(super) tail: u16,
 }
 
 /// What a scan reads of a bank: its cached candidate.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Hot {
     /// The bank's share of the candidate's ready time (bank timers and the
     /// request's arrival).
@@ -220,7 +220,7 @@ pub(super) struct Hot {
 }
 
 /// One bank's state.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Bank {
     pub(super) row: u32,
     /// Queued reads / writes to the open row.
@@ -260,7 +260,7 @@ impl Bank {
 }
 
 /// A queued request.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Slot {
     /// First DRAM clock it may be scheduled at.
     pub(super) arrival: u64,
@@ -296,7 +296,7 @@ impl Slot {
 }
 
 /// A completion waiting for its clock.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Ret {
     pub(super) clock: u64,
     pub(super) tag: u32,

@@ -67,6 +67,24 @@ impl<'a> ChannelTree<'a> {
     }
 }
 
+impl ChannelTree<'_> {
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::sim::Writer<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        w.slice(self.tree)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::sim::Reader<'_>,
+    ) -> Result<(), crate::sim::SnapshotError> {
+        r.slice(self.tree)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,596 @@
+//! Save and restore: the whole mutable state of a [`Simulator`] as bytes.
+//!
+//! # Format
+//!
+//! A snapshot is a fixed 36-byte header followed by a postcard-encoded
+//! body:
+//!
+//! | bytes  | field                                                      |
+//! |--------|------------------------------------------------------------|
+//! | 0..8   | magic `SIMFASNP`                                           |
+//! | 8..12  | format version, little-endian `u32` ([`SNAPSHOT_VERSION`]) |
+//! | 12..20 | fingerprint of the (config, kernel) pair, little-endian    |
+//! | 20..28 | body length in bytes, little-endian `u64`                  |
+//! | 28..36 | checksum of the body, little-endian `u64`                  |
+//!
+//! The body holds every scalar of the simulator and the contents of every
+//! table carved from its arena, element by element, in a fixed order. The
+//! fingerprint is a digest over the postcard encodings of the configuration
+//! and the kernel, so a snapshot only restores into a simulator of the same
+//! pair; the checksum rejects flipped bytes before anything is decoded.
+//!
+//! Restoring builds a fresh simulator exactly as [`Simulator::with_source`]
+//! does and then overwrites its state, so the tables have the lengths the
+//! snapshot recorded (a mismatch is a [`SnapshotError::Corrupt`]). Observers
+//! are not part of the state; the digest is. A stream source is not part of
+//! the state either: the caller hands the restored simulator a source that
+//! resumes where each WarpGroup's stream position says.
+//!
+//! Nothing allocates: [`Simulator::snapshot_size`] bounds the size before a
+//! run, and [`Simulator::save`] writes into a caller buffer.
+
+use core::fmt;
+
+use postcard::ser_flavors::Flavor;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::{Mem, Simulator};
+use crate::config::GpuConfig;
+use crate::digest::Digest;
+use crate::error::BuildError;
+use crate::kernel::Kernel;
+use crate::source::{NoStream, StreamSource};
+
+/// The first eight bytes of every snapshot.
+pub const SNAPSHOT_MAGIC: [u8; 8] = *b"SIMFASNP";
+
+/// The snapshot format version this build writes and reads.
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// Bytes of the fixed header before the body.
+const HEADER: usize = 36;
+
+/// Why a snapshot could not be written or restored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// The output buffer is too small (see [`Simulator::snapshot_size`]).
+    BufferTooSmall {
+        /// Bytes of the buffer.
+        available: usize,
+    },
+    /// The bytes end before the snapshot does.
+    Truncated,
+    /// The bytes do not start with `SIMFASNP`.
+    BadMagic,
+    /// The snapshot was written by another format version.
+    Version {
+        /// The version in the snapshot.
+        found: u32,
+    },
+    /// The snapshot is of another configuration or kernel.
+    Mismatch,
+    /// The body does not match its checksum.
+    Checksum,
+    /// The body decodes to something impossible.
+    Corrupt {
+        /// What was wrong.
+        what: &'static str,
+    },
+    /// The fresh simulator could not be built.
+    Build(BuildError),
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::BufferTooSmall { available } => {
+                write!(f, "snapshot buffer of {available} bytes too small")
+            }
+            SnapshotError::Truncated => f.write_str("snapshot truncated"),
+            SnapshotError::BadMagic => f.write_str("not a simfa snapshot (bad magic)"),
+            SnapshotError::Version { found } => write!(
+                f,
+                "snapshot format version {found}, this build reads version {SNAPSHOT_VERSION}"
+            ),
+            SnapshotError::Mismatch => {
+                f.write_str("snapshot is of another configuration or kernel")
+            }
+            SnapshotError::Checksum => f.write_str("snapshot corrupt (checksum mismatch)"),
+            SnapshotError::Corrupt { what } => write!(f, "snapshot corrupt: {what}"),
+            SnapshotError::Build(e) => write!(f, "cannot build the simulator: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for SnapshotError {}
+
+impl From<BuildError> for SnapshotError {
+    fn from(e: BuildError) -> Self {
+        SnapshotError::Build(e)
+    }
+}
+
+/// Upper bound of the postcard encoding of one value of type `T`: varints
+/// take at most 1.5 times their bytes (a `u16` in 3) and every enum or
+/// option level adds a tag byte that a niche may hide in memory.
+const fn bound<T>() -> usize {
+    2 * core::mem::size_of::<T>() + 2
+}
+
+/// Writes the body of a snapshot, or (with no buffer) adds up the bound of
+/// what it would write.
+pub(crate) struct Writer<'b> {
+    buf: Option<&'b mut [u8]>,
+    pos: usize,
+}
+
+impl<'b> Writer<'b> {
+    fn new(buf: &'b mut [u8]) -> Self {
+        Writer {
+            buf: Some(buf),
+            pos: 0,
+        }
+    }
+
+    fn counting() -> Self {
+        Writer { buf: None, pos: 0 }
+    }
+
+    /// Writes one value.
+    pub fn val<T: Serialize>(&mut self, v: &T) -> Result<(), SnapshotError> {
+        match &mut self.buf {
+            None => {
+                self.pos += bound::<T>();
+                Ok(())
+            }
+            Some(b) => {
+                let available = b.len();
+                let rest = b
+                    .get_mut(self.pos..)
+                    .ok_or(SnapshotError::BufferTooSmall { available })?;
+                let n = postcard::to_slice(v, rest)
+                    .map_err(|_| SnapshotError::BufferTooSmall { available })?
+                    .len();
+                self.pos += n;
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes a table: its length, then every element.
+    pub fn slice<T: Serialize>(&mut self, s: &[T]) -> Result<(), SnapshotError> {
+        self.val(&(s.len() as u64))?;
+        if self.buf.is_none() {
+            self.pos += s.len() * bound::<T>();
+            return Ok(());
+        }
+        s.iter().try_for_each(|x| self.val(x))
+    }
+}
+
+/// Reads the body of a snapshot.
+pub(crate) struct Reader<'b> {
+    buf: &'b [u8],
+}
+
+impl Reader<'_> {
+    /// Reads one value.
+    pub fn val<T: DeserializeOwned>(&mut self) -> Result<T, SnapshotError> {
+        let (v, rest) = postcard::take_from_bytes(self.buf).map_err(|e| match e {
+            postcard::Error::DeserializeUnexpectedEnd => SnapshotError::Truncated,
+            _ => SnapshotError::Corrupt {
+                what: "undecodable value",
+            },
+        })?;
+        self.buf = rest;
+        Ok(v)
+    }
+
+    /// Reads a `usize` written as `u64` and checks it is at most `max`.
+    pub fn at_most(&mut self, max: usize, what: &'static str) -> Result<usize, SnapshotError> {
+        let v: u64 = self.val()?;
+        if v > max as u64 {
+            return Err(SnapshotError::Corrupt { what });
+        }
+        Ok(v as usize)
+    }
+
+    /// Reads a table written by [`Writer::slice`] into `s`, whose length
+    /// must match.
+    pub fn slice<T: DeserializeOwned>(&mut self, s: &mut [T]) -> Result<(), SnapshotError> {
+        let n: u64 = self.val()?;
+        if n != s.len() as u64 {
+            return Err(SnapshotError::Corrupt {
+                what: "table length",
+            });
+        }
+        for x in s.iter_mut() {
+            *x = self.val()?;
+        }
+        Ok(())
+    }
+}
+
+/// A postcard flavor that folds the bytes into a [`Digest`].
+struct Fold(Digest);
+
+impl Flavor for Fold {
+    type Output = u64;
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.fold(data as u64);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<u64> {
+        Ok(self.0.value())
+    }
+}
+
+/// Digest of the postcard encodings of the configuration and the kernel.
+pub fn fingerprint(cfg: &GpuConfig, kernel: &Kernel) -> u64 {
+    let c = postcard::serialize_with_flavor(cfg, Fold(Digest::new())).unwrap_or(0);
+    let k = postcard::serialize_with_flavor(kernel, Fold(Digest::new())).unwrap_or(0);
+    let mut d = Digest::new();
+    d.fold_all(&[c, k]);
+    d.value()
+}
+
+fn checksum(body: &[u8]) -> u64 {
+    let mut d = Digest::new();
+    d.fold(body.len() as u64);
+    let mut chunks = body.chunks_exact(8);
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        d.fold(u64::from_le_bytes(w));
+    }
+    let mut w = [0u8; 8];
+    let rest = chunks.remainder();
+    w[..rest.len()].copy_from_slice(rest);
+    d.fold(u64::from_le_bytes(w));
+    d.value()
+}
+
+fn le_u64(b: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(w)
+}
+
+/// Checks the header against the pair and the body against its checksum;
+/// returns the body.
+fn open<'b>(cfg: &GpuConfig, kernel: &Kernel, bytes: &'b [u8]) -> Result<&'b [u8], SnapshotError> {
+    let magic = bytes.get(..8).ok_or(SnapshotError::Truncated)?;
+    if magic != SNAPSHOT_MAGIC {
+        return Err(SnapshotError::BadMagic);
+    }
+    let head = bytes.get(..HEADER).ok_or(SnapshotError::Truncated)?;
+    let mut v = [0u8; 4];
+    v.copy_from_slice(&head[8..12]);
+    let found = u32::from_le_bytes(v);
+    if found != SNAPSHOT_VERSION {
+        return Err(SnapshotError::Version { found });
+    }
+    if le_u64(&head[12..20]) != fingerprint(cfg, kernel) {
+        return Err(SnapshotError::Mismatch);
+    }
+    let len = le_u64(&head[20..28]);
+    let body = &bytes[HEADER..];
+    if (body.len() as u64) < len {
+        return Err(SnapshotError::Truncated);
+    }
+    if body.len() as u64 > len {
+        return Err(SnapshotError::Corrupt {
+            what: "trailing bytes",
+        });
+    }
+    if checksum(body) != le_u64(&head[28..36]) {
+        return Err(SnapshotError::Checksum);
+    }
+    Ok(body)
+}
+
+/// Serializes fixed arrays longer than serde's 32 as tuples.
+pub(crate) mod big_array {
+    use core::fmt;
+    use core::marker::PhantomData;
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::ser::SerializeTuple;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Serializes `a` as an `N`-tuple.
+    pub fn serialize<S: Serializer, T: Serialize, const N: usize>(
+        a: &[T; N],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let mut t = s.serialize_tuple(N)?;
+        for x in a {
+            t.serialize_element(x)?;
+        }
+        t.end()
+    }
+
+    struct V<T, const N: usize>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de> + Copy + Default, const N: usize> Visitor<'de> for V<T, N> {
+        type Value = [T; N];
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "an array of {N} elements")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<[T; N], A::Error> {
+            let mut a = [T::default(); N];
+            for (i, x) in a.iter_mut().enumerate() {
+                *x = seq
+                    .next_element()?
+                    .ok_or_else(|| A::Error::invalid_length(i, &self))?;
+            }
+            Ok(a)
+        }
+    }
+
+    /// Deserializes an `N`-tuple into an array.
+    pub fn deserialize<'de, D: Deserializer<'de>, T, const N: usize>(
+        d: D,
+    ) -> Result<[T; N], D::Error>
+    where
+        T: Deserialize<'de> + Copy + Default,
+    {
+        d.deserialize_tuple(N, V::<T, N>(PhantomData))
+    }
+}
+
+impl<'a> Simulator<'a, NoStream> {
+    /// Builds a simulator in `arena` exactly as [`Simulator::new`] does and
+    /// overwrites its state from `bytes`, a snapshot [`Simulator::save`]
+    /// wrote for the same configuration and kernel. Running the result to
+    /// the end gives the summary (cycles, digest, counters) of the run the
+    /// snapshot was taken from.
+    ///
+    /// Wrong magic, version, configuration or kernel, truncated or
+    /// corrupted bytes are typed errors, never panics.
+    pub fn restore(
+        cfg: &GpuConfig,
+        kernel: &'a Kernel,
+        arena: &'a mut [u8],
+        bytes: &[u8],
+    ) -> Result<Self, SnapshotError> {
+        Simulator::restore_with_source(cfg, kernel, arena, NoStream, bytes)
+    }
+}
+
+impl<'a, S: StreamSource> Simulator<'a, S> {
+    /// [`Simulator::restore`] for a kernel with stream roles: `source` must
+    /// resume every WarpGroup's stream at the position the snapshot holds.
+    pub fn restore_with_source(
+        cfg: &GpuConfig,
+        kernel: &'a Kernel,
+        arena: &'a mut [u8],
+        source: S,
+        bytes: &[u8],
+    ) -> Result<Self, SnapshotError> {
+        let body = open(cfg, kernel, bytes)?;
+        let mut sim = Simulator::with_source(cfg, kernel, arena, source)?;
+        let mut r = Reader { buf: body };
+        sim.load_body(&mut r)?;
+        if !r.buf.is_empty() {
+            return Err(SnapshotError::Corrupt {
+                what: "trailing bytes",
+            });
+        }
+        Ok(sim)
+    }
+
+    /// An upper bound of the bytes [`Simulator::save`] writes, whatever
+    /// the cycle: it depends only on the table sizes, so a caller can
+    /// allocate the buffer before the run.
+    pub fn snapshot_size(&self) -> usize {
+        let mut w = Writer::counting();
+        // Counting never fails.
+        let _ = self.save_body(&mut w);
+        HEADER + w.pos
+    }
+
+    /// Writes a snapshot of the whole simulation state into `out` and
+    /// returns its length. May be called between any two steps (including
+    /// before the first and after the last).
+    pub fn save(&self, out: &mut [u8]) -> Result<usize, SnapshotError> {
+        let available = out.len();
+        if available < HEADER {
+            return Err(SnapshotError::BufferTooSmall { available });
+        }
+        let (head, body) = out.split_at_mut(HEADER);
+        let mut w = Writer::new(body);
+        self.save_body(&mut w)?;
+        let n = w.pos;
+        let sum = checksum(&body[..n]);
+        head[..8].copy_from_slice(&SNAPSHOT_MAGIC);
+        head[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+        head[12..20].copy_from_slice(&fingerprint(&self.cfg, self.kernel).to_le_bytes());
+        head[20..28].copy_from_slice(&(n as u64).to_le_bytes());
+        head[28..36].copy_from_slice(&sum.to_le_bytes());
+        Ok(HEADER + n)
+    }
+
+    fn save_body(&self, w: &mut Writer<'_>) -> Result<(), SnapshotError> {
+        w.val(&self.now)?;
+        w.val(&self.end)?;
+        w.val(&self.next_cta)?;
+        w.val(&self.total_ctas)?;
+        w.val(&self.retired)?;
+        w.val(&self.age)?;
+        w.val(&self.digest)?;
+        w.val(&self.stats)?;
+        w.val(&self.status)?;
+        w.slice(self.threads)?;
+        w.slice(self.ctas)?;
+        w.slice(self.mbars)?;
+        w.slice(self.stages)?;
+        w.slice(self.named)?;
+        w.slice(self.sms)?;
+        w.slice(self.active)?;
+        self.queue.save_state(w)?;
+        match &self.mem {
+            Mem::Fixed(p) => {
+                w.val(&0u8)?;
+                p.save_state(w)?;
+            }
+            Mem::Hier(m) => {
+                w.val(&1u8)?;
+                m.save_state(w)?;
+            }
+        }
+        if let Some(t) = &self.tma {
+            w.slice(t.ops)?;
+            w.slice(t.order)?;
+            w.slice(t.engines)?;
+            w.slice(t.dslots)?;
+            w.slice(t.dused)?;
+            w.slice(t.dlen)?;
+            w.slice(t.returned)?;
+        }
+        Ok(())
+    }
+
+    fn load_body(&mut self, r: &mut Reader<'_>) -> Result<(), SnapshotError> {
+        let corrupt = |what| Err(SnapshotError::Corrupt { what });
+        self.now = r.val()?;
+        self.end = r.val()?;
+        let next_cta: u32 = r.val()?;
+        let total: u32 = r.val()?;
+        let retired: u32 = r.val()?;
+        if total != self.total_ctas || next_cta > total || retired > next_cta {
+            return corrupt("CTA counters");
+        }
+        self.next_cta = next_cta;
+        self.retired = retired;
+        self.age = r.val()?;
+        self.digest = r.val()?;
+        self.stats = r.val()?;
+        self.status = r.val()?;
+        r.slice(self.threads)?;
+        r.slice(self.ctas)?;
+        r.slice(self.mbars)?;
+        r.slice(self.stages)?;
+        r.slice(self.named)?;
+        r.slice(self.sms)?;
+        r.slice(self.active)?;
+        self.queue.load_state(r)?;
+        let kind: u8 = r.val()?;
+        match (&mut self.mem, kind) {
+            (Mem::Fixed(p), 0) => p.load_state(r)?,
+            (Mem::Hier(m), 1) => m.load_state(r)?,
+            _ => return corrupt("memory model"),
+        }
+        if let Some(t) = &mut self.tma {
+            r.slice(t.ops)?;
+            r.slice(t.order)?;
+            r.slice(t.engines)?;
+            r.slice(t.dslots)?;
+            r.slice(t.dused)?;
+            r.slice(t.dlen)?;
+            r.slice(t.returned)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::state::{Thread, GROUP_RING};
+
+    fn roundtrip<T: Serialize + DeserializeOwned>(v: &T) -> T {
+        let mut buf = [0u8; 4096];
+        let mut w = Writer::new(&mut buf);
+        w.val(v).unwrap();
+        let n = w.pos;
+        let mut r = Reader { buf: &buf[..n] };
+        let back = r.val().unwrap();
+        assert!(r.buf.is_empty());
+        back
+    }
+
+    #[test]
+    fn big_arrays_and_threads_round_trip_within_the_bound() {
+        let mut t = Thread::EMPTY;
+        for (i, g) in t.groups.iter_mut().enumerate() {
+            *g = u32::MAX - i as u32;
+        }
+        t.pending = Some(crate::isa::Op::Wgmma { n: 256 });
+        t.age = u64::MAX;
+        let back = roundtrip(&t);
+        assert_eq!(back.groups, t.groups);
+        assert_eq!(back.pending, t.pending);
+        assert_eq!(back.age, u64::MAX);
+        let n = postcard::to_slice(&t, &mut [0u8; 4096]).unwrap().len();
+        assert!(n <= bound::<Thread>(), "{n}");
+        assert_eq!(GROUP_RING, t.groups.len());
+    }
+
+    #[test]
+    fn reader_rejects_short_and_mismatched_tables() {
+        let mut buf = [0u8; 64];
+        let mut w = Writer::new(&mut buf);
+        w.slice(&[1u32, 2, 3]).unwrap();
+        let n = w.pos;
+        let mut dst = [0u32; 3];
+        Reader { buf: &buf[..n] }.slice(&mut dst).unwrap();
+        assert_eq!(dst, [1, 2, 3]);
+        let mut two = [0u32; 2];
+        assert_eq!(
+            Reader { buf: &buf[..n] }.slice(&mut two),
+            Err(SnapshotError::Corrupt {
+                what: "table length"
+            })
+        );
+        for cut in 0..n {
+            assert_eq!(
+                Reader { buf: &buf[..cut] }.slice(&mut dst),
+                Err(SnapshotError::Truncated)
+            );
+        }
+        let mut w = Writer::new(&mut buf[..2]);
+        assert!(matches!(
+            w.slice(&[u64::MAX; 4]),
+            Err(SnapshotError::BufferTooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn header_checks_come_before_decoding() {
+        let cfg = GpuConfig::h800();
+        let k = Kernel::default();
+        let body = [7u8; 10];
+        let mut snap = [0u8; HEADER + 10];
+        snap[..8].copy_from_slice(&SNAPSHOT_MAGIC);
+        snap[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+        snap[12..20].copy_from_slice(&fingerprint(&cfg, &k).to_le_bytes());
+        snap[20..28].copy_from_slice(&10u64.to_le_bytes());
+        snap[28..36].copy_from_slice(&checksum(&body).to_le_bytes());
+        snap[HEADER..].copy_from_slice(&body);
+        assert_eq!(open(&cfg, &k, &snap), Ok(&body[..]));
+        for cut in 0..snap.len() {
+            assert_eq!(open(&cfg, &k, &snap[..cut]), Err(SnapshotError::Truncated));
+        }
+        let mut bad = snap;
+        bad[HEADER + 3] ^= 1;
+        assert_eq!(open(&cfg, &k, &bad), Err(SnapshotError::Checksum));
+        let mut bad = snap;
+        bad[9] = 1;
+        assert!(matches!(
+            open(&cfg, &k, &bad),
+            Err(SnapshotError::Version { .. })
+        ));
+        let mut bad = snap;
+        bad[1] = 0;
+        assert_eq!(open(&cfg, &k, &bad), Err(SnapshotError::BadMagic));
+        let mut other = cfg.clone();
+        other.seed ^= 1;
+        assert_eq!(open(&other, &k, &snap), Err(SnapshotError::Mismatch));
+    }
+}

@@ -1,0 +1,254 @@
+//! Save and restore: a run saved at any cycle and resumed in a fresh arena
+//! ends with the summary (cycles, digest, counters) of the uninterrupted
+//! run; damaged snapshots are typed errors, never panics.
+
+use proptest::prelude::*;
+use simfa_core::config::MemoryModel;
+use simfa_core::{Cycle, GpuConfig, Kernel, NoStream, Simulator, SnapshotError, Status, Summary};
+use simfa_std::gen::fa3::{fa3, Fa3Params, Variant};
+use simfa_std::gen::{gemm, GemmParams};
+
+fn cfg(memory: MemoryModel) -> GpuConfig {
+    let mut c = GpuConfig::h800();
+    c.memory = memory;
+    c
+}
+
+fn arena(cfg: &GpuConfig, k: &Kernel) -> Vec<u8> {
+    vec![0u8; Simulator::<NoStream>::arena_size(cfg, k).unwrap()]
+}
+
+fn straight(cfg: &GpuConfig, k: &Kernel) -> Summary {
+    let mut a = arena(cfg, k);
+    let mut sim = Simulator::new(cfg, k, &mut a).unwrap();
+    sim.run(&mut ()).unwrap()
+}
+
+/// Runs to `at`, saves, and returns the snapshot.
+fn save_at(cfg: &GpuConfig, k: &Kernel, at: u64) -> Vec<u8> {
+    let mut a = arena(cfg, k);
+    let mut sim = Simulator::new(cfg, k, &mut a).unwrap();
+    sim.run_until(Cycle(at), &mut ()).unwrap();
+    let mut buf = vec![0u8; sim.snapshot_size()];
+    let n = sim.save(&mut buf).unwrap();
+    buf.truncate(n);
+    // The run that saved goes on undisturbed.
+    assert_eq!(sim.run(&mut ()).unwrap(), straight(cfg, k));
+    buf
+}
+
+fn resume(cfg: &GpuConfig, k: &Kernel, snap: &[u8]) -> Summary {
+    let mut a = arena(cfg, k);
+    let mut sim = Simulator::restore(cfg, k, &mut a, snap).unwrap();
+    sim.run(&mut ()).unwrap()
+}
+
+fn check_resumes(cfg: &GpuConfig, k: &Kernel) {
+    let want = straight(cfg, k);
+    let points = [
+        0,
+        1,
+        want.cycles / 7,
+        want.cycles / 2,
+        want.cycles - 1,
+        want.cycles + 10,
+    ];
+    let mut a = arena(cfg, k);
+    let mut sim = Simulator::new(cfg, k, &mut a).unwrap();
+    let bound = sim.snapshot_size();
+    for &at in &points {
+        let st = sim.run_until(Cycle(at), &mut ()).unwrap();
+        assert_eq!(st == Status::Finished, at >= want.cycles - 1, "at {at}");
+        let mut buf = vec![0u8; bound];
+        let n = sim.save(&mut buf).unwrap();
+        assert!(n <= bound);
+        assert_eq!(resume(cfg, k, &buf[..n]), want, "saved at {at}");
+    }
+}
+
+fn small_gemm() -> Kernel {
+    gemm(&GemmParams::new(256, 256, 512)).unwrap()
+}
+
+fn small_fa3(cfg: &GpuConfig) -> Kernel {
+    let p = Fa3Params {
+        batch: 1,
+        heads: 2,
+        kv_heads: 1,
+        seqlen_q: 256,
+        seqlen_kv: 512,
+        hdim: 128,
+        causal: false,
+        variant: Variant::Full,
+    };
+    fa3(&p, cfg).unwrap().0
+}
+
+#[test]
+fn gemm_resumes_fixed_port() {
+    let c = cfg(MemoryModel::Fixed);
+    check_resumes(&c, &small_gemm());
+}
+
+#[test]
+fn gemm_resumes_hierarchy() {
+    let c = cfg(MemoryModel::Hierarchy);
+    check_resumes(&c, &small_gemm());
+}
+
+#[test]
+fn fa3_resumes_fixed_port() {
+    let c = cfg(MemoryModel::Fixed);
+    check_resumes(&c, &small_fa3(&c));
+}
+
+#[test]
+fn fa3_resumes_hierarchy() {
+    let c = cfg(MemoryModel::Hierarchy);
+    check_resumes(&c, &small_fa3(&c));
+}
+
+#[test]
+fn a_resumed_run_can_be_saved_and_resumed_again() {
+    let c = cfg(MemoryModel::Hierarchy);
+    let k = small_gemm();
+    let want = straight(&c, &k);
+    let first = save_at(&c, &k, want.cycles / 3);
+    let mut a = arena(&c, &k);
+    let mut sim = Simulator::restore(&c, &k, &mut a, &first).unwrap();
+    sim.run_until(Cycle(2 * want.cycles / 3), &mut ()).unwrap();
+    let mut buf = vec![0u8; sim.snapshot_size()];
+    let n = sim.save(&mut buf).unwrap();
+    assert_eq!(resume(&c, &k, &buf[..n]), want);
+}
+
+#[test]
+fn a_small_buffer_is_an_error() {
+    let c = cfg(MemoryModel::Fixed);
+    let k = small_gemm();
+    let mut a = arena(&c, &k);
+    let sim = Simulator::new(&c, &k, &mut a).unwrap();
+    for len in [0, 10, 36, 100] {
+        let mut buf = vec![0u8; len];
+        assert!(matches!(
+            sim.save(&mut buf),
+            Err(SnapshotError::BufferTooSmall { .. })
+        ));
+    }
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let c = cfg(MemoryModel::Fixed);
+    let k = small_gemm();
+    let snap = save_at(&c, &k, 3000);
+    let mut a = arena(&c, &k);
+    for len in 0..snap.len() {
+        let e = Simulator::restore(&c, &k, &mut a, &snap[..len]).err();
+        assert!(matches!(e, Some(SnapshotError::Truncated)), "{len}: {e:?}");
+    }
+}
+
+#[test]
+fn flipped_bytes_are_errors() {
+    let c = cfg(MemoryModel::Fixed);
+    let k = small_gemm();
+    let snap = save_at(&c, &k, 5000);
+    let mut a = arena(&c, &k);
+    let step = (snap.len() / 300).max(1);
+    for i in (0..snap.len()).step_by(step).chain(0..40) {
+        for bit in [0x01u8, 0x80] {
+            let mut bad = snap.clone();
+            bad[i] ^= bit;
+            let e = Simulator::restore(&c, &k, &mut a, &bad).err();
+            let want = match i {
+                0..8 => SnapshotError::BadMagic,
+                8..12 => SnapshotError::Version {
+                    found: u32::from_le_bytes(bad[8..12].try_into().unwrap()),
+                },
+                12..20 => SnapshotError::Mismatch,
+                20..28 => {
+                    // A length that no longer matches the body.
+                    assert!(matches!(
+                        e,
+                        Some(SnapshotError::Truncated | SnapshotError::Corrupt { .. })
+                    ));
+                    continue;
+                }
+                _ => SnapshotError::Checksum,
+            };
+            assert_eq!(e, Some(want), "byte {i}");
+        }
+    }
+    let mut longer = snap.clone();
+    longer.push(0);
+    assert!(matches!(
+        Simulator::restore(&c, &k, &mut a, &longer).err(),
+        Some(SnapshotError::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn another_kernel_or_config_is_a_mismatch() {
+    let c = cfg(MemoryModel::Fixed);
+    let k = small_gemm();
+    let snap = save_at(&c, &k, 2000);
+    let other = gemm(&GemmParams::new(256, 256, 1024)).unwrap();
+    let mut a = arena(&c, &other);
+    assert_eq!(
+        Simulator::restore(&c, &other, &mut a, &snap).err(),
+        Some(SnapshotError::Mismatch)
+    );
+    let h = cfg(MemoryModel::Hierarchy);
+    let mut a = arena(&h, &k);
+    assert_eq!(
+        Simulator::restore(&h, &k, &mut a, &snap).err(),
+        Some(SnapshotError::Mismatch)
+    );
+}
+
+#[test]
+fn a_consistent_but_corrupt_body_is_a_typed_error() {
+    // Damage the body, then fix up the checksum: decoding must still fail
+    // cleanly (a changed table length or an undecodable value) or restore.
+    let c = cfg(MemoryModel::Fixed);
+    let k = small_gemm();
+    let snap = save_at(&c, &k, 2500);
+    let mut a = arena(&c, &k);
+    for i in (36..snap.len()).step_by(97) {
+        let mut bad = snap.clone();
+        bad[i] = 0xff;
+        reseal(&mut bad);
+        let _ = Simulator::restore(&c, &k, &mut a, &bad);
+    }
+}
+
+/// Recomputes a snapshot's checksum after editing its body (the same fold
+/// as the core's).
+fn reseal(snap: &mut [u8]) {
+    let body = &snap[36..];
+    let mut d = simfa_core::digest::Digest::new();
+    d.fold(body.len() as u64);
+    let mut chunks = body.chunks_exact(8);
+    for ch in &mut chunks {
+        d.fold(u64::from_le_bytes(ch.try_into().unwrap()));
+    }
+    let mut w = [0u8; 8];
+    w[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    d.fold(u64::from_le_bytes(w));
+    let sum = d.value();
+    snap[28..36].copy_from_slice(&sum.to_le_bytes());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    #[test]
+    fn any_save_point_resumes(frac in 0u64..1000, hier in any::<bool>()) {
+        let c = cfg(if hier { MemoryModel::Hierarchy } else { MemoryModel::Fixed });
+        let k = small_gemm();
+        let want = straight(&c, &k);
+        let snap = save_at(&c, &k, want.cycles * frac / 1000);
+        prop_assert_eq!(resume(&c, &k, &snap), want);
+    }
+}
