@@ -245,44 +245,40 @@ impl Gen<'_> {
         } else {
             (self.v_full, self.v_empty)
         };
-        let stage = self.at(empty, ring.stage())?;
+        let head = self.kv_head();
+        self.load(which, (empty, full, ring.stage()), head, row)
+    }
+
+    fn load_q(&mut self) -> Result<(), GenError> {
+        let (head, row) = (self.head(), self.q_row());
+        self.load(Q, (self.q_empty, self.q_full, lin(0)), head, row)
+    }
+
+    /// Claims stage `slot` of `empty`, arms `full`'s barrier of the same
+    /// index with the box's bytes, loads one box of map `which` at
+    /// `[0, head, row, batch]` and arrives.
+    fn load(
+        &mut self,
+        which: usize,
+        (empty, full, slot): (u8, u8, Expr),
+        head: Expr,
+        row: Expr,
+    ) -> Result<(), GenError> {
+        let stage = self.at(empty, slot)?;
         self.op(Instr::StageAcquire { stage })?;
-        let bar = self.at(full, ring.stage())?;
+        let bar = self.at(full, slot)?;
         let bytes = self.k.maps[self.maps[which] as usize].full_box_bytes() as u32;
         self.op(Instr::MbarExpectTx { bar, bytes })?;
         let zero = self.e(lin(0))?;
         let coords = [
             zero,
-            self.e(self.kv_head())?,
+            self.e(head)?,
             self.e(row)?,
             self.e(self.batch())?,
             zero,
         ];
         self.op(Instr::TmaLoad {
             map: self.maps[which],
-            bar,
-            coords,
-        })?;
-        self.op(Instr::MbarArrive { bar })?;
-        Ok(())
-    }
-
-    fn load_q(&mut self) -> Result<(), GenError> {
-        let zero = self.e(lin(0))?;
-        let stage = self.at(self.q_empty, lin(0))?;
-        self.op(Instr::StageAcquire { stage })?;
-        let bar = self.at(self.q_full, lin(0))?;
-        let bytes = self.k.maps[self.maps[Q] as usize].full_box_bytes() as u32;
-        self.op(Instr::MbarExpectTx { bar, bytes })?;
-        let coords = [
-            zero,
-            self.e(self.head())?,
-            self.e(self.q_row())?,
-            self.e(self.batch())?,
-            zero,
-        ];
-        self.op(Instr::TmaLoad {
-            map: self.maps[Q],
             bar,
             coords,
         })?;
