@@ -6,7 +6,21 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// Runs the binary. Every simulating command (`run`, `gemm`, `fa3`) runs
+/// with the read-after-transfer checker on, except resumed runs (the
+/// checker would only see their second half).
 pub fn simfa(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_simfa"));
+    cmd.args(args);
+    let simulates = matches!(args.first(), Some(&"run" | &"gemm" | &"fa3"));
+    if simulates && !args.contains(&"--check") && !args.contains(&"--resume") {
+        cmd.arg("--check");
+    }
+    cmd.output().expect("the simfa binary runs")
+}
+
+/// Runs the binary exactly as given (no implicit `--check`).
+pub fn simfa_unchecked(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_simfa"))
         .args(args)
         .output()
