@@ -257,12 +257,14 @@ mod tests {
         )
     }
 
+    /// The regions, bytes used and bytes left of a carving sequence, or the
+    /// index, error and bytes available of its first failing request.
+    type Carved<'a> =
+        Result<(::std::vec::Vec<Region<'a>>, usize, usize), (usize, BuildError, usize)>;
+
     /// Carves `seq` from `buf[start..start + len]`; `Ok` with the regions and
     /// bytes used, or the index of the first failing request and its error.
-    fn carve_all<'a>(
-        buf: &'a mut [u8],
-        seq: &[(Kind, usize)],
-    ) -> Result<(::std::vec::Vec<Region<'a>>, usize, usize), (usize, BuildError, usize)> {
+    fn carve_all<'a>(buf: &'a mut [u8], seq: &[(Kind, usize)]) -> Carved<'a> {
         let mut a = Arena::new(buf);
         let mut out = ::std::vec::Vec::new();
         for (i, &(kind, n)) in seq.iter().enumerate() {
