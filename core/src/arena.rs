@@ -106,6 +106,7 @@ impl<'a> Arena<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn layout_covers_any_start_alignment() {
@@ -151,5 +152,206 @@ mod tests {
         ));
         // The arena is still usable after a failure.
         assert!(a.alloc(1, 0u8, Capacity::EventQueue).is_ok());
+    }
+
+    /// Over-aligned element type (size 32, alignment 32).
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    #[repr(align(32))]
+    struct A32([u8; 5]);
+
+    /// Odd-sized, byte-aligned element type.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Tri([u8; 3]);
+
+    /// One table request of a random carving sequence: element kind and count.
+    #[derive(Clone, Copy, Debug)]
+    enum Kind {
+        U8,
+        U16,
+        U32,
+        U64,
+        U128,
+        A32,
+        Tri,
+        Unit,
+    }
+
+    /// A carved region: start address, byte length, alignment asked for,
+    /// and a check that it still holds the value it was initialised with.
+    struct Region<'a> {
+        start: usize,
+        bytes: usize,
+        align: usize,
+        intact: Box<dyn Fn() -> bool + 'a>,
+    }
+
+    fn take<'a, T: Copy + PartialEq + 'a>(
+        a: &mut Arena<'a>,
+        n: usize,
+        init: T,
+    ) -> Result<Region<'a>, BuildError> {
+        let s: &'a [T] = a.alloc(n, init, Capacity::Threads)?;
+        Ok(Region {
+            start: s.as_ptr() as usize,
+            bytes: core::mem::size_of_val(s),
+            align: align_of::<T>(),
+            intact: Box::new(move || s.len() == n && s.iter().all(|x| *x == init)),
+        })
+    }
+
+    /// Carves request `(kind, n)` with a fill value derived from `tag`.
+    fn carve<'a>(
+        a: &mut Arena<'a>,
+        kind: Kind,
+        n: usize,
+        tag: u8,
+    ) -> Result<Region<'a>, BuildError> {
+        let t = tag as u128 * 0x0101_0101_0101_0101_0101_0101_0101_0101;
+        match kind {
+            Kind::U8 => take(a, n, tag),
+            Kind::U16 => take(a, n, t as u16),
+            Kind::U32 => take(a, n, t as u32),
+            Kind::U64 => take(a, n, t as u64),
+            Kind::U128 => take(a, n, t),
+            Kind::A32 => take(a, n, A32([tag; 5])),
+            Kind::Tri => take(a, n, Tri([tag, !tag, tag])),
+            Kind::Unit => take(a, n, ()),
+        }
+    }
+
+    fn layout_of(seq: &[(Kind, usize)]) -> Layout {
+        let mut l = Layout::new();
+        for &(kind, n) in seq {
+            match kind {
+                Kind::U8 => l.add::<u8>(n),
+                Kind::U16 => l.add::<u16>(n),
+                Kind::U32 => l.add::<u32>(n),
+                Kind::U64 => l.add::<u64>(n),
+                Kind::U128 => l.add::<u128>(n),
+                Kind::A32 => l.add::<A32>(n),
+                Kind::Tri => l.add::<Tri>(n),
+                Kind::Unit => l.add::<()>(n),
+            }
+            .unwrap();
+        }
+        l
+    }
+
+    fn any_kind() -> impl Strategy<Value = Kind> {
+        prop_oneof![
+            Just(Kind::U8),
+            Just(Kind::U16),
+            Just(Kind::U32),
+            Just(Kind::U64),
+            Just(Kind::U128),
+            Just(Kind::A32),
+            Just(Kind::Tri),
+            Just(Kind::Unit),
+        ]
+    }
+
+    fn any_seq() -> impl Strategy<Value = ::std::vec::Vec<(Kind, usize)>> {
+        proptest::collection::vec(
+            (any_kind(), prop_oneof![Just(0usize), 1usize..4, 0usize..40]),
+            0..12,
+        )
+    }
+
+    /// The regions, bytes used and bytes left of a carving sequence, or the
+    /// index, error and bytes available of its first failing request.
+    type Carved<'a> =
+        Result<(::std::vec::Vec<Region<'a>>, usize, usize), (usize, BuildError, usize)>;
+
+    /// Carves `seq` from `buf[start..start + len]`; `Ok` with the regions and
+    /// bytes used, or the index of the first failing request and its error.
+    fn carve_all<'a>(buf: &'a mut [u8], seq: &[(Kind, usize)]) -> Carved<'a> {
+        let mut a = Arena::new(buf);
+        let mut out = ::std::vec::Vec::new();
+        for (i, &(kind, n)) in seq.iter().enumerate() {
+            let before = a.remaining();
+            match carve(&mut a, kind, n, i as u8 + 1) {
+                Ok(r) => out.push(r),
+                Err(e) => {
+                    assert_eq!(a.remaining(), before, "a failed carving consumed bytes");
+                    return Err((i, e, before));
+                }
+            }
+        }
+        Ok((out, a.used(), a.remaining()))
+    }
+
+    proptest! {
+        /// Random carving sequences from a buffer of exactly the size the
+        /// layout computes, at every start alignment: every request succeeds,
+        /// every region lies in the buffer, is aligned as asked, keeps its
+        /// initial value (no later carving overlapped it) and follows the
+        /// previous one with less padding than its alignment; the layout
+        /// exceeds the bytes used by exactly the alignment slack it reserved.
+        /// A buffer of exactly the bytes used at that start also suffices and
+        /// one byte less fails with a typed error.
+        #[test]
+        fn carvings_are_disjoint_aligned_and_fit_the_layout(seq in any_seq(), start in 0usize..64) {
+            let l = layout_of(&seq);
+            let mut storage = ::std::vec![0u8; l.bytes() + 64];
+            let buf = &mut storage[start..start + l.bytes()];
+            let lo = buf.as_ptr() as usize;
+            let hi = lo + buf.len();
+            let (regions, used, remaining) = carve_all(buf, &seq)
+                .map_err(|(i, e, _)| TestCaseError::fail(::std::format!("request {i} failed: {e:?}")))?;
+            prop_assert_eq!(used + remaining, l.bytes());
+            let mut cursor = lo;
+            let mut slack = 0usize;
+            for (i, r) in regions.iter().enumerate() {
+                prop_assert!(r.start >= lo && r.start + r.bytes <= hi, "region {} outside the buffer", i);
+                prop_assert_eq!(r.start % r.align, 0, "region {} misaligned", i);
+                prop_assert!(r.start >= cursor, "region {} overlaps its predecessor", i);
+                let pad = r.start - cursor;
+                prop_assert!(pad < r.align, "region {} padded by {} for alignment {}", i, pad, r.align);
+                slack += r.align - 1 - pad;
+                cursor = r.start + r.bytes;
+                prop_assert!((r.intact)(), "region {} was overwritten", i);
+            }
+            prop_assert_eq!(cursor - lo, used);
+            prop_assert_eq!(l.bytes() - used, slack);
+            for (i, a) in regions.iter().enumerate() {
+                for b in &regions[..i] {
+                    let disjoint = a.bytes == 0 || b.bytes == 0
+                        || a.start >= b.start + b.bytes || b.start >= a.start + a.bytes;
+                    prop_assert!(disjoint, "regions overlap");
+                }
+            }
+            drop(regions);
+
+            // The same start with exactly the bytes used: same regions fit.
+            let buf = &mut storage[start..start + used];
+            prop_assert!(carve_all(buf, &seq).is_ok());
+            if used > 0 {
+                let buf = &mut storage[start..start + used - 1];
+                match carve_all(buf, &seq) {
+                    Ok(_) => return Err(TestCaseError::fail("one byte short succeeded")),
+                    Err((_, e, _)) => prop_assert!(
+                        matches!(e, BuildError::ArenaTooSmall { table: Capacity::Threads, .. }),
+                        "{:?}", e
+                    ),
+                }
+            }
+        }
+
+        /// With only byte-aligned tables the layout reserves no slack, so it
+        /// is exact: its size fits and one byte less does not.
+        #[test]
+        fn byte_aligned_layouts_are_exact(
+            seq in proptest::collection::vec(
+                (prop_oneof![Just(Kind::U8), Just(Kind::Tri), Just(Kind::Unit)], 0usize..40),
+                0..12,
+            )
+        ) {
+            let l = layout_of(&seq);
+            let mut storage = ::std::vec![0u8; l.bytes()];
+            prop_assert!(carve_all(&mut storage, &seq).is_ok());
+            if l.bytes() > 0 {
+                prop_assert!(carve_all(&mut storage[1..], &seq).is_err());
+            }
+        }
     }
 }
