@@ -959,9 +959,15 @@ impl<'a> MemorySystem<'a> {
             self.stats.far_reads += 1;
             self.maybe_shadow(t, slice, key);
         }
-        let s = &mut self.slices[slice as usize];
-        s.mshrs_used -= 1;
-        if s.wait_head != NIL {
+        self.slices[slice as usize].mshrs_used -= 1;
+        // Waiting requests retry in order while an MSHR is free: one that
+        // now hits or merges leaves the MSHR free for the next (waking only
+        // one would strand the rest until another fill on this slice).
+        loop {
+            let s = &mut self.slices[slice as usize];
+            if s.wait_head == NIL || s.mshrs_used >= self.cfg.mshrs {
+                break;
+            }
             let w = s.wait_head;
             s.wait_head = self.reqs[w as usize].wait_next;
             if s.wait_head == NIL {
