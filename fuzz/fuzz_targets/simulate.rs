@@ -8,11 +8,18 @@
 //! hierarchy. Asserted: no panic; the run ends (finished, or any
 //! simulation error but the "simulator bug" one) within the watchdog's
 //! cycle budget; a second run, in an arena filled with different garbage,
-//! gives the same outcome and digest.
+//! gives the same outcome and digest; the consistency checker finds no
+//! memory-system violation (a read without, or before, its transfer; a hit
+//! sooner than the hit latency; a TMA completion before its data) — the
+//! kernel-level kinds (a WGMMA before its bytes landed, a stage overwritten
+//! before release) are the fuzzed kernel's own bugs and are allowed; and a
+//! run saved midway and restored into a fresh arena ends with the
+//! uninterrupted run's cycles and digest.
 #![no_main]
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
+use simfa_std::check::{ConsistencyChecker, ViolationKind};
 use simfa_core::config::MemoryModel;
 use simfa_core::{
     Expr, GpuConfig, Instr, Kernel, MbarDecl, Ref, Role, SchedulerPolicy, SimError, Simulator,
@@ -322,13 +329,18 @@ fn config(d: &Desc) -> GpuConfig {
 }
 
 /// The outcome of one run: (cycles, digest) or the error, and the steps.
-fn run(cfg: &GpuConfig, k: &Kernel, garbage: u8) -> (Result<(u64, u64), SimError>, u64) {
+fn run(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    garbage: u8,
+    obs: &mut impl simfa_core::Observer,
+) -> (Result<(u64, u64), SimError>, u64) {
     let size = Simulator::<simfa_core::NoStream>::arena_size(cfg, k).expect("sizes a valid pair");
     let mut arena = vec![garbage; size];
     let mut sim = Simulator::new(cfg, k, &mut arena).expect("builds a valid pair");
     let mut steps = 0u64;
     let result = loop {
-        match sim.step(&mut ()) {
+        match sim.step(obs) {
             Ok(Status::Finished) => break Ok((sim.summary().cycles, sim.digest())),
             Ok(Status::Running) => {
                 steps += 1;
@@ -351,7 +363,19 @@ fuzz_target!(|d: Desc| {
     if k.validate().is_err() || k.check_fits(&cfg).is_err() {
         return;
     }
-    let (a, steps) = run(&cfg, &k, 0);
+    let mut checker = ConsistencyChecker::new(&cfg);
+    let (a, steps) = run(&cfg, &k, 0, &mut checker);
+    for (kind, n) in checker.counts() {
+        let kernel_bug = matches!(
+            kind,
+            ViolationKind::ReadBeforeLanding | ViolationKind::Overwrite
+        );
+        assert!(
+            kernel_bug || n == 0,
+            "consistency violation in the simulator: {}",
+            checker.summary()
+        );
+    }
     if let Err(e) = a {
         assert!(
             !matches!(e, SimError::NoProgress { .. }),
@@ -373,6 +397,26 @@ fuzz_target!(|d: Desc| {
             d.hierarchy
         );
     }
-    let (b, steps_b) = run(&cfg, &k, 0xa5);
+    let (b, steps_b) = run(&cfg, &k, 0xa5, &mut ());
     assert_eq!((a, steps), (b, steps_b), "the same run twice differs");
+    if let Ok(full) = a {
+        assert_eq!(resumed(&cfg, &k, full.0 / 2), full, "save/restore differs");
+    }
 });
+
+/// Runs to `at`, saves, restores into a fresh arena and finishes.
+fn resumed(cfg: &GpuConfig, k: &Kernel, at: u64) -> (u64, u64) {
+    let size = Simulator::<simfa_core::NoStream>::arena_size(cfg, k).expect("sizes a valid pair");
+    let mut arena = vec![0u8; size];
+    let mut sim = Simulator::new(cfg, k, &mut arena).expect("builds a valid pair");
+    sim.run_until(simfa_core::Cycle(at), &mut ())
+        .expect("the uninterrupted run finished");
+    let mut snap = vec![0u8; sim.snapshot_size()];
+    let n = sim.save(&mut snap).expect("a snapshot fits its size");
+    drop(sim);
+    let mut fresh = vec![0x5au8; size];
+    let mut sim =
+        Simulator::restore(cfg, k, &mut fresh, &snap[..n]).expect("a fresh snapshot restores");
+    let s = sim.run(&mut ()).expect("the uninterrupted run finished");
+    (s.cycles, s.digest)
+}
