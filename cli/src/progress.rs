@@ -1,19 +1,21 @@
-//! A one-line progress display on stderr for long runs.
+//! A progress bar on stderr for long runs (indicatif).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-/// Shows `cycle N, CTAs r/t` on one `\r`-updated stderr line once a run has
-/// taken longer than [`Progress::DELAY`]; does nothing when disabled or when
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A bar of CTAs retired, with the simulated cycle, that appears once a run
+/// has taken longer than [`Progress::DELAY`]; nothing when disabled or when
 /// stderr is not a terminal.
 pub struct Progress {
     enabled: bool,
     start: Instant,
-    width: usize,
+    bar: Option<ProgressBar>,
 }
 
 impl Progress {
-    /// How long a run goes before the line appears.
+    /// How long a run goes before the bar appears.
     pub const DELAY: Duration = Duration::from_secs(1);
 
     /// A display that is active only if `wanted` and stderr is a terminal.
@@ -21,35 +23,36 @@ impl Progress {
         Progress {
             enabled: wanted && std::io::stderr().is_terminal(),
             start: Instant::now(),
-            width: 0,
+            bar: None,
         }
     }
 
-    /// Records the state of the run, redrawing the line if it is shown.
+    /// Records the state of the run, drawing the bar if it is shown.
     pub fn update(&mut self, cycle: u64, retired: u32, total: u32) {
         if !self.enabled || self.start.elapsed() < Self::DELAY {
             return;
         }
-        let pct = if total == 0 {
-            100.0
-        } else {
-            retired as f64 * 100.0 / total as f64
-        };
-        let line = format!("simulating: cycle {cycle}, CTAs {retired}/{total} ({pct:.0}%)");
-        let pad = self.width.saturating_sub(line.len());
-        self.width = line.len();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r{line}{:pad$}", "");
-        let _ = err.flush();
+        let bar = self.bar.get_or_insert_with(|| {
+            let b = ProgressBar::with_draw_target(
+                Some(total as u64),
+                ProgressDrawTarget::stderr_with_hz(4),
+            );
+            b.set_style(
+                ProgressStyle::with_template(
+                    "simulating [{elapsed_precise}] {bar:30} {pos}/{len} CTAs, cycle {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        });
+        bar.set_position(retired as u64);
+        bar.set_message(cycle.to_string());
     }
 
-    /// Erases the line if it was shown.
+    /// Erases the bar if it was shown.
     pub fn finish(&mut self) {
-        if self.width > 0 {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{:w$}\r", "", w = self.width);
-            let _ = err.flush();
-            self.width = 0;
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
         }
     }
 }
@@ -57,5 +60,36 @@ impl Progress {
 impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disabled_progress_draws_nothing() {
+        let mut p = Progress::new(false);
+        p.update(10, 1, 2);
+        assert!(p.bar.is_none());
+        p.finish();
+    }
+
+    #[test]
+    fn the_bar_appears_only_after_the_delay() {
+        let mut p = Progress {
+            enabled: true,
+            start: Instant::now(),
+            bar: None,
+        };
+        p.update(10, 1, 4);
+        assert!(p.bar.is_none(), "no bar within the first second");
+        p.start -= Progress::DELAY;
+        p.update(20, 2, 4);
+        let b = p.bar.as_ref().expect("a bar after the delay");
+        assert_eq!((b.position(), b.length()), (2, Some(4)));
+        assert_eq!(b.message(), "20");
+        p.finish();
+        assert!(p.bar.is_none());
     }
 }
