@@ -672,6 +672,15 @@ impl<'a> MemorySystem<'a> {
         served
     }
 
+    /// Answers read `id` of `line` as a hit in `slice` looked up at `t`:
+    /// its data leaves after the hit latency and crosses back to its SM.
+    fn answer_hit(&mut self, t: u64, id: u32, line: u64, slice: u16, sink: &mut impl MemSink) {
+        let hit = t + self.cfg.hit_latency as u64;
+        let served = self.note_served(sink, line, slice, true, t, hit);
+        let back = self.back(id);
+        self.push(served + back, MemEv::Respond { req: id });
+    }
+
     fn arrive(&mut self, t: u64, id: u32, slice: u16, probe: bool, sink: &mut impl MemSink) {
         let r = self.reqs[id as usize];
         let key = key_of(r.line);
@@ -679,12 +688,9 @@ impl<'a> MemorySystem<'a> {
         if probe {
             if tags.touch(key) {
                 // A shadow copy in the near partition: no far crossing.
-                let hit = t + self.cfg.hit_latency as u64;
-                let served = self.note_served(sink, r.line, slice, true, t, hit);
                 self.stats.shadow_hits += 1;
                 self.reqs[id as usize].far = false;
-                let back = self.back(id);
-                self.push(served + back, MemEv::Respond { req: id });
+                self.answer_hit(t, id, r.line, slice, sink);
                 return;
             }
             let home = self.home(r.line);
@@ -726,15 +732,12 @@ impl<'a> MemorySystem<'a> {
             return;
         }
         if tags.touch(key) {
-            let hit = t + self.cfg.hit_latency as u64;
-            let served = self.note_served(sink, r.line, slice, true, t, hit);
             self.stats.l2_hits += 1;
             if r.far {
                 self.stats.far_reads += 1;
                 self.maybe_shadow(t, slice, key);
             }
-            let back = self.back(id);
-            self.push(served + back, MemEv::Respond { req: id });
+            self.answer_hit(t, id, r.line, slice, sink);
             return;
         }
         self.stats.l2_misses += 1;
@@ -747,10 +750,7 @@ impl<'a> MemorySystem<'a> {
         if let Some(&leader) = self.mshr.get(line) {
             if self.early_hits {
                 // Test-only fault: answer before the fill is usable.
-                let hit = t + self.cfg.hit_latency as u64;
-                let served = self.note_served(sink, line, slice, true, t, hit);
-                let back = self.back(id);
-                self.push(served + back, MemEv::Respond { req: id });
+                self.answer_hit(t, id, line, slice, sink);
                 return;
             }
             self.reqs[id as usize].ms_next = self.reqs[leader as usize].ms_next;
@@ -978,10 +978,7 @@ impl<'a> MemorySystem<'a> {
             let wline = self.reqs[w as usize].line;
             let key = key_of(wline);
             if self.tags[slice as usize].touch(key) {
-                let hit = t + self.cfg.hit_latency as u64;
-                let served = self.note_served(sink, wline, slice, true, t, hit);
-                let back = self.back(w);
-                self.push(served + back, MemEv::Respond { req: w });
+                self.answer_hit(t, w, wline, slice, sink);
             } else {
                 self.miss(t, w, slice, sink);
             }
@@ -999,10 +996,10 @@ impl<'a> MemorySystem<'a> {
             }
         }
         let mut cur = id;
+        let addr = r.line * self.cfg.line_bytes as u64;
         while cur != NIL {
             let next = self.reqs[cur as usize].co_next;
-            let lb = self.cfg.line_bytes as u64;
-            done.done(self.reqs[cur as usize].token, r.line * lb, t);
+            done.done(self.reqs[cur as usize].token, addr, t);
             self.reqs[cur as usize] = Req::EMPTY;
             self.free[self.nfree] = cur;
             self.nfree += 1;
