@@ -7,6 +7,7 @@ use std::time::Instant;
 use clap::Args;
 use simfa_core::{GpuConfig, Kernel};
 use simfa_std::gen::fa3::{fa3, Fa3Params};
+use simfa_std::gen::sweep_row;
 use simfa_std::run::simulate;
 
 use crate::Failure;
@@ -92,9 +93,15 @@ impl BenchArgs {
         )?);
         if !self.skip_gemm {
             for g in simfa_std::gen::sweep_shapes() {
-                let k = simfa_std::gen::gemm(&g).map_err(Failure::input)?;
                 eprintln!("bench: gemm {}x{}x{} ...", g.m, g.n, g.k);
-                rows.push(measure(format!("gemm {}x{}x{}", g.m, g.n, g.k), &cfg, &k)?);
+                let r = sweep_row(&cfg, &g).map_err(|e| Failure::Sim(e.to_string()))?;
+                rows.push(Row {
+                    workload: format!("gemm {}x{}x{}", g.m, g.n, g.k),
+                    cycles: r.cycles,
+                    wall_s: r.wall_s,
+                    cycles_per_s: r.cycles_per_wall_s,
+                    arena_bytes: r.arena_bytes,
+                });
             }
         }
         let peak = peak_rss_bytes();

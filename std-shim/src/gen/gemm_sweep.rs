@@ -68,6 +68,8 @@ pub struct SweepRow {
     pub wall_s: f64,
     /// Simulated cycles per wall-clock second (reporting only).
     pub cycles_per_wall_s: f64,
+    /// Bytes of simulation arena the run used.
+    pub arena_bytes: usize,
 }
 
 /// Generates and simulates one GEMM on `cfg`.
@@ -93,6 +95,7 @@ pub fn sweep_row(cfg: &GpuConfig, p: &GemmParams) -> Result<SweepRow, BenchError
         } else {
             0.0
         },
+        arena_bytes: out.arena_bytes,
     })
 }
 
