@@ -3,10 +3,8 @@
 //! [`GanttRecorder`] is an [`Observer`] that keeps, for every WarpGroup
 //! resident on one chosen SM, the spans of what it was doing:
 //!
-//! - **TMA** loads and stores, from [`Event::TmaIssue`] to the matching
-//!   [`Event::TmaDone`] of the same WarpGroup (oldest pending transfer of the
-//!   same direction and size first; with the fixed port the landing cycle is
-//!   known at issue and used directly);
+//! - **TMA** loads and stores, from [`Event::TmaIssue`] to the
+//!   [`Event::TmaDone`] with the same operation id;
 //! - **WGMMA**: the tensor-pipe intervals of [`Event::WgmmaStart`], merged
 //!   while back-to-back so that a commit group shows as one bar;
 //! - **waits**, from [`Event::Stall`] to the next [`Event::Wake`], labelled
@@ -124,6 +122,7 @@ pub struct GanttRow {
 
 #[derive(Clone, Copy, Debug)]
 struct Pending {
+    op: u32,
     start: u64,
     bytes: u64,
     store: bool,
@@ -452,10 +451,12 @@ impl Observer for GanttRecorder {
                 bytes,
                 store,
                 done,
+                op,
                 ..
             } => {
                 if let Some(log) = self.log(who) {
                     log.pending.push(Pending {
+                        op,
                         start: c,
                         bytes,
                         store,
@@ -463,23 +464,9 @@ impl Observer for GanttRecorder {
                     });
                 }
             }
-            Event::TmaDone {
-                who, bytes, store, ..
-            } => {
+            Event::TmaDone { who, op, .. } => {
                 if let Some(log) = self.log(who) {
-                    let same = |p: &Pending| p.store == store;
-                    let at = log
-                        .pending
-                        .iter()
-                        .position(|p| same(p) && p.bytes == bytes && p.done == Some(c))
-                        .or_else(|| {
-                            log.pending
-                                .iter()
-                                .position(|p| same(p) && p.bytes == bytes && p.done.is_none())
-                        })
-                        .or_else(|| log.pending.iter().position(|p| same(p) && p.done.is_none()))
-                        .or_else(|| log.pending.iter().position(same));
-                    if let Some(i) = at {
+                    if let Some(i) = log.pending.iter().position(|p| p.op == op) {
                         let p = log.pending.remove(i);
                         budget.push(&mut log.tma, tma_span(&p, c));
                     }

@@ -190,28 +190,28 @@ fn who(cta: u32, wg: u8) -> Who {
 fn matches_transfers_and_closes_open_spans() {
     let mut rec = GanttRecorder::new(0).with_role_names(vec!["p".into()]);
     let w = who(0, 0);
-    let issue = |bytes, store| Event::TmaIssue {
+    let issue = |op, bytes, store| Event::TmaIssue {
         who: w,
         bytes,
         store,
         done: None,
-        op: 0,
+        op,
         bar: None,
     };
-    let done = |bytes, store| Event::TmaDone {
+    let done = |op, bytes, store| Event::TmaDone {
         who: w,
         bytes,
         store,
-        op: 0,
+        op,
         bar: None,
     };
     let stall = |who, reason| Event::Stall { who, reason };
     let events = [
-        (10, issue(64, false)),
-        (11, issue(32, false)),
-        // The smaller load lands first: matched by size, not by order.
-        (20, done(32, false)),
-        (25, issue(32, true)),
+        (10, issue(0, 64, false)),
+        (11, issue(1, 32, false)),
+        // The second load lands first: matched by operation id, not order.
+        (20, done(1, 32, false)),
+        (25, issue(2, 32, true)),
         (
             30,
             Event::Issue {
@@ -223,7 +223,7 @@ fn matches_transfers_and_closes_open_spans() {
         (40, Event::Wake { who: w }),
         (50, Event::Wake { who: w }), // after a sleep: no open wait
         (60, stall(w, WaitReason::TmaSlot)),
-        (70, done(64, false)),
+        (70, done(0, 64, false)),
         // Another SM is ignored.
         (80, stall(Who { sm: 1, ..w }, WaitReason::TmaSlot)),
     ];
