@@ -29,6 +29,13 @@ struct Meta {
     kind: u8,
 }
 
+/// One way of a set: its tag and metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Way {
+    tag: u64,
+    meta: Meta,
+}
+
 /// A line that left the array (evicted or invalidated) and its state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -66,14 +73,34 @@ pub struct LineState {
 /// A set-associative tag array with true LRU replacement.
 #[derive(Debug)]
 pub struct TagArray<'a> {
-    tags: &'a mut [u64],
-    meta: &'a mut [Meta],
+    /// Tag and metadata of every way, set by set, together so that a hit
+    /// reads and updates one cache line of the host.
+    slots: &'a mut [Way],
+    /// One byte per way, [`fingerprint`] of its tag: a lookup compares
+    /// eight ways per word here and reads `slots` only on a byte match.
+    fps: &'a mut [u8],
     clocks: &'a mut [u32],
     sets: usize,
     ways: usize,
     /// `sets - 1` when `sets` is a power of two.
     set_mask: Option<usize>,
     occ: [u32; KINDS],
+}
+
+/// The byte a lookup compares first: the top bits of a tag, which the set
+/// index (the low bits) does not use up.
+#[inline]
+fn fingerprint(tag: u64) -> u8 {
+    (tag >> 56) as u8
+}
+
+/// Bit 7 of each byte of the result is set where `word` holds `byte`, and
+/// possibly above such a byte (a borrow); never in a word without it.
+#[inline]
+fn byte_matches(word: u64, byte: u8) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let x = word ^ (ONES * byte as u64);
+    x.wrapping_sub(ONES) & !x & (ONES << 7)
 }
 
 #[inline]
@@ -105,8 +132,8 @@ impl<'a> TagArray<'a> {
     /// [`TagArray::new_in`] carves it.
     pub fn layout(sets: usize, ways: usize, l: &mut Layout) -> Result<(), BuildError> {
         let lines = Self::geometry(sets, ways)?;
-        l.add::<u64>(lines)?;
-        l.add::<Meta>(lines)?;
+        l.add::<Way>(lines)?;
+        l.add::<u8>(lines)?;
         l.add::<u32>(sets)
     }
 
@@ -120,12 +147,12 @@ impl<'a> TagArray<'a> {
         what: Capacity,
     ) -> Result<Self, BuildError> {
         let lines = Self::geometry(sets, ways)?;
-        let tags = arena.alloc(lines, 0u64, what)?;
-        let meta = arena.alloc(lines, Meta::default(), what)?;
+        let slots = arena.alloc(lines, Way::default(), what)?;
+        let fps = arena.alloc(lines, fingerprint(0), what)?;
         let clocks = arena.alloc(sets, 0u32, what)?;
         Ok(TagArray {
-            tags,
-            meta,
+            slots,
+            fps,
             clocks,
             sets,
             ways,
@@ -177,12 +204,24 @@ impl<'a> TagArray<'a> {
     /// the metadata of tag matches only.
     #[inline]
     fn find_in(&self, base: usize, line: u64) -> Option<usize> {
-        let tags = &self.tags[base..base + self.ways];
-        let meta = &self.meta[base..base + self.ways];
-        tags.iter()
-            .zip(meta)
-            .position(|(&t, m)| t == line && m.valid)
-            .map(|w| base + w)
+        let fps = &self.fps[base..base + self.ways];
+        let fp = fingerprint(line);
+        let mut chunks = fps.chunks_exact(8);
+        let mut at = base;
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            let mut m = byte_matches(u64::from_le_bytes(word), fp);
+            while m != 0 {
+                let i = at + (m.trailing_zeros() / 8) as usize;
+                if self.slots[i].tag == line && self.slots[i].meta.valid {
+                    return Some(i);
+                }
+                m &= m - 1;
+            }
+            at += 8;
+        }
+        (at..base + self.ways).find(|&i| self.slots[i].tag == line && self.slots[i].meta.valid)
     }
 
     /// The way holding `line`, without updating LRU.
@@ -195,7 +234,7 @@ impl<'a> TagArray<'a> {
     #[inline]
     pub fn state(&self, line: u64) -> Option<LineState> {
         self.find(line).map(|i| {
-            let m = self.meta[i];
+            let m = self.slots[i].meta;
             LineState {
                 way: i % self.ways,
                 dirty: m.dirty,
@@ -224,20 +263,24 @@ impl<'a> TagArray<'a> {
     #[cold]
     fn renumber(&mut self, set: usize) {
         let base = set * self.ways;
-        let meta = &mut self.meta[base..base + self.ways];
+        let set_ways = &mut self.slots[base..base + self.ways];
         let mut floor = 0u32;
         let mut rank = 0u32;
         loop {
             let mut best: Option<usize> = None;
-            for (w, m) in meta.iter().enumerate() {
-                if m.valid && m.stamp > floor && best.map_or(true, |b| m.stamp < meta[b].stamp) {
+            for (w, way) in set_ways.iter().enumerate() {
+                let m = way.meta;
+                if m.valid
+                    && m.stamp > floor
+                    && best.map_or(true, |b| m.stamp < set_ways[b].meta.stamp)
+                {
                     best = Some(w);
                 }
             }
             let Some(b) = best else { break };
-            floor = meta[b].stamp;
+            floor = set_ways[b].meta.stamp;
             rank += 1;
-            meta[b].stamp = rank;
+            set_ways[b].meta.stamp = rank;
         }
         self.clocks[set] = rank;
     }
@@ -248,7 +291,7 @@ impl<'a> TagArray<'a> {
         let set = self.set_of(line);
         match self.find_in(set * self.ways, line) {
             Some(i) => {
-                self.meta[i].stamp = self.bump(set);
+                self.slots[i].meta.stamp = self.bump(set);
                 true
             }
             None => false,
@@ -259,9 +302,9 @@ impl<'a> TagArray<'a> {
     /// `line` is resident or its set has a free way.
     pub fn victim(&self, line: u64) -> Option<Evicted> {
         let i = self.scan(self.base_of(line), line).err()?;
-        let m = self.meta[i];
+        let m = self.slots[i].meta;
         m.valid.then_some(Evicted {
-            line: self.tags[i],
+            line: self.slots[i].tag,
             dirty: m.dirty,
             kind: m.kind,
         })
@@ -272,16 +315,15 @@ impl<'a> TagArray<'a> {
     /// else the least recently used one.
     #[inline]
     fn scan(&self, base: usize, line: u64) -> Result<usize, usize> {
-        let tags = &self.tags[base..base + self.ways];
-        let meta = &self.meta[base..base + self.ways];
+        if let Some(i) = self.find_in(base, line) {
+            return Ok(i);
+        }
         let mut victim = 0;
         let mut oldest = u32::MAX;
         let mut free = false;
-        for (w, (&t, m)) in tags.iter().zip(meta).enumerate() {
+        for (w, way) in self.slots[base..base + self.ways].iter().enumerate() {
+            let m = way.meta;
             if m.valid {
-                if t == line {
-                    return Ok(base + w);
-                }
                 if !free && m.stamp <= oldest {
                     oldest = m.stamp;
                     victim = w;
@@ -297,11 +339,11 @@ impl<'a> TagArray<'a> {
     /// Fills slot `i` of `set` with `line`, returning what it held.
     #[inline]
     fn fill(&mut self, set: usize, i: usize, line: u64, dirty: bool, kind: u8) -> Option<Evicted> {
-        let old = self.meta[i];
+        let old = self.slots[i].meta;
         let evicted = if old.valid {
             self.occ[old.kind as usize] -= 1;
             Some(Evicted {
-                line: self.tags[i],
+                line: self.slots[i].tag,
                 dirty: old.dirty,
                 kind: old.kind,
             })
@@ -309,8 +351,9 @@ impl<'a> TagArray<'a> {
             None
         };
         let stamp = self.bump(set);
-        self.tags[i] = line;
-        self.meta[i] = Meta {
+        self.slots[i].tag = line;
+        self.fps[i] = fingerprint(line);
+        self.slots[i].meta = Meta {
             stamp,
             valid: true,
             dirty,
@@ -331,7 +374,7 @@ impl<'a> TagArray<'a> {
         match self.scan(set * self.ways, line) {
             Ok(i) => {
                 let stamp = self.bump(set);
-                let m = &mut self.meta[i];
+                let m = &mut self.slots[i].meta;
                 self.occ[m.kind as usize] -= 1;
                 self.occ[kind as usize] += 1;
                 m.stamp = stamp;
@@ -353,7 +396,7 @@ impl<'a> TagArray<'a> {
         match self.scan(set * self.ways, line) {
             Ok(i) => {
                 let stamp = self.bump(set);
-                let m = &mut self.meta[i];
+                let m = &mut self.slots[i].meta;
                 m.stamp = stamp;
                 m.dirty |= write;
                 Access {
@@ -373,7 +416,7 @@ impl<'a> TagArray<'a> {
     #[inline]
     pub fn invalidate(&mut self, line: u64) -> Option<Evicted> {
         let i = self.find(line)?;
-        let m = &mut self.meta[i];
+        let m = &mut self.slots[i].meta;
         m.valid = false;
         self.occ[m.kind as usize] -= 1;
         Some(Evicted {
@@ -388,7 +431,7 @@ impl<'a> TagArray<'a> {
     pub fn mark_dirty(&mut self, line: u64) -> bool {
         match self.find(line) {
             Some(i) => {
-                self.meta[i].dirty = true;
+                self.slots[i].meta.dirty = true;
                 true
             }
             None => false,
@@ -401,7 +444,7 @@ impl<'a> TagArray<'a> {
     pub fn clean(&mut self, line: u64) -> bool {
         match self.find(line) {
             Some(i) => {
-                self.meta[i].dirty = false;
+                self.slots[i].meta.dirty = false;
                 true
             }
             None => false,
@@ -414,7 +457,7 @@ impl<'a> TagArray<'a> {
         let kind = kind_index(kind);
         match self.find(line) {
             Some(i) => {
-                let m = &mut self.meta[i];
+                let m = &mut self.slots[i].meta;
                 self.occ[m.kind as usize] -= 1;
                 self.occ[kind as usize] += 1;
                 m.kind = kind;
@@ -444,7 +487,9 @@ impl<'a> TagArray<'a> {
 
     /// Invalidates every line. O(sets x ways): not for hot paths.
     pub fn clear(&mut self) {
-        self.meta.fill(Meta::default());
+        for way in self.slots.iter_mut() {
+            way.meta = Meta::default();
+        }
         self.clocks.fill(0);
         self.occ = [0; KINDS];
     }
@@ -457,8 +502,7 @@ impl TagArray<'_> {
         w: &mut crate::sim::Writer<'_>,
     ) -> Result<(), crate::sim::SnapshotError> {
         w.val(&self.occ)?;
-        w.slice(self.tags)?;
-        w.slice(self.meta)?;
+        w.slice(self.slots)?;
         w.slice(self.clocks)
     }
 
@@ -468,8 +512,10 @@ impl TagArray<'_> {
         r: &mut crate::sim::Reader<'_>,
     ) -> Result<(), crate::sim::SnapshotError> {
         self.occ = r.val()?;
-        r.slice(self.tags)?;
-        r.slice(self.meta)?;
+        r.slice(self.slots)?;
+        for (f, way) in self.fps.iter_mut().zip(self.slots.iter()) {
+            *f = fingerprint(way.tag);
+        }
         r.slice(self.clocks)
     }
 }
@@ -671,22 +717,30 @@ mod tests {
         Lookup(u64),
     }
 
+    /// Line numbers below `lines` whose top bytes (the lookup fingerprints)
+    /// differ for some and collide for others.
+    fn line(lines: u64) -> impl Strategy<Value = u64> {
+        (0..lines).prop_map(|l| l ^ ((l % 3) << 56))
+    }
+
     fn op(lines: u64) -> impl Strategy<Value = Op> {
+        let l = || line(lines);
         prop_oneof![
-            2 => (0..lines).prop_map(Op::Touch),
-            3 => (0..lines, any::<bool>(), 0u8..6).prop_map(|(l, d, k)| Op::Insert(l, d, k)),
-            6 => (0..lines, any::<bool>()).prop_map(|(l, w)| Op::Access(l, w)),
-            1 => (0..lines).prop_map(Op::Invalidate),
-            1 => (0..lines).prop_map(Op::MarkDirty),
-            1 => (0..lines, 0u8..5).prop_map(|(l, k)| Op::SetKind(l, k)),
-            1 => (0..lines).prop_map(Op::Lookup),
+            2 => l().prop_map(Op::Touch),
+            3 => (l(), any::<bool>(), 0u8..6).prop_map(|(l, d, k)| Op::Insert(l, d, k)),
+            6 => (l(), any::<bool>()).prop_map(|(l, w)| Op::Access(l, w)),
+            1 => l().prop_map(Op::Invalidate),
+            1 => l().prop_map(Op::MarkDirty),
+            1 => (l(), 0u8..5).prop_map(|(l, k)| Op::SetKind(l, k)),
+            1 => l().prop_map(Op::Lookup),
         ]
     }
 
     fn case() -> impl Strategy<Value = (usize, usize, u32, Vec<Op>)> {
         (
             1usize..6,
-            1usize..6,
+            // Past 8 ways the lookup compares fingerprints a word at a time.
+            prop_oneof![1usize..6, 7usize..20],
             prop_oneof![Just(0u32), Just(u32::MAX - 40)],
         )
             .prop_flat_map(|(sets, ways, clock)| {
@@ -702,6 +756,19 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn byte_matches_flags_every_match(word: u64, byte: u8) {
+            let m = byte_matches(word, byte);
+            let bytes = word.to_le_bytes();
+            for (i, &b) in bytes.iter().enumerate() {
+                if b == byte {
+                    prop_assert!(m & (0x80 << (8 * i)) != 0);
+                }
+            }
+            prop_assert_eq!(m == 0, !bytes.contains(&byte));
+            prop_assert_eq!(m & !0x8080_8080_8080_8080, 0);
+        }
+
         #[test]
         fn matches_reference_lru((sets, ways, clock, ops) in case()) {
             let mut b = buf(sets, ways);

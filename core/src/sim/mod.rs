@@ -36,15 +36,20 @@ use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
 use crate::mem::lines::max_box_lines;
 use crate::mem::system::{MemStats, MemorySystem};
+use crate::mem::wheel::TimingWheel;
 use crate::observer::{Event, Observer, Stats, Who};
 use crate::port::{FixedPort, MemoryPort};
-use crate::queue::{Entry, EventQueue};
 use crate::source::{NoStream, StreamSource};
 use crate::time::Cycle;
 
 use engine::TmaTables;
 use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
 use tma::{Dedup, Engine, TmaOp};
+
+/// Slots of the shared event queue's timing wheel: WGMMA completions,
+/// wake-ups after bubbles and TMA ticks almost all fall within it; later
+/// events go to its overflow heap, in the same order.
+const QUEUE_HORIZON_LOG2: u32 = 12;
 
 pub use snapshot::{fingerprint, SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 pub(crate) use snapshot::{Reader, Writer};
@@ -179,7 +184,7 @@ impl Plan {
         l.add::<Named>(self.ctas() * NAMED_BARRIERS)?;
         l.add::<Sm>(self.sms)?;
         l.add::<u64>(self.sms.div_ceil(64))?;
-        l.add::<Entry<Ev>>(self.queue)?;
+        TimingWheel::<Ev>::layout(self.queue, QUEUE_HORIZON_LOG2, &mut l)?;
         l.add::<u64>(self.sms)?;
         Ok(l)
     }
@@ -216,7 +221,7 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     named: &'a mut [Named],
     sms: &'a mut [Sm],
     active: &'a mut [u64],
-    queue: EventQueue<'a, Ev>,
+    queue: TimingWheel<'a, Ev>,
     mem: Mem<'a>,
     tma: Option<TmaTables<'a>>,
     next_cta: u32,
@@ -283,7 +288,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         )?;
         let sms = a.alloc(plan.sms, Sm::EMPTY, Capacity::Sms)?;
         let active = a.alloc(plan.sms.div_ceil(64), 0u64, Capacity::Sms)?;
-        let qstore = a.alloc(plan.queue, Ev::FILLER, Capacity::EventQueue)?;
+        let queue =
+            TimingWheel::new_in(&mut a, plan.queue, QUEUE_HORIZON_LOG2, Capacity::EventQueue)?;
         let port_store = a.alloc(plan.sms, 0u64, Capacity::MemoryPort)?;
         let (mem, tma) = if plan.hier {
             let ops = plan.sms * plan.tma_slots;
@@ -335,7 +341,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             named,
             sms,
             active,
-            queue: EventQueue::new(qstore),
+            queue,
             mem,
             tma,
             next_cta: 0,

@@ -46,7 +46,7 @@ use crate::source::{NoStream, StreamSource};
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"SIMFASNP";
 
 /// The snapshot format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 1;
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// Bytes of the fixed header before the body.
 const HEADER: usize = 36;

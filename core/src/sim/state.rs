@@ -1,7 +1,6 @@
 //! The plain-data records the simulator keeps in its arena.
 
 use crate::isa::{Op, WaitReason, MAX_LOOP_DEPTH};
-use crate::queue::Entry;
 
 /// Most committed WGMMA groups a WarpGroup can track (the config's
 /// `max_wgmma_groups` is at most this).
@@ -237,13 +236,6 @@ pub(crate) enum Ev {
 }
 
 impl Ev {
-    pub const FILLER: Entry<Ev> = Entry {
-        cycle: 0,
-        class: 0,
-        seq: 0,
-        event: Ev::Wake { thread: 0 },
-    };
-
     pub const fn class(&self) -> u8 {
         match self {
             Ev::TmaDone { .. } | Ev::TmaEarly { .. } => 0,
