@@ -414,6 +414,15 @@ pub enum SimError {
         /// CTAs not yet retired.
         unfinished: u32,
     },
+    /// A count in the simulation state went below zero, so the state
+    /// contradicts itself: only a damaged (but checksum-valid) snapshot
+    /// passed to [`crate::Simulator::restore`] can do this.
+    Inconsistent {
+        /// The count: `"WGMMAs in flight"`, `"transfers in flight"`.
+        what: &'static str,
+        /// Cycle.
+        cycle: u64,
+    },
     /// The stream source failed to produce an instruction.
     Source {
         /// The CTA.
@@ -443,6 +452,10 @@ impl fmt::Display for SimError {
             SimError::NoProgress { cycle, unfinished } => write!(
                 f,
                 "cycle {cycle}: no event pending and no WarpGroup waiting, yet {unfinished} CTA(s) unfinished (simulator bug)"
+            ),
+            SimError::Inconsistent { what, cycle } => write!(
+                f,
+                "cycle {cycle}: {what} went below zero: the state is inconsistent (a damaged snapshot?)"
             ),
             SimError::Source { cta, role } => write!(f, "stream source failed for CTA {cta} role {role}"),
         }

@@ -223,6 +223,68 @@ fn a_consistent_but_corrupt_body_is_a_typed_error() {
     }
 }
 
+/// Known defect, kept as a reproducer (`cargo test -p simfa-tests --test
+/// snapshot -- --ignored`): restore validates a snapshot's structure, not
+/// the meaning of every field, so a damaged body with a recomputed checksum
+/// can still panic (debug builds) or, with the memory hierarchy, stall in
+/// the DRAM catch-up. At 2026-11-30 this finds 35 panics in 9 556 damaged
+/// fixed-port snapshots (index and counter underflows in the scheduler and
+/// the event wheel; WGMMA and transfer counters already give
+/// `SimError::Inconsistent`). Checksums catch accidental damage; crafted
+/// snapshots are not trusted input yet.
+#[test]
+#[ignore = "known defect: restore does not yet validate every field's meaning"]
+fn a_resealed_damaged_snapshot_never_panics_when_run() {
+    // Sampled single-byte changes of the body, checksum fixed up: the
+    // restore fails with a typed error, or the resumed run ends (finished
+    // or with a typed error) without a panic. A low watchdog bounds runs a
+    // damaged loop counter would stretch.
+    let mut failures = Vec::new();
+    let mut n = 0;
+    let t0 = std::time::Instant::now();
+    for memory in [MemoryModel::Fixed] {
+        // A small GPU keeps the snapshot (and each restore) small.
+        let mut c = cfg(memory);
+        c.sms = 8;
+        c.l2.slices = 4;
+        c.l2.sets = 16;
+        c.watchdog_cycles = 200_000;
+        let k = small_gemm();
+        let snap = save_at(&c, &k, straight(&c, &k).cycles / 2);
+        let mut a = arena(&c, &k);
+        // Densely where the scheduler state lies (threads, CTAs, barriers,
+        // queue), then a few hundred positions over the rest.
+        let dense = snap.len().min(6000);
+        let sparse = ((snap.len() - dense) / 400).max(1);
+        let positions = (36..dense)
+            .step_by(3)
+            .chain((dense..snap.len()).step_by(sparse));
+        for i in positions {
+            for v in [0x00u8, 0x01, 0xff, snap[i] ^ 0x80] {
+                let mut bad = snap.clone();
+                bad[i] = v;
+                reseal(&mut bad);
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    if let Ok(mut sim) = Simulator::restore(&c, &k, &mut a, &bad) {
+                        let _ = sim.run(&mut ());
+                    }
+                }));
+                if run.is_err() {
+                    failures.push((memory, i, v));
+                }
+                n += 1;
+            }
+        }
+    }
+    eprintln!("{n} damaged snapshots in {:?}", t0.elapsed());
+    assert!(
+        failures.is_empty(),
+        "{} panics, first {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+}
+
 /// Recomputes a snapshot's checksum after editing its body (the same fold
 /// as the core's).
 fn reseal(snap: &mut [u8]) {

@@ -548,12 +548,13 @@ impl<S: StreamSource> Simulator<'_, S> {
     ) -> Result<(), SimError> {
         let t = self.threads[ti];
         let (sm, ci) = (t.sm as usize, t.cta as usize);
+        let what = "transfers in flight";
+        self.sms[sm].tma_inflight = self.less(self.sms[sm].tma_inflight, what)?;
         let s = &mut self.sms[sm];
-        s.tma_inflight -= 1;
         if s.tma_inflight == 0 {
             self.stats.tma_busy_cycles += self.now - s.tma_busy_since;
         }
-        self.ctas[ci].inflight -= 1;
+        self.ctas[ci].inflight = self.less(self.ctas[ci].inflight, what)?;
         self.end = self.end.max(self.now);
         let store = bar == u16::MAX;
         let who = self.who(ti);
@@ -614,6 +615,22 @@ impl<S: StreamSource> Simulator<'_, S> {
         );
     }
 
+    /// `n - 1`, or [`SimError::Inconsistent`] naming `what` when `n` is
+    /// zero (only a damaged snapshot gets there).
+    fn less<N: Copy + core::ops::Sub<Output = N> + From<u8> + PartialEq>(
+        &self,
+        n: N,
+        what: &'static str,
+    ) -> Result<N, SimError> {
+        if n == N::from(0) {
+            return Err(SimError::Inconsistent {
+                what,
+                cycle: self.now,
+            });
+        }
+        Ok(n - N::from(1))
+    }
+
     /// Applies a due event.
     pub(super) fn apply(&mut self, ev: Ev, obs: &mut impl Observer) -> Result<(), SimError> {
         match ev {
@@ -632,8 +649,9 @@ impl<S: StreamSource> Simulator<'_, S> {
                 t.prune_groups();
                 let g_len = t.g_len;
                 let (sm, ci) = (t.sm as usize, t.cta as usize);
-                self.sms[sm].wgmma_inflight -= 1;
-                self.ctas[ci].inflight -= 1;
+                let what = "WGMMAs in flight";
+                self.sms[sm].wgmma_inflight = self.less(self.sms[sm].wgmma_inflight, what)?;
+                self.ctas[ci].inflight = self.less(self.ctas[ci].inflight, what)?;
                 let who = self.who(ti);
                 self.emit(obs, Event::WgmmaDone { who });
                 if let TState::Waiting(WaitReason::WgmmaGroups { n }) = self.threads[ti].state {

@@ -562,6 +562,40 @@ mod tests {
     }
 
     #[test]
+    fn completions_without_work_in_flight_are_a_typed_error() {
+        // What a damaged snapshot can hold: WGMMA and transfer completions
+        // queued while the counters of work in flight say zero.
+        for i in 0..crate::samples::SAMPLES {
+            let mut k = ::std::boxed::Box::new(Kernel::default());
+            let cfg = crate::samples::build(i, &mut k).unwrap();
+            let size = Simulator::<crate::NoStream>::arena_size(&cfg, &k).unwrap();
+            let mut arena = ::std::vec![0u8; size];
+            let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+            // Step to the first cycle with work in flight.
+            while !sim
+                .sms
+                .iter()
+                .any(|s| s.wgmma_inflight > 0 || s.tma_inflight > 0)
+            {
+                sim.step(&mut ()).unwrap();
+            }
+            for s in sim.sms.iter_mut() {
+                s.wgmma_inflight = 0;
+                s.tma_inflight = 0;
+            }
+            for c in sim.ctas.iter_mut() {
+                c.inflight = 0;
+            }
+            let err = sim.run(&mut ()).unwrap_err();
+            assert!(
+                matches!(err, crate::error::SimError::Inconsistent { .. }),
+                "{}: {err}",
+                crate::samples::name(i)
+            );
+        }
+    }
+
+    #[test]
     fn header_checks_come_before_decoding() {
         let cfg = GpuConfig::h800();
         let k = Kernel::default();
