@@ -414,11 +414,12 @@ pub enum SimError {
         /// CTAs not yet retired.
         unfinished: u32,
     },
-    /// A count in the simulation state went below zero, so the state
-    /// contradicts itself: only a damaged (but checksum-valid) snapshot
-    /// passed to [`crate::Simulator::restore`] can do this.
+    /// A count in the simulation state went below zero or a loop stack
+    /// over- or underflowed, so the state contradicts itself: only a
+    /// damaged (but checksum-valid) snapshot passed to
+    /// [`crate::Simulator::restore`] can do this.
     Inconsistent {
-        /// The count: `"WGMMAs in flight"`, `"transfers in flight"`.
+        /// What: `"WGMMAs in flight"`, `"transfers in flight"`, `"loop nesting"`.
         what: &'static str,
         /// Cycle.
         cycle: u64,
@@ -455,7 +456,7 @@ impl fmt::Display for SimError {
             ),
             SimError::Inconsistent { what, cycle } => write!(
                 f,
-                "cycle {cycle}: {what} went below zero: the state is inconsistent (a damaged snapshot?)"
+                "cycle {cycle}: {what} out of range: the state is inconsistent (a damaged snapshot?)"
             ),
             SimError::Source { cta, role } => write!(f, "stream source failed for CTA {cta} role {role}"),
         }

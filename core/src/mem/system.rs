@@ -1110,6 +1110,16 @@ impl MemorySystem<'_> {
             t.load_state(r)?;
         }
         self.queue.load_state(r)?;
+        let corrupt = |what| crate::sim::SnapshotError::Corrupt { what };
+        self.queue.check().map_err(corrupt)?;
+        let (nreq, nslice) = (self.reqs.len(), self.slices.len());
+        let bad_event = self.queue.queued().any(|e| match *e {
+            MemEv::Arrive { req, slice, .. } => req as usize >= nreq || slice as usize >= nslice,
+            MemEv::Respond { req } | MemEv::Fill { req } => req as usize >= nreq,
+        });
+        if bad_event || self.free.iter().any(|&f| f as usize >= nreq) {
+            return Err(corrupt("memory request"));
+        }
         self.dram.load_state(r)?;
         self.done.load_state(r)?;
         self.retry.load_state(r)?;

@@ -490,6 +490,94 @@ impl<'a, E: Copy> TimingWheel<'a, E> {
     }
 }
 
+impl<E: Copy> TimingWheel<'_, E> {
+    /// Checks the structure after a restore: every list index in range and
+    /// acyclic, every node on exactly one of the free list, one slot FIFO or
+    /// the overflow heap, the occupancy bits and counts matching, and the
+    /// earliest wheel cycle inside the window on an occupied slot. Names
+    /// the first thing found wrong.
+    pub(crate) fn check(&self) -> Result<(), &'static str> {
+        let cap = self.nodes.len();
+        let mut seen = 0usize;
+        // Free list.
+        let mut i = self.free;
+        while i != NIL {
+            let n = self.nodes.get(i as usize).ok_or("event free list")?;
+            if n.event.is_some() || seen >= cap {
+                return Err("event free list");
+            }
+            seen += 1;
+            i = n.next;
+        }
+        let free = seen;
+        // Slot FIFOs and occupancy bits.
+        for (s, f) in self.fifos.iter().enumerate() {
+            let mut any = false;
+            for k in 0..CLASSES {
+                let mut last = NIL;
+                let mut i = f.head[k];
+                while i != NIL {
+                    let n = self.nodes.get(i as usize).ok_or("event list")?;
+                    if n.event.is_none() || seen >= cap {
+                        return Err("event list");
+                    }
+                    seen += 1;
+                    last = i;
+                    i = n.next;
+                }
+                if f.tail[k] != last {
+                    return Err("event list tail");
+                }
+                any |= last != NIL;
+            }
+            let bit = self
+                .bits
+                .get(s / 64)
+                .is_some_and(|w| w >> (s % 64) & 1 != 0);
+            if bit != any {
+                return Err("event slot bits");
+            }
+        }
+        for (w, &word) in self.bits.iter().enumerate() {
+            let sum = self
+                .summary
+                .get(w / 64)
+                .is_some_and(|x| x >> (w % 64) & 1 != 0);
+            if sum != (word != 0) {
+                return Err("event summary bits");
+            }
+        }
+        let wheel = seen - free;
+        // Overflow heap: node indices in range, queued, not already seen.
+        for e in self.overflow.entries() {
+            let n = self.nodes.get(e.event as usize).ok_or("overflow event")?;
+            if n.event.is_none() || seen >= cap {
+                return Err("overflow event");
+            }
+            seen += 1;
+        }
+        if seen != cap || wheel != self.wheel_len || self.len != cap - free {
+            return Err("event counts");
+        }
+        if self.wheel_len > 0 {
+            let s = (self.wheel_min & self.mask) as usize;
+            let occupied = self
+                .bits
+                .get(s / 64)
+                .is_some_and(|w| w >> (s % 64) & 1 != 0);
+            if self.wheel_min < self.base || self.wheel_min - self.base > self.mask || !occupied {
+                return Err("earliest event");
+            }
+        }
+        Ok(())
+    }
+
+    /// Every queued event, in no particular order.
+    pub(crate) fn queued(&self) -> impl Iterator<Item = &E> {
+        self.nodes.iter().filter_map(|n| n.event.as_ref())
+    }
+}
+
 impl<E: Copy + serde::Serialize + serde::de::DeserializeOwned> TimingWheel<'_, E> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
@@ -601,6 +689,32 @@ mod tests {
         ]
     }
 
+    #[test]
+    fn check_finds_damaged_links_and_counts() {
+        let mut buf = wheel_buf(8, 4);
+        let mut a = Arena::new(&mut buf);
+        let mut w = TimingWheel::<u32>::new_in(&mut a, 8, 4, Capacity::EventQueue).unwrap();
+        for (i, c) in [3u64, 3, 5, 40].iter().enumerate() {
+            w.push(*c, 0, i as u32).unwrap();
+        }
+        assert_eq!(w.check(), Ok(()));
+        let head = w.fifos[3].head[0];
+        w.fifos[3].head[0] = 99;
+        assert_eq!(w.check(), Err("event list"));
+        w.fifos[3].head[0] = head;
+        w.wheel_len += 1;
+        assert_eq!(w.check(), Err("event counts"));
+        w.wheel_len -= 1;
+        let next = w.nodes[head as usize].next;
+        w.nodes[head as usize].next = head;
+        assert_eq!(w.check(), Err("event list"));
+        w.nodes[head as usize].next = next;
+        w.bits[0] ^= 1 << 7;
+        assert_eq!(w.check(), Err("event slot bits"));
+        w.bits[0] ^= 1 << 7;
+        assert_eq!(w.check(), Ok(()));
+    }
+
     /// Drives both queues with `ops`; fails on the first difference.
     fn compare(
         capacity: usize,
@@ -656,6 +770,8 @@ mod tests {
             prop_assert_eq!(w.next_cycle(), q.next_cycle());
             prop_assert_eq!(w.len(), q.len());
             prop_assert_eq!(w.next_seq(), q.next_seq());
+            // Every reachable state passes the restore check.
+            prop_assert_eq!(w.check(), Ok(()));
         }
         // Drain: the rest must agree too.
         loop {

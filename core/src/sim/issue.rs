@@ -178,7 +178,13 @@ impl<S: StreamSource> Simulator<'_, S> {
                     if n <= 0 {
                         th.pc = end + 1;
                     } else {
-                        th.loops[th.depth as usize] = Frame {
+                        let Some(slot) = th.loops.get_mut(th.depth as usize) else {
+                            return Err(SimError::Inconsistent {
+                                what: "loop nesting",
+                                cycle: self.now,
+                            });
+                        };
+                        *slot = Frame {
                             begin: pc as u16,
                             count: n.min(u32::MAX as i64) as u32,
                             iter: 0,
@@ -188,7 +194,13 @@ impl<S: StreamSource> Simulator<'_, S> {
                     }
                 }
                 Instr::LoopEnd { begin } => {
-                    let f = &mut th.loops[th.depth as usize - 1];
+                    let top = (th.depth as usize).checked_sub(1);
+                    let Some(f) = top.and_then(|d| th.loops.get_mut(d)) else {
+                        return Err(SimError::Inconsistent {
+                            what: "loop nesting",
+                            cycle: self.now,
+                        });
+                    };
                     f.iter += 1;
                     if f.iter < f.count {
                         th.pc = begin + 1;

@@ -549,7 +549,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             // internal inconsistency, reported rather than hidden.
             None => Err(SimError::NoProgress {
                 cycle: self.now,
-                unfinished: self.total_ctas - self.retired,
+                unfinished: self.total_ctas.saturating_sub(self.retired),
             }),
         }
     }

@@ -35,10 +35,12 @@ use postcard::ser_flavors::Flavor;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::state::{Ev, TState, GROUP_RING};
 use super::{Mem, Simulator};
 use crate::config::GpuConfig;
 use crate::digest::Digest;
 use crate::error::BuildError;
+use crate::isa::MAX_LOOP_DEPTH;
 use crate::kernel::Kernel;
 use crate::source::{NoStream, StreamSource};
 
@@ -382,6 +384,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 what: "trailing bytes",
             });
         }
+        sim.check_loaded()
+            .map_err(|what| SnapshotError::Corrupt { what })?;
         Ok(sim)
     }
 
@@ -456,6 +460,90 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         Ok(())
     }
 
+    /// Checks what the decoder cannot: indices in range and counts that
+    /// agree, so that a damaged snapshot with a valid checksum is refused
+    /// instead of panicking later. Names the first thing found wrong.
+    fn check_loaded(&self) -> Result<(), &'static str> {
+        self.queue.check()?;
+        let k = self.kernel;
+        let wgs = self.plan.wgs;
+        for (ti, t) in self.threads.iter().enumerate() {
+            if t.state == TState::Free {
+                continue;
+            }
+            let role = k.roles.get(t.role as usize).ok_or("thread role")?;
+            let ok = (t.cta as usize) < self.ctas.len()
+                && t.cta as usize == ti / wgs
+                && (t.sm as usize) < self.sms.len()
+                && self.ctas[t.cta as usize].live
+                && self.ctas[t.cta as usize].sm == t.sm
+                && t.slot < 32
+                && (t.wg as usize) < wgs
+                && (t.depth as usize) <= MAX_LOOP_DEPTH
+                && (t.g_head as usize) < GROUP_RING
+                && (t.g_len as usize) <= GROUP_RING
+                && t.wgmma_done <= t.wgmma_issued
+                && (role.stream || (t.pc as usize) <= role.start as usize + role.len as usize)
+                && t.loops[..(t.depth as usize).min(MAX_LOOP_DEPTH)]
+                    .iter()
+                    .all(|f| (f.begin as usize) < k.code.len());
+            if !ok {
+                return Err("thread state");
+            }
+        }
+        for (ci, c) in self.ctas.iter().enumerate() {
+            if !c.live {
+                continue;
+            }
+            let threads = &self.threads[ci * wgs..(ci + 1) * wgs];
+            let running = threads.iter().filter(|t| t.state != TState::Done).count();
+            if c.sm as usize >= self.sms.len()
+                || ci / self.plan.cta_slots != c.sm as usize
+                || c.left as usize != running
+            {
+                return Err("CTA state");
+            }
+        }
+        for (sm, s) in self.sms.iter().enumerate() {
+            let live = self
+                .ctas
+                .iter()
+                .filter(|c| c.live && c.sm as usize == sm)
+                .count() as u64;
+            let ok = s.ctas as u64 == live
+                && s.smem as u64 == live * k.smem_bytes as u64
+                && s.regs as u64 == live * k.regs_per_cta() as u64
+                && s.warps as u64 == live * 4 * wgs as u64;
+            if !ok {
+                return Err("SM occupancy");
+            }
+        }
+        for ev in self.queue.queued() {
+            let thread = match *ev {
+                Ev::Wake { thread } | Ev::WgmmaDone { thread } => thread,
+                Ev::TmaDone { thread, .. } => thread,
+                Ev::TmaEarly { slot, .. } => {
+                    let n = self.tma.as_ref().map_or(0, |t| t.ops.len());
+                    if slot as usize >= n {
+                        return Err("queued event");
+                    }
+                    continue;
+                }
+                Ev::TmaTick { sm } => {
+                    if sm as usize >= self.sms.len() {
+                        return Err("queued event");
+                    }
+                    continue;
+                }
+            };
+            let t = self.threads.get(thread as usize).ok_or("queued event")?;
+            if t.state == TState::Free {
+                return Err("queued event");
+            }
+        }
+        Ok(())
+    }
+
     fn load_body(&mut self, r: &mut Reader<'_>) -> Result<(), SnapshotError> {
         let corrupt = |what| Err(SnapshotError::Corrupt { what });
         self.now = r.val()?;
@@ -502,7 +590,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::state::{Thread, GROUP_RING};
+    use crate::sim::state::Thread;
 
     fn roundtrip<T: Serialize + DeserializeOwned>(v: &T) -> T {
         let mut buf = [0u8; 4096];

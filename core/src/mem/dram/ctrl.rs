@@ -503,6 +503,81 @@ impl Dram<'_> {
         r.slice(self.banks)?;
         r.slice(self.slots)?;
         r.slice(self.rets)?;
-        self.order.load_state(r)
+        self.order.load_state(r)?;
+        self.check()
+            .map_err(|what| crate::sim::SnapshotError::Corrupt { what })?;
+        // The decision order is derived from the channels: rebuild it.
+        let chans = &*self.chans;
+        self.order
+            .rebuild(self.p.channels, |c| chans[c].dkey.min(chans[c].ret_next));
+        Ok(())
+    }
+
+    /// Checks the structure after a restore: every slot of a channel on
+    /// exactly one list (free, or one bank's read or write queue), list
+    /// links in range, counts, ring positions and bank masks in range.
+    fn check(&self) -> Result<(), &'static str> {
+        let p = self.p;
+        let bank_mask = if p.banks >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << p.banks) - 1
+        };
+        let in_slots = |i: u16| i == NIL || (i as usize) < p.slots;
+        for (c, ch) in self.chans.iter().enumerate() {
+            let masks = ch.open | ch.rd_banks | ch.wr_banks;
+            if ch.ret_head as usize >= p.rets.max(1)
+                || ch.ret_len as usize > p.rets
+                || ch.faw_i >= 4
+                || ch.faw_n > 4
+                || masks & !bank_mask != 0
+            {
+                return Err("DRAM channel");
+            }
+            let base = c * p.slots;
+            let mut seen = 0usize;
+            let walk = |head: u16, seen: &mut usize| -> Result<u16, &'static str> {
+                let (mut i, mut last) = (head, NIL);
+                while i != NIL {
+                    if !in_slots(i) || *seen >= p.slots {
+                        return Err("DRAM queue links");
+                    }
+                    *seen += 1;
+                    last = i;
+                    i = self.slots[base + i as usize].next;
+                }
+                Ok(last)
+            };
+            walk(ch.free, &mut seen)?;
+            let free = seen;
+            for b in 0..p.banks {
+                let bank = &self.banks[c * p.banks + b];
+                let hot = &self.hot[c * p.banks + b];
+                if hot.grp as usize >= p.groups || !in_slots(bank.cand_slot) {
+                    return Err("DRAM bank");
+                }
+                for list in [bank.rd, bank.wr] {
+                    if walk(list.head, &mut seen)? != list.tail {
+                        return Err("DRAM queue links");
+                    }
+                }
+                let queued = |m: u64, l: List| (m >> b & 1 != 0) == (l.head != NIL);
+                if !queued(ch.rd_banks, bank.rd) || !queued(ch.wr_banks, bank.wr) {
+                    return Err("DRAM bank masks");
+                }
+                let hits = if bank.row == CLOSED {
+                    (0, 0)
+                } else {
+                    self.count_hits(c, c * p.banks + b, bank.row)
+                };
+                if (bank.rd_hits, bank.wr_hits) != hits {
+                    return Err("DRAM row hits");
+                }
+            }
+            if seen != p.slots || seen - free != ch.rq_len as usize + ch.wq_len as usize {
+                return Err("DRAM queue counts");
+            }
+        }
+        Ok(())
     }
 }

@@ -29,7 +29,16 @@ impl<'a> ChannelTree<'a> {
     /// [`ChannelTree::nodes`] words), channel `c` keyed `key(c)`.
     pub(super) fn new(tree: &'a mut [u64], channels: usize, key: impl Fn(usize) -> u64) -> Self {
         let leaves = channels.next_power_of_two();
-        for (i, w) in tree[leaves..].iter_mut().enumerate() {
+        let mut t = ChannelTree { tree, leaves };
+        t.rebuild(channels, key);
+        t
+    }
+
+    /// Recomputes every node from the keys of the first `channels` leaves
+    /// (the rest empty), whatever the nodes held.
+    pub(super) fn rebuild(&mut self, channels: usize, key: impl Fn(usize) -> u64) {
+        let leaves = self.leaves;
+        for (i, w) in self.tree[leaves..].iter_mut().enumerate() {
             *w = if i < channels {
                 key(i).min(MAX_KEY) << CH_BITS | i as u64
             } else {
@@ -37,9 +46,8 @@ impl<'a> ChannelTree<'a> {
             };
         }
         for i in (1..leaves).rev() {
-            tree[i] = tree[2 * i].min(tree[2 * i + 1]);
+            self.tree[i] = self.tree[2 * i].min(self.tree[2 * i + 1]);
         }
-        ChannelTree { tree, leaves }
     }
 
     /// The channel with the smallest `(key, channel)` and its key.
