@@ -471,24 +471,31 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             if t.state == TState::Free {
                 continue;
             }
-            let role = k.roles.get(t.role as usize).ok_or("thread role")?;
-            let ok = (t.cta as usize) < self.ctas.len()
+            k.roles.get(t.role as usize).ok_or("thread role")?;
+            let cta_ok = (t.cta as usize) < self.ctas.len()
                 && t.cta as usize == ti / wgs
                 && (t.sm as usize) < self.sms.len()
                 && self.ctas[t.cta as usize].live
-                && self.ctas[t.cta as usize].sm == t.sm
-                && t.slot < 32
-                && (t.wg as usize) < wgs
-                && (t.depth as usize) <= MAX_LOOP_DEPTH
-                && (t.g_head as usize) < GROUP_RING
-                && (t.g_len as usize) <= GROUP_RING
-                && t.wgmma_done <= t.wgmma_issued
-                && (role.stream || (t.pc as usize) <= role.start as usize + role.len as usize)
-                && t.loops[..(t.depth as usize).min(MAX_LOOP_DEPTH)]
+                && self.ctas[t.cta as usize].sm == t.sm;
+            if !cta_ok {
+                return Err("thread CTA");
+            }
+            if t.slot >= 32 || t.wg as usize >= wgs {
+                return Err("thread slot");
+            }
+            let depth = t.depth as usize;
+            let loops_ok = depth <= MAX_LOOP_DEPTH
+                && t.loops[..depth.min(MAX_LOOP_DEPTH)]
                     .iter()
                     .all(|f| (f.begin as usize) < k.code.len());
-            if !ok {
-                return Err("thread state");
+            if !loops_ok {
+                return Err("thread loop stack");
+            }
+            let groups_ok = (t.g_head as usize) < GROUP_RING
+                && (t.g_len as usize) <= GROUP_RING
+                && t.wgmma_done <= t.wgmma_issued;
+            if !groups_ok {
+                return Err("thread WGMMA groups");
             }
         }
         for (ci, c) in self.ctas.iter().enumerate() {
