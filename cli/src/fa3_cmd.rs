@@ -64,7 +64,7 @@ pub struct Fa3Shape {
     /// Key/value sequence length (default: --seqlen).
     #[arg(long)]
     seqlen_kv: Option<u32>,
-    /// Head dimension: 64, 128 or 256 (default: the model's).
+    /// Head dimension: 64, 96, 128, 192 or 256 (default: the model's).
     #[arg(long)]
     hdim: Option<u32>,
     /// Causal masking.

@@ -509,7 +509,8 @@ fn presets_table() -> String {
         let bw = c.port.bytes_per_cycle;
         let gbs = bw.num as f64 / bw.den as f64 * c.sms as f64 * c.clock_mhz as f64 / 1000.0;
         // Dense peak: one m64n256k16 WGMMA per tensor-pipe occupancy per SM.
-        let flops_per_cycle = (2 * 64 * 256 * 16) as f64 / c.wgmma_cycles(256) as f64;
+        let flops_per_cycle =
+            (2 * 64 * 256 * 16) as f64 / c.wgmma_cycles(256, simfa_core::WgmmaMode::Ss) as f64;
         let tflops = flops_per_cycle * c.sms as f64 * c.clock_mhz as f64 / 1e6;
         s.push_str(&format!(
             "{:<10} {:>5} {:>10} {:>10.0} {:>12.1}\n",

@@ -96,7 +96,7 @@ fn gantt_is_a_chrome_trace_and_svg_draws_it() {
         assert!(e["dur"].as_f64().unwrap() >= 0.0);
     }
     let names: Vec<&str> = complete.iter().filter_map(|e| e["cat"].as_str()).collect();
-    for cat in ["wgmma", "bubble"] {
+    for cat in ["wgmma", "compute"] {
         assert!(names.iter().any(|n| n.contains(cat)), "no {cat} span");
     }
     let svg = std::fs::read_to_string(&v).unwrap();
@@ -119,7 +119,7 @@ fn gantt_sm_out_of_range_exits_2() {
 #[test]
 fn bad_fa3_shapes_exit_2() {
     for (args, msg) in [
-        (vec!["fa3", "--hdim", "96"], "head dim"),
+        (vec!["fa3", "--hdim", "80"], "head dim"),
         (vec!["fa3", "--heads", "6", "--kv-heads", "4"], "kv heads"),
         (vec!["fa3", "--causal", "--seqlen-kv", "8192"], "kv seqlen"),
         (vec!["fa3", "--seqlen", "0"], "seqlen"),

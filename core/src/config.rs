@@ -51,8 +51,8 @@ pub struct FixedPortConfig {
     pub bytes_per_cycle: Ratio,
 }
 
-/// Throughputs of the non-tensor units, per SM per cycle, used by workload
-/// generators to turn non-MMA work into bubbles.
+/// The SM's shared SIMT units, which `compute` instructions of all resident
+/// WarpGroups share (see the core's `sim::units` for the mechanism).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UnitThroughput {
@@ -60,8 +60,31 @@ pub struct UnitThroughput {
     pub mufu: u32,
     /// FP32 operations per cycle per SM.
     pub fp32: u32,
-    /// FP16 operations per cycle per SM.
+    /// 16-bit operations (packed, per result) and conversions per cycle per SM.
     pub fp16: u32,
+    /// Integer operations per cycle per SM.
+    pub int: u32,
+    /// Warp instructions the SM issues per cycle: one per sub-partition.
+    pub issue: u32,
+    /// Share of the sub-partitions' SIMT issue bandwidth that a tensor pipe
+    /// streaming its FP32 accumulators through the register file takes
+    /// (one warp-register read and written per cycle at the N/2 law). The
+    /// tensor/SIMT interaction's one parameter, fitted by `simfa calibrate
+    /// sm` on the H100 FA3 ablation; a slower tensor pipe (H20) moves its
+    /// accumulators proportionally less often and takes proportionally less.
+    pub rf_share: Ratio,
+}
+
+impl UnitThroughput {
+    /// Operations per cycle per SM of one class.
+    pub const fn rate(&self, c: crate::isa::UnitClass) -> u32 {
+        match c {
+            crate::isa::UnitClass::Fp32 => self.fp32,
+            crate::isa::UnitClass::Mufu => self.mufu,
+            crate::isa::UnitClass::Fp16 => self.fp16,
+            crate::isa::UnitClass::Int => self.int,
+        }
+    }
 }
 
 /// A deliberate inconsistency injected into the timing model, so tests can
@@ -126,10 +149,18 @@ pub struct GpuConfig {
     pub ctas_per_sm: u16,
     /// Scheduler policy of every SM.
     pub scheduler: SchedulerPolicy,
-    /// WGMMA m64nNk16 occupancy law: cycles = ceil(N * wgmma_cycles_per_n).
-    /// 1/2 on H100/H800 (the paper's N/2 law); H20 multiplies it by
-    /// k_eff = 5.176 = 647/125, giving 647/250.
+    /// WGMMA m64nNk16 math law: ceil(N * wgmma_cycles_per_n) cycles of the
+    /// tensor pipe. 1/2 on H100/H800 (the paper's N/2 law); 79/40 on the
+    /// H20, whose per-SM dense FP16 peak is 3.95 times lower (148 TFLOP/s
+    /// on 78 SMs against 989 on 132). See [`GpuConfig::wgmma_cycles`].
     pub wgmma_cycles_per_n: Ratio,
+    /// Shared-memory bytes per cycle the tensor pipe can read for WGMMA
+    /// operands: A (2048 bytes of m64k16, in SS mode) and B (32 bytes per
+    /// N column). Bounds small-N WGMMAs: m64n8k16 SS reads 2304 bytes.
+    pub wgmma_smem_bytes_per_cycle: u32,
+    /// Fewest cycles any WGMMA occupies the tensor pipe (its pipeline
+    /// latency; RS-mode m64n8k16 and m64n16k16 take 13 on the H800).
+    pub wgmma_min_cycles: u32,
     /// Entries of each SM's tensor-core instruction buffer (WGMMAs issued
     /// and not yet complete).
     pub wgmma_buffer: u16,
@@ -203,6 +234,11 @@ const L2_50MB: L2Config = L2Config {
     },
 };
 
+/// The tensor/SIMT interaction of every Hopper SM (the register file is
+/// the same silicon on all of them): the value `simfa calibrate sm` fitted
+/// on the H100 FA3 ablation (`data/`, README "Calibration").
+const RF_SHARE: Ratio = Ratio::new(3, 4);
+
 /// TMA engines emit one line request per cycle with up to 256 in flight.
 const TMA_LINES: TmaLineConfig = TmaLineConfig {
     lines_per_cycle: 1,
@@ -232,6 +268,8 @@ impl GpuConfig {
             ctas_per_sm: 32,
             scheduler: SchedulerPolicy::Gto,
             wgmma_cycles_per_n: Ratio::new(1, 2),
+            wgmma_smem_bytes_per_cycle: 128,
+            wgmma_min_cycles: 13,
             wgmma_buffer: 16,
             max_wgmma_groups: 8,
             tma_setup_common: 40,
@@ -250,6 +288,9 @@ impl GpuConfig {
                 mufu: 16,
                 fp32: 128,
                 fp16: 256,
+                int: 64,
+                issue: 4,
+                rf_share: RF_SHARE,
             },
             watchdog_cycles: 10_000_000_000,
             seed: 0x5EED,
@@ -265,14 +306,18 @@ impl GpuConfig {
         }
     }
 
-    /// H20: 78 SMs, HBM3 4.0 TB/s, WGMMA slowed by k_eff = 5.176 (647/125).
-    /// The clock is 1830 MHz: the paper's 3.95 per-SM peak ratio against
-    /// the H800 (989 TF / 132 SMs vs 148 TF / 78 SMs) holds at equal clocks.
+    /// H20: 78 SMs, HBM3 4.0 TB/s, a tensor pipe 3.95 times slower per SM
+    /// than the H800's (989 TF / 132 SMs vs 148 TF / 78 SMs at equal
+    /// clocks). The paper's k_eff = 5.176 (3.95 x 1.31) cannot be a pipe
+    /// slowdown: it caps dense FP16 at 112.9 TFLOP/s, and torch.matmul
+    /// reaches 142.1 on an H20 (calibration.md §7); the extra 1.31 of FA3
+    /// comes from its softmax sharing the SM with the tensor pipe
+    /// ([`UnitThroughput::rf_share`]).
     pub fn h20() -> Self {
         GpuConfig {
             name: name("h20"),
             sms: 78,
-            wgmma_cycles_per_n: Ratio::new(647, 250),
+            wgmma_cycles_per_n: Ratio::new(79, 40),
             port: FixedPortConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(4000, 78, 1830),
@@ -332,13 +377,50 @@ impl GpuConfig {
         (self.warps_per_sm / 4) as usize
     }
 
-    /// Cycles one m64nNk16 WGMMA occupies the tensor pipeline.
-    pub const fn wgmma_cycles(&self, n: u16) -> u64 {
-        let c = self.wgmma_cycles_per_n.mul_ceil(n as u64);
+    /// Cycles one m64nNk16 WGMMA occupies the tensor pipeline: the most
+    /// of its math (`ceil(N * wgmma_cycles_per_n)`), its shared-memory
+    /// operand reads (A's 2048 bytes in SS mode and B's `32 * N`, at
+    /// `wgmma_smem_bytes_per_cycle`) and the pipeline's `wgmma_min_cycles`.
+    /// On the H800 this is Luo et al.'s latency table exactly: SS
+    /// N = 8, 16, 32 take 18, 20, 24 cycles (operand-bound), RS 13, 13, 16,
+    /// and N >= 64 takes N / 2 either way.
+    pub const fn wgmma_cycles(&self, n: u16, mode: crate::isa::WgmmaMode) -> u64 {
+        let math = self.wgmma_cycles_per_n.mul_ceil(n as u64);
+        let a = match mode {
+            crate::isa::WgmmaMode::Ss => 64 * 16 * 2,
+            crate::isa::WgmmaMode::Rs => 0,
+        };
+        let bytes = a + 32 * n as u64;
+        let bw = if self.wgmma_smem_bytes_per_cycle == 0 {
+            1
+        } else {
+            self.wgmma_smem_bytes_per_cycle as u64
+        };
+        let smem = bytes.div_ceil(bw);
+        let mut c = self.wgmma_min_cycles as u64;
+        if math > c {
+            c = math;
+        }
+        if smem > c {
+            c = smem;
+        }
         if c == 0 {
             1
         } else {
             c
+        }
+    }
+
+    /// Accumulator traffic of the tensor pipe relative to the N/2 law (1 on
+    /// the H100, 40/79 on the H20's slower pipe), at most 1: what scales
+    /// [`UnitThroughput::rf_share`].
+    pub const fn tensor_rf_traffic(&self) -> Ratio {
+        // (1/2) / cycles_per_n = den / (2 num)
+        let r = self.wgmma_cycles_per_n;
+        if 2 * r.num <= r.den {
+            Ratio::new(1, 1)
+        } else {
+            Ratio::new(r.den, 2 * r.num)
         }
     }
 
@@ -394,10 +476,34 @@ impl GpuConfig {
             "port.bytes_per_cycle",
             "numerator and denominator must be positive",
         )?;
+        let u = &self.units;
         check(
-            self.units.mufu > 0 && self.units.fp32 > 0 && self.units.fp16 > 0,
+            u.mufu > 0 && u.fp32 > 0 && u.fp16 > 0 && u.int > 0,
             "units",
             "throughputs must be positive",
+        )?;
+        check(
+            (1..=1 << 20).contains(&u.mufu)
+                && (1..=1 << 20).contains(&u.fp32)
+                && (1..=1 << 20).contains(&u.fp16)
+                && (1..=1 << 20).contains(&u.int),
+            "units",
+            "throughputs must be at most 1048576 operations per cycle",
+        )?;
+        check(
+            (1..=64).contains(&u.issue),
+            "units.issue",
+            "must be in 1..=64 warp instructions per cycle",
+        )?;
+        check(
+            u.rf_share.den > 0 && u.rf_share.num <= u.rf_share.den && u.rf_share.den <= 1 << 20,
+            "units.rf_share",
+            "must be a fraction in [0, 1] with a denominator of at most 2^20",
+        )?;
+        check(
+            self.wgmma_smem_bytes_per_cycle > 0,
+            "wgmma_smem_bytes_per_cycle",
+            "must be positive",
         )?;
         check(
             self.watchdog_cycles > 0,
@@ -427,10 +533,27 @@ mod tests {
 
     #[test]
     fn wgmma_law() {
-        assert_eq!(GpuConfig::h800().wgmma_cycles(256), 128);
-        assert_eq!(GpuConfig::h800().wgmma_cycles(176), 88);
-        // H20: 128 * 647 / 250 = 331.264 -> 332 = ceil(64 * 5.176)
-        assert_eq!(GpuConfig::h20().wgmma_cycles(128), 332);
+        use crate::isa::WgmmaMode::{Rs, Ss};
+        let h = GpuConfig::h800();
+        assert_eq!(h.wgmma_cycles(256, Ss), 128);
+        assert_eq!(h.wgmma_cycles(176, Ss), 88);
+        // Luo et al.'s latency table (calibration.md §7), SS then RS.
+        for (n, ss, rs) in [
+            (256, 128, 128),
+            (128, 64, 64),
+            (64, 32, 32),
+            (32, 24, 16),
+            (16, 20, 13),
+            (8, 18, 13),
+        ] {
+            assert_eq!(h.wgmma_cycles(n, Ss), ss, "SS N={n}");
+            assert_eq!(h.wgmma_cycles(n, Rs), rs, "RS N={n}");
+        }
+        assert_eq!(h.tensor_rf_traffic(), Ratio::new(1, 1));
+        // H20: 3.95 times the H800's cycles per N.
+        let h20 = GpuConfig::h20();
+        assert_eq!(h20.wgmma_cycles(128, Ss), 253);
+        assert_eq!(h20.tensor_rf_traffic(), Ratio::new(40, 158));
     }
 
     #[test]

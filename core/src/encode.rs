@@ -11,7 +11,7 @@ use crate::kernel::Kernel;
 /// The magic bytes that open every binary kernel.
 pub const MAGIC: [u8; 8] = *b"SIMFAKRN";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 /// Bytes of the header (magic + version).
 pub const HEADER_LEN: usize = MAGIC.len() + 2;
 
@@ -103,7 +103,10 @@ mod tests {
             },
             Instr::MbarArrive { bar },
             Instr::MbarWait { bar, parity: 0 },
-            Instr::Wgmma { n: 128 },
+            Instr::Wgmma {
+                n: 128,
+                mode: crate::isa::WgmmaMode::Ss,
+            },
             Instr::WgmmaCommit,
             Instr::WgmmaWait { n: 0 },
             Instr::Exit,

@@ -106,6 +106,129 @@ impl Expr {
     }
 }
 
+/// Where a WGMMA reads its A operand from: both operands from shared
+/// memory (`SS`), or A from registers and B from shared memory (`RS`).
+/// The mode decides how many bytes the instruction reads from shared
+/// memory, which bounds small-N WGMMAs (see [`crate::GpuConfig::wgmma_cycles`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WgmmaMode {
+    /// A and B from shared memory.
+    #[default]
+    Ss,
+    /// A from registers, B from shared memory.
+    Rs,
+}
+
+impl WgmmaMode {
+    /// `ss` or `rs`, as the text assembly writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            WgmmaMode::Ss => "ss",
+            WgmmaMode::Rs => "rs",
+        }
+    }
+}
+
+/// The SIMT unit classes whose operations a [`Work`] counts, in the order
+/// a `compute` instruction runs its phases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum UnitClass {
+    /// FP32 adds, multiplies, fused multiply-adds, compares (FFMA, FADD,
+    /// FMUL, FMNMX).
+    Fp32,
+    /// The multi-function unit: exponentials, reciprocals (MUFU.EX2, ...).
+    Mufu,
+    /// Packed 16-bit arithmetic and FP32-to-16-bit conversions (HFMA2,
+    /// F2FP), counted per 16-bit result.
+    Fp16,
+    /// Integer arithmetic and logic (IMAD, IADD3, LOP3).
+    Int,
+}
+
+impl UnitClass {
+    /// Every class, in phase order.
+    pub const ALL: [UnitClass; 4] = [
+        UnitClass::Fp32,
+        UnitClass::Mufu,
+        UnitClass::Fp16,
+        UnitClass::Int,
+    ];
+
+    /// The name used by the text assembly and the configuration.
+    pub const fn name(self) -> &'static str {
+        match self {
+            UnitClass::Fp32 => "fp32",
+            UnitClass::Mufu => "mufu",
+            UnitClass::Fp16 => "fp16",
+            UnitClass::Int => "int",
+        }
+    }
+
+    /// Operations one warp instruction of this class performs: 32 lanes,
+    /// two 16-bit results per lane for packed FP16.
+    pub const fn ops_per_warp_instr(self) -> u32 {
+        match self {
+            UnitClass::Fp16 => 64,
+            _ => 32,
+        }
+    }
+}
+
+/// The non-MMA work of one WarpGroup, counted in operations (one per lane
+/// and element: a 64 x 176 tile's exponentials are 11264 MUFU operations)
+/// per unit class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Work {
+    /// FP32 operations.
+    pub fp32: u32,
+    /// MUFU operations.
+    pub mufu: u32,
+    /// 16-bit operations and conversions.
+    pub fp16: u32,
+    /// Integer operations.
+    pub int: u32,
+}
+
+impl Work {
+    /// The count of one class.
+    pub const fn get(&self, c: UnitClass) -> u32 {
+        match c {
+            UnitClass::Fp32 => self.fp32,
+            UnitClass::Mufu => self.mufu,
+            UnitClass::Fp16 => self.fp16,
+            UnitClass::Int => self.int,
+        }
+    }
+
+    /// Sets the count of one class.
+    pub fn set(&mut self, c: UnitClass, ops: u32) {
+        match c {
+            UnitClass::Fp32 => self.fp32 = ops,
+            UnitClass::Mufu => self.mufu = ops,
+            UnitClass::Fp16 => self.fp16 = ops,
+            UnitClass::Int => self.int = ops,
+        }
+    }
+
+    /// True when every count is zero.
+    pub const fn is_empty(&self) -> bool {
+        self.fp32 == 0 && self.mufu == 0 && self.fp16 == 0 && self.int == 0
+    }
+
+    /// The sum of two works, saturating.
+    pub fn plus(self, o: Work) -> Work {
+        Work {
+            fp32: self.fp32.saturating_add(o.fp32),
+            mufu: self.mufu.saturating_add(o.mufu),
+            fp16: self.fp16.saturating_add(o.fp16),
+            int: self.int.saturating_add(o.int),
+        }
+    }
+}
+
 /// A reference to one element of a declared array (of mbarriers or stages):
 /// the declaration's index and an expression for the element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -199,6 +322,8 @@ pub enum Instr {
     Wgmma {
         /// N (a multiple of 8 in 8..=256).
         n: u16,
+        /// Where A comes from.
+        mode: WgmmaMode,
     },
     /// Close the open WGMMA group.
     WgmmaCommit,
@@ -225,6 +350,12 @@ pub enum Instr {
     Bubble {
         /// Cycles of work.
         cycles: u32,
+    },
+    /// Non-MMA work on the SM's shared SIMT units (see `crate::sim`): the
+    /// WarpGroup issues nothing until its operations are done.
+    Compute {
+        /// Operations per unit class.
+        work: Work,
     },
     /// Start of a loop running `count` times (a count <= 0 skips the body).
     LoopBegin {
@@ -323,6 +454,8 @@ pub enum Op {
     Wgmma {
         /// N.
         n: u16,
+        /// Where A comes from.
+        mode: WgmmaMode,
     },
     /// See [`Instr::WgmmaCommit`].
     WgmmaCommit,
@@ -350,6 +483,11 @@ pub enum Op {
         /// Cycles.
         cycles: u32,
     },
+    /// See [`Instr::Compute`].
+    Compute {
+        /// Operations per unit class.
+        work: Work,
+    },
     /// See [`Instr::Exit`].
     Exit,
 }
@@ -376,6 +514,7 @@ impl Op {
             Op::BarArrive { .. } => 16,
             Op::Bubble { .. } => 17,
             Op::Exit => 18,
+            Op::Compute { .. } => 19,
         }
     }
 
@@ -400,6 +539,7 @@ impl Op {
             Op::BarArrive { .. } => "bar.arrive",
             Op::Bubble { .. } => "bubble",
             Op::Exit => "exit",
+            Op::Compute { .. } => "compute",
         }
     }
 }

@@ -408,7 +408,7 @@ impl Kernel {
                 Instr::StageAcquire { stage } | Instr::StageRelease { stage } => {
                     self.stage_ok(stage, depth, at)?
                 }
-                Instr::Wgmma { n } => {
+                Instr::Wgmma { n, .. } => {
                     if !(8..=256).contains(&n) || n % 8 != 0 {
                         return Err(KernelError::BadWgmmaShape { at, n });
                     }
@@ -443,6 +443,7 @@ impl Kernel {
                 | Instr::WgmmaCommit
                 | Instr::WgmmaWait { .. }
                 | Instr::Bubble { .. }
+                | Instr::Compute { .. }
                 | Instr::Exit => {}
             }
         }

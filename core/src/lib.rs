@@ -36,7 +36,7 @@
 //! use simfa_core::{GpuConfig, Kernel, Simulator, Instr, Role};
 //! let mut k = Kernel::default();
 //! k.grid = [1, 1, 1];
-//! k.code.push(Instr::Wgmma { n: 128 }).unwrap();
+//! k.code.push(Instr::Wgmma { n: 128, mode: simfa_core::WgmmaMode::Ss }).unwrap();
 //! k.code.push(Instr::WgmmaCommit).unwrap();
 //! k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();
 //! k.roles.push(Role { name: "main".try_into().unwrap(), count: 1, regs: 32, start: 0, len: 3, stream: false }).unwrap();
@@ -72,7 +72,7 @@ pub mod time;
 
 pub use config::{Fault, GpuConfig, SchedulerPolicy, PRESETS};
 pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, SimError};
-pub use isa::{Expr, Instr, Op, Ref, WaitReason};
+pub use isa::{Expr, Instr, Op, Ref, UnitClass, WaitReason, WgmmaMode, Work};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 pub use observer::{Event, Observer, Stats, Who};
 pub use sim::{

@@ -286,11 +286,18 @@ fn op_word(op: &Op) -> u64 {
         Op::MbarExpectTx { bar, bytes } => bar as u64 | (bytes as u64) << 16,
         Op::MbarWait { bar, parity } => bar as u64 | (parity as u64) << 16,
         Op::StageAcquire { stage } | Op::StageRelease { stage } => stage as u64,
-        Op::Wgmma { n } => n as u64,
+        // SS keeps the digest word of kernels written before modes existed.
+        Op::Wgmma { n, mode } => n as u64 | (mode as u64) << 16,
         Op::BarSync { id, threads } | Op::BarArrive { id, threads } => {
             id as u64 | (threads as u64) << 8
         }
         Op::Bubble { cycles } => cycles as u64,
+        Op::Compute { work } => {
+            work.fp32 as u64
+                ^ (work.mufu as u64).rotate_left(16)
+                ^ (work.fp16 as u64).rotate_left(32)
+                ^ (work.int as u64).rotate_left(48)
+        }
         Op::WgmmaCommit | Op::Exit => 0,
     }
 }
@@ -377,6 +384,9 @@ pub struct Stats {
     pub stall_cycles: u64,
     /// Cycles WarpGroups spent in bubbles, summed over WarpGroups.
     pub bubble_cycles: u64,
+    /// Cycles WarpGroups spent in `compute` instructions, summed over
+    /// WarpGroups.
+    pub compute_cycles: u64,
     /// CTAs retired.
     pub ctas_retired: u64,
     /// First cycle any tensor-core work started (`u64::MAX` if none).

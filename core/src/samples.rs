@@ -18,7 +18,7 @@
 
 use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
-use crate::isa::{Expr, ExprId, Instr, Ref};
+use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode};
 use crate::kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 
 /// Number of samples: two kernels, each on the fixed port and on the
@@ -253,7 +253,10 @@ fn ring(k: &mut Kernel) -> Option<()> {
                 end: b + 6,
             },
             Instr::MbarWait { bar: full, parity },
-            Instr::Wgmma { n: 64 },
+            Instr::Wgmma {
+                n: 64,
+                mode: WgmmaMode::Ss,
+            },
             Instr::WgmmaCommit,
             Instr::WgmmaWait { n: 0 },
             Instr::StageRelease { stage: empty },
@@ -365,7 +368,10 @@ fn tiles(k: &mut Kernel) -> Option<()> {
             },
             Instr::MbarArrive { bar },
             Instr::MbarWait { bar, parity },
-            Instr::Wgmma { n: 128 },
+            Instr::Wgmma {
+                n: 128,
+                mode: WgmmaMode::Ss,
+            },
             Instr::WgmmaCommit,
             Instr::TmaStore {
                 map: 0,

@@ -109,7 +109,7 @@ enum Op {
     },
     StageAcquire((u8, u8)),
     StageRelease((u8, u8)),
-    Wgmma(u8),
+    Wgmma(u8, bool),
     WgmmaCommit,
     WgmmaWait(u8),
     BarSync {
@@ -121,6 +121,9 @@ enum Op {
         wgs: u8,
     },
     Bubble(u8),
+    /// Operation counts per unit class: zero, small, and up to 2^32 - 1
+    /// (the watchdog bounds how long they may take).
+    Compute([u32; 4]),
     Loop(u8),
     End,
     Exit,
@@ -244,8 +247,13 @@ fn build(d: &Desc) -> Option<Kernel> {
                 },
                 Op::StageAcquire(s) => Instr::StageAcquire { stage: bar(s) },
                 Op::StageRelease(s) => Instr::StageRelease { stage: bar(s) },
-                Op::Wgmma(n) => Instr::Wgmma {
+                Op::Wgmma(n, rs) => Instr::Wgmma {
                     n: (n as u16 % 33) * 8,
+                    mode: if rs {
+                        simfa_core::WgmmaMode::Rs
+                    } else {
+                        simfa_core::WgmmaMode::Ss
+                    },
                 },
                 Op::WgmmaCommit => Instr::WgmmaCommit,
                 Op::WgmmaWait(n) => Instr::WgmmaWait { n: n % 3 },
@@ -258,6 +266,14 @@ fn build(d: &Desc) -> Option<Kernel> {
                     threads: (wgs % 4) as u16 * 128,
                 },
                 Op::Bubble(c) => Instr::Bubble { cycles: c as u32 },
+                Op::Compute([fp32, mufu, fp16, int]) => Instr::Compute {
+                    work: simfa_core::Work {
+                        fp32,
+                        mufu,
+                        fp16,
+                        int,
+                    },
+                },
                 Op::Loop(count) => {
                     let at = k.code.len();
                     open.push(at);

@@ -9,7 +9,9 @@
 //!   while back-to-back so that a commit group shows as one bar;
 //! - **waits**, from [`Event::Stall`] to the next [`Event::Wake`], labelled
 //!   with the reason (`wait mbar 3`, `wait stage 1`, ...);
-//! - **bubbles**: `[cycle, cycle + cycles)` of each issued [`Op::Bubble`].
+//! - **bubbles**: `[cycle, cycle + cycles)` of each issued [`Op::Bubble`];
+//! - **computes**: from an issued [`Op::Compute`] to the [`Event::Wake`]
+//!   that ends it on the SM's shared units.
 //!
 //! The spans are laid out on rows ([`GanttRow`]): per WarpGroup one row for
 //! its issue stream (waits and bubbles), one for its WGMMAs and as many TMA
@@ -24,7 +26,7 @@ use std::io;
 use std::path::Path;
 
 use serde_json::{json, Value};
-use simfa_core::{Cycle, Event, Kernel, Observer, Op, WaitReason, Who};
+use simfa_core::{Cycle, Event, Kernel, Observer, Op, UnitClass, WaitReason, Who, Work};
 
 /// Spans a recorder keeps by default before it starts dropping them.
 pub const DEFAULT_MAX_SPANS: usize = 1 << 20;
@@ -51,10 +53,16 @@ pub enum SpanKind {
     Wait(WaitReason),
     /// The WarpGroup slept in a bubble.
     Bubble,
+    /// The WarpGroup ran non-MMA work on the SM's shared units.
+    Compute {
+        /// Its operations.
+        work: Work,
+    },
 }
 
 impl SpanKind {
-    /// The category: `tma load`, `tma store`, `wgmma`, `wait` or `bubble`.
+    /// The category: `tma load`, `tma store`, `wgmma`, `wait`, `bubble` or
+    /// `compute`.
     pub fn category(&self) -> &'static str {
         match self {
             SpanKind::TmaLoad { .. } => "tma load",
@@ -62,6 +70,7 @@ impl SpanKind {
             SpanKind::Wgmma { .. } => "wgmma",
             SpanKind::Wait(_) => "wait",
             SpanKind::Bubble => "bubble",
+            SpanKind::Compute { .. } => "compute",
         }
     }
 
@@ -134,6 +143,8 @@ struct Pending {
 struct WgLog {
     role: u8,
     wait: Option<(u64, WaitReason)>,
+    /// The `compute` in progress: its issue cycle and work.
+    compute: Option<(u64, Work)>,
     pending: Vec<Pending>,
     /// The WGMMA span still growing.
     wgmma: Option<Span>,
@@ -335,6 +346,11 @@ impl GanttRecorder {
                     SpanKind::Wgmma { count } => args["wgmmas"] = count.into(),
                     SpanKind::Wait(r) => args["reason"] = r.to_string().into(),
                     SpanKind::Bubble => {}
+                    SpanKind::Compute { work } => {
+                        for c in UnitClass::ALL {
+                            args[c.name()] = work.get(c).into();
+                        }
+                    }
                 }
                 out.push(json!({
                     "name": s.kind.label(),
@@ -406,7 +422,22 @@ impl Observer for GanttRecorder {
                             kind: SpanKind::Wait(r),
                         };
                         push_issue(&mut budget, &mut log.issue, span);
+                    } else if let Some((start, work)) = log.compute.take() {
+                        let span = Span {
+                            start,
+                            end: c.max(start + 1),
+                            kind: SpanKind::Compute { work },
+                        };
+                        push_issue(&mut budget, &mut log.issue, span);
                     }
+                }
+            }
+            Event::Issue {
+                who,
+                op: Op::Compute { work },
+            } => {
+                if let Some(log) = self.log(who) {
+                    log.compute = Some((c, work));
                 }
             }
             Event::Issue {

@@ -21,12 +21,13 @@ const GAP: f64 = 3.0;
 const BAND_GAP: f64 = 8.0;
 
 /// Legend entries: (category, colour).
-const KINDS: [(&str, &str); 5] = [
+const KINDS: [(&str, &str); 6] = [
     ("tma load", "#1f77b4"),
     ("tma store", "#9467bd"),
     ("wgmma", "#2ca02c"),
     ("wait", "#f4a3a3"),
     ("bubble", "#bbbbbb"),
+    ("compute", "#ff7f0e"),
 ];
 
 fn color(kind: &SpanKind) -> &'static str {

@@ -291,7 +291,12 @@ mod tests {
             grid: [1, 1, 1],
             ..Kernel::default()
         };
-        k.code.push(Instr::Wgmma { n: 128 }).unwrap();
+        k.code
+            .push(Instr::Wgmma {
+                n: 128,
+                mode: simfa_core::WgmmaMode::Ss,
+            })
+            .unwrap();
         k.code.push(Instr::WgmmaCommit).unwrap();
         k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();
         k.roles

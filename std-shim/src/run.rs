@@ -256,7 +256,7 @@ pub struct Snapshots {
 impl<O: Observer> Observer for FlopCounter<'_, O> {
     fn on_event(&mut self, cycle: Cycle, event: &Event) {
         if let Event::Issue {
-            op: Op::Wgmma { n },
+            op: Op::Wgmma { n, .. },
             ..
         } = event
         {
@@ -516,7 +516,12 @@ mod tests {
                 parity: 1,
             })
             .unwrap();
-        k.code.push(Instr::Wgmma { n: 64 }).unwrap();
+        k.code
+            .push(Instr::Wgmma {
+                n: 64,
+                mode: simfa_core::WgmmaMode::Ss,
+            })
+            .unwrap();
         k.roles
             .push(Role {
                 name: name("consumer"),
@@ -573,7 +578,12 @@ mod tests {
             ..Kernel::default()
         };
         for _ in 0..3 {
-            k.code.push(Instr::Wgmma { n: 128 }).unwrap();
+            k.code
+                .push(Instr::Wgmma {
+                    n: 128,
+                    mode: simfa_core::WgmmaMode::Ss,
+                })
+                .unwrap();
         }
         k.code.push(Instr::WgmmaCommit).unwrap();
         k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();

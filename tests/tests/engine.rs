@@ -103,8 +103,14 @@ fn busy_kernel() -> simfa_core::Kernel {
         bar: b.at(full, slot),
         parity,
     });
-    b.op(Instr::Wgmma { n: 128 });
-    b.op(Instr::Wgmma { n: 128 });
+    b.op(Instr::Wgmma {
+        n: 128,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
+    b.op(Instr::Wgmma {
+        n: 128,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.op(Instr::WgmmaCommit);
     b.op(Instr::WgmmaWait { n: 0 });
     b.op(Instr::Bubble { cycles: 37 });
@@ -252,7 +258,10 @@ fn wgmma_group_capacity_is_a_typed_error() {
     b.role("main", 1, 32);
     let n = b.c(20);
     b.begin_loop(n);
-    b.op(Instr::Wgmma { n: 256 });
+    b.op(Instr::Wgmma {
+        n: 256,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.op(Instr::WgmmaCommit);
     b.end_loop();
     let k = b.finish();
@@ -298,21 +307,25 @@ fn tensor_buffer_back_pressure_stalls_without_changing_the_pipe() {
     b.role("main", 1, 32);
     let n = b.c(40);
     b.begin_loop(n);
-    b.op(Instr::Wgmma { n: 8 });
+    b.op(Instr::Wgmma {
+        n: 64,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.end_loop();
     b.op(Instr::WgmmaCommit);
     b.op(Instr::WgmmaWait { n: 0 });
     let k = b.finish();
     let mut cfg = GpuConfig::h800();
     cfg.wgmma_buffer = 2;
-    // 40 WGMMAs of 4 cycles each. With two buffer entries the third waits
-    // for the first to finish (issues at 4), then one issues every 4 cycles
-    // as slots free: the 40th issues at 152 and runs [156, 160), so the pipe
-    // never idles. Commit 153, wait 154 stalls, passes 160, exit 161.
+    // 40 WGMMAs of 32 cycles each. With two buffer entries the third waits
+    // for the first to finish (issues at 32), then one issues every 32
+    // cycles as slots free: the 40th issues at 1216 and runs [1248, 1280),
+    // so the pipe never idles. Commit 1217, wait 1218 stalls, passes 1280,
+    // exit 1281.
     let s = run(&cfg, &k).unwrap();
-    assert_eq!(s.stats.tensor_busy_cycles, 160);
+    assert_eq!(s.stats.tensor_busy_cycles, 1280);
     assert!(s.stats.stall_cycles > 0);
-    assert_eq!(s.cycles, 162);
+    assert_eq!(s.cycles, 1282);
 }
 
 /// An explicit stream: the consumer's instructions come from a source.
@@ -336,7 +349,10 @@ fn stream_roles_pull_from_the_source() {
         Err(BuildError::Kernel(KernelError::NoStreamSource { role: 0 }))
     ));
     let ops = vec![
-        Op::Wgmma { n: 128 },
+        Op::Wgmma {
+            n: 128,
+            mode: simfa_core::WgmmaMode::Ss,
+        },
         Op::WgmmaCommit,
         Op::WgmmaWait { n: 0 },
     ];

@@ -14,7 +14,10 @@ fn wgmma_chain() {
     let mut b = Builder::new("chain", [1, 1, 1]);
     b.role("main", 1, 64);
     for _ in 0..4 {
-        b.op(Instr::Wgmma { n: 128 });
+        b.op(Instr::Wgmma {
+            n: 128,
+            mode: simfa_core::WgmmaMode::Ss,
+        });
     }
     b.op(Instr::WgmmaCommit);
     b.op(Instr::WgmmaWait { n: 0 });
@@ -34,8 +37,14 @@ fn wgmma_wait_group_counts_groups() {
     let mut b = Builder::new("groups", [1, 1, 1]);
     b.role("main", 1, 64);
     for _ in 0..2 {
-        b.op(Instr::Wgmma { n: 256 });
-        b.op(Instr::Wgmma { n: 256 });
+        b.op(Instr::Wgmma {
+            n: 256,
+            mode: simfa_core::WgmmaMode::Ss,
+        });
+        b.op(Instr::Wgmma {
+            n: 256,
+            mode: simfa_core::WgmmaMode::Ss,
+        });
         b.op(Instr::WgmmaCommit);
     }
     b.op(Instr::WgmmaWait { n: 1 });
@@ -46,17 +55,20 @@ fn wgmma_wait_group_counts_groups() {
     assert_eq!(s.cycles, 514);
 }
 
-/// The H20 law: m64n128k16 takes ceil(128 * 647/250) = 332 cycles.
+/// The H20 law: m64n128k16 takes ceil(128 * 79/40) = 253 cycles.
 #[test]
 fn h20_wgmma_multiplier() {
     let mut b = Builder::new("h20", [1, 1, 1]);
     b.role("main", 1, 64);
-    b.op(Instr::Wgmma { n: 128 });
+    b.op(Instr::Wgmma {
+        n: 128,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.op(Instr::WgmmaCommit);
     b.op(Instr::WgmmaWait { n: 0 });
     let k = b.finish();
-    // wgmma 0 -> [0, 332); commit 1; wait 2 stalls, passes 332; exit 333.
-    assert_eq!(run(&GpuConfig::h20(), &k).unwrap().cycles, 334);
+    // wgmma 0 -> [0, 253); commit 1; wait 2 stalls, passes 253; exit 254.
+    assert_eq!(run(&GpuConfig::h20(), &k).unwrap().cycles, 255);
 }
 
 fn ring_config() -> GpuConfig {
@@ -129,7 +141,10 @@ fn producer_consumer_two_stage_ring() {
         bar: b.at(full, slot),
         parity,
     });
-    b.op(Instr::Wgmma { n: 64 });
+    b.op(Instr::Wgmma {
+        n: 64,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.op(Instr::WgmmaCommit);
     b.op(Instr::WgmmaWait { n: 0 });
     b.op(Instr::StageRelease {
@@ -178,7 +193,10 @@ fn named_barrier_ping_pong() {
         id: wg,
         threads: 256,
     });
-    b.op(Instr::Wgmma { n: 256 });
+    b.op(Instr::Wgmma {
+        n: 256,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.op(Instr::WgmmaCommit);
     b.op(Instr::BarArrive {
         id: other,

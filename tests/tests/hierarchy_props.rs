@@ -41,7 +41,10 @@ fn kernel() -> simfa_core::Kernel {
         bar: b.at(full, slot),
         parity,
     });
-    b.op(Instr::Wgmma { n: 64 });
+    b.op(Instr::Wgmma {
+        n: 64,
+        mode: simfa_core::WgmmaMode::Ss,
+    });
     b.end_loop();
     b.op(Instr::TmaStore {
         map: x,

@@ -997,12 +997,19 @@ impl<'a> MemorySystem<'a> {
         }
         let mut cur = id;
         let addr = r.line * self.cfg.line_bytes as u64;
-        while cur != NIL {
+        // A chain is at most every request long, and only a damaged
+        // snapshot could make it longer or free a record twice: both stop
+        // here rather than loop or overflow the free list.
+        let mut left = self.reqs.len();
+        while cur != NIL && left > 0 && (cur as usize) < self.reqs.len() {
+            left -= 1;
             let next = self.reqs[cur as usize].co_next;
             done.done(self.reqs[cur as usize].token, addr, t);
             self.reqs[cur as usize] = Req::EMPTY;
-            self.free[self.nfree] = cur;
-            self.nfree += 1;
+            if let Some(f) = self.free.get_mut(self.nfree) {
+                *f = cur;
+                self.nfree += 1;
+            }
             cur = next;
         }
     }

@@ -281,7 +281,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         op.done += 1;
         let complete = op.complete();
         let e = &mut tma.engines[sm];
-        e.lines_out -= 1;
+        let Some(out) = e.lines_out.checked_sub(1) else {
+            return Err(SimError::Inconsistent {
+                what: "TMA lines in flight",
+                cycle: now,
+            });
+        };
+        e.lines_out = out;
         let unblock = e.blocked;
         e.blocked = false;
         if complete {

@@ -26,6 +26,9 @@ enum Outcome {
     NextThenWait(WaitReason),
     /// Issued; the WarpGroup sleeps until the given cycle.
     Sleep(u64),
+    /// Issued; the WarpGroup runs a `compute` on the SM's shared units
+    /// until they wake it.
+    Compute,
     /// The WarpGroup exited.
     Exit,
 }
@@ -113,6 +116,12 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.threads[ti].since = until;
                 self.make_unready(ti, TState::Sleeping);
                 self.push(until, Ev::Wake { thread: ti as u32 })?;
+            }
+            Outcome::Compute => {
+                self.threads[ti].since = self.now;
+                self.make_unready(ti, TState::Computing);
+                let sm = self.threads[ti].sm as usize;
+                self.reschedule_units(sm);
             }
             Outcome::Exit => {
                 self.make_unready(ti, TState::Done);
@@ -383,11 +392,12 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.wake_cta(ci, obs, |r| r == WaitReason::Stage { stage });
                 Outcome::Next
             }
-            Op::Wgmma { n } => {
+            Op::Wgmma { n, mode } => {
                 if self.sms[sm].wgmma_inflight >= self.cfg.wgmma_buffer {
                     return Ok(Outcome::Stall(WaitReason::TensorBuffer));
                 }
-                let lat = self.cfg.wgmma_cycles(n);
+                let lat = self.cfg.wgmma_cycles(n, mode);
+                self.before_wgmma(sm);
                 let s = &mut self.sms[sm];
                 let start = now.max(s.pipe_free);
                 let end = start + lat;
@@ -400,6 +410,7 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.stats.first_wgmma = self.stats.first_wgmma.min(start);
                 self.stats.last_wgmma = self.stats.last_wgmma.max(end);
                 self.push(end, Ev::WgmmaDone { thread: ti as u32 })?;
+                self.after_wgmma(sm);
                 let who = self.who(ti);
                 self.emit(obs, Event::WgmmaStart { who, start, end });
                 Outcome::Next
@@ -454,6 +465,13 @@ impl<S: StreamSource> Simulator<'_, S> {
                     Outcome::Next
                 } else {
                     Outcome::Sleep(now + cycles as u64)
+                }
+            }
+            Op::Compute { work } => {
+                if self.start_compute(ti, &work) {
+                    Outcome::Compute
+                } else {
+                    Outcome::Next
                 }
             }
             Op::Exit => Outcome::Exit,
@@ -629,7 +647,7 @@ impl<S: StreamSource> Simulator<'_, S> {
 
     /// `n - 1`, or [`SimError::Inconsistent`] naming `what` when `n` is
     /// zero (only a damaged snapshot gets there).
-    fn less<N: Copy + core::ops::Sub<Output = N> + From<u8> + PartialEq>(
+    pub(super) fn less<N: Copy + core::ops::Sub<Output = N> + From<u8> + PartialEq>(
         &self,
         n: N,
         what: &'static str,
@@ -772,7 +790,7 @@ fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
         Instr::StageRelease { stage } => Op::StageRelease {
             stage: index_of(k, stage, ctx, false),
         },
-        Instr::Wgmma { n } => Op::Wgmma { n },
+        Instr::Wgmma { n, mode } => Op::Wgmma { n, mode },
         Instr::WgmmaCommit => Op::WgmmaCommit,
         Instr::WgmmaWait { n } => Op::WgmmaWait { n },
         Instr::BarSync { id, threads } => Op::BarSync {
@@ -784,6 +802,7 @@ fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
             threads,
         },
         Instr::Bubble { cycles } => Op::Bubble { cycles },
+        Instr::Compute { work } => Op::Compute { work },
         Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
     }
 }

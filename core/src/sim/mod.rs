@@ -22,11 +22,13 @@
 //! [`Simulator::new`] needs; every table is carved from that one buffer and
 //! nothing grows afterwards.
 
+mod deadlines;
 mod engine;
 mod issue;
 mod snapshot;
 mod state;
 mod tma;
+mod units;
 
 use crate::arena::{Arena, Layout};
 use crate::config::{GpuConfig, MemoryModel};
@@ -42,6 +44,7 @@ use crate::port::{FixedPort, MemoryPort};
 use crate::source::{NoStream, StreamSource};
 use crate::time::Cycle;
 
+use deadlines::Deadlines;
 use engine::TmaTables;
 use state::{Cta, Ev, Mbar, Named, Sm, Stage, TState, Thread};
 use tma::{Dedup, Engine, TmaOp};
@@ -186,6 +189,8 @@ impl Plan {
         l.add::<u64>(self.sms.div_ceil(64))?;
         TimingWheel::<Ev>::layout(self.queue, QUEUE_HORIZON_LOG2, &mut l)?;
         l.add::<u64>(self.sms)?;
+        l.add::<u64>(self.sms)?;
+        l.add::<u16>(Deadlines::leaves_for(self.sms))?;
         Ok(l)
     }
 
@@ -222,6 +227,8 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     sms: &'a mut [Sm],
     active: &'a mut [u64],
     queue: TimingWheel<'a, Ev>,
+    /// Per-SM change points of the shared SIMT units.
+    deadlines: Deadlines<'a>,
     mem: Mem<'a>,
     tma: Option<TmaTables<'a>>,
     next_cta: u32,
@@ -291,6 +298,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let queue =
             TimingWheel::new_in(&mut a, plan.queue, QUEUE_HORIZON_LOG2, Capacity::EventQueue)?;
         let port_store = a.alloc(plan.sms, 0u64, Capacity::MemoryPort)?;
+        let deadlines = Deadlines::new(
+            a.alloc(plan.sms, deadlines::NONE, Capacity::Sms)?,
+            a.alloc(Deadlines::leaves_for(plan.sms), 0u16, Capacity::Sms)?,
+        );
         let (mem, tma) = if plan.hier {
             let ops = plan.sms * plan.tma_slots;
             let tables = TmaTables {
@@ -342,6 +353,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             sms,
             active,
             queue,
+            deadlines,
             mem,
             tma,
             next_cta: 0,
@@ -389,17 +401,16 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         self.next_queued().map(|c| Cycle(c.max(self.now)))
     }
 
-    /// The earliest cycle of the event queue and the memory system.
+    /// The earliest cycle of the event queue, the SMs' unit deadlines and
+    /// the memory system.
     fn next_queued(&self) -> Option<u64> {
         let q = self.queue.next_cycle();
         let m = match &self.mem {
             Mem::Hier(m) => m.next_event(),
             Mem::Fixed(_) => None,
         };
-        match (q, m) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let u = self.deadlines.first().map(|(c, _)| c);
+        [q, m, u].into_iter().flatten().min()
     }
 
     /// Where the run stands.
@@ -488,6 +499,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         self.drain_memory(obs)?;
         while let Some(e) = self.queue.pop_due(self.now) {
             self.apply(e.event, obs)?;
+        }
+        while let Some((at, sm)) = self.deadlines.first() {
+            if at > self.now {
+                break;
+            }
+            self.fire_units(sm, obs)?;
         }
         let words = self.active.len();
         for w in 0..words {

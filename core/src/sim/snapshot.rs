@@ -48,7 +48,7 @@ use crate::source::{NoStream, StreamSource};
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"SIMFASNP";
 
 /// The snapshot format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 2;
+pub const SNAPSHOT_VERSION: u32 = 3;
 
 /// Bytes of the fixed header before the body.
 const HEADER: usize = 36;
@@ -437,6 +437,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         w.slice(self.named)?;
         w.slice(self.sms)?;
         w.slice(self.active)?;
+        w.slice(self.deadlines.keys)?;
         self.queue.save_state(w)?;
         match &self.mem {
             Mem::Fixed(p) => {
@@ -524,6 +525,25 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             if !ok {
                 return Err("SM occupancy");
             }
+            // Compute phases: the SM's counts are its threads' phases.
+            let per = self.plan.cta_slots * wgs;
+            let mut n = [0u32; 4];
+            for t in &self.threads[sm * per..(sm + 1) * per] {
+                if t.state == TState::Computing {
+                    let c = t.unit_phase as usize;
+                    if c >= 4 || t.work[c] == 0 {
+                        return Err("compute phase");
+                    }
+                    n[c] += 1;
+                } else if t.state != TState::Free && t.unit_phase != u8::MAX {
+                    return Err("compute phase");
+                }
+            }
+            let counted = n.iter().zip(s.unit_n.iter()).all(|(a, b)| *a == *b as u32);
+            let armed = n == [0; 4] || self.deadlines.keys[sm] != super::deadlines::NONE;
+            if !counted || !armed || s.unit_last > self.now {
+                return Err("compute units");
+            }
         }
         for ev in self.queue.queued() {
             let thread = match *ev {
@@ -574,6 +594,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         r.slice(self.named)?;
         r.slice(self.sms)?;
         r.slice(self.active)?;
+        r.slice(self.deadlines.keys)?;
+        self.deadlines.rebuild();
         self.queue.load_state(r)?;
         let kind: u8 = r.val()?;
         match (&mut self.mem, kind) {
@@ -616,7 +638,10 @@ mod tests {
         for (i, g) in t.groups.iter_mut().enumerate() {
             *g = u32::MAX - i as u32;
         }
-        t.pending = Some(crate::isa::Op::Wgmma { n: 256 });
+        t.pending = Some(crate::isa::Op::Wgmma {
+            n: 256,
+            mode: crate::isa::WgmmaMode::Rs,
+        });
         t.age = u64::MAX;
         let back = roundtrip(&t);
         assert_eq!(back.groups, t.groups);

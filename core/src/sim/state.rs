@@ -17,6 +17,9 @@ pub(crate) enum TState {
     Sleeping,
     /// Stalled on a condition; woken by the event that satisfies it.
     Waiting(WaitReason),
+    /// Running a `compute` instruction on the SM's shared units; woken
+    /// when its last phase is done (see `super::units`).
+    Computing,
     /// Exited.
     Done,
 }
@@ -60,6 +63,11 @@ pub(crate) struct Thread {
     pub g_head: u8,
     pub g_len: u8,
     pub stores: u16,
+    /// Scaled work left per unit class of the current `compute`.
+    pub work: [u64; 4],
+    /// The class of the phase counted in the SM's `unit_n` (`u8::MAX`
+    /// when none).
+    pub unit_phase: u8,
 }
 
 impl Thread {
@@ -88,6 +96,8 @@ impl Thread {
         g_head: 0,
         g_len: 0,
         stores: 0,
+        work: [0; 4],
+        unit_phase: u8::MAX,
     };
 
     /// Drops the committed groups that have completed.
@@ -187,6 +197,10 @@ pub(crate) struct Sm {
     pub pipe_free: u64,
     pub tma_inflight: u16,
     pub tma_busy_since: u64,
+    /// Active `compute` phases per unit class.
+    pub unit_n: [u8; 4],
+    /// Cycle up to which the active phases have been charged.
+    pub unit_last: u64,
 }
 
 impl Sm {
@@ -201,6 +215,8 @@ impl Sm {
         pipe_free: 0,
         tma_inflight: 0,
         tma_busy_since: 0,
+        unit_n: [0; 4],
+        unit_last: 0,
     };
 }
 

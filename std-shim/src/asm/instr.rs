@@ -2,7 +2,7 @@
 
 use simfa_core::isa::{ExprId, MAX_LOOP_DEPTH};
 use simfa_core::kernel::{MAX_CODE, MAX_EXPRS, NAMED_BARRIERS, WG_THREADS};
-use simfa_core::{Expr, Instr, Ref};
+use simfa_core::{Expr, Instr, Ref, UnitClass, WgmmaMode, Work};
 
 use super::super::expr::parse_expr;
 use super::super::lex::{error, parse_int, show, Line, Mode, Pos, Tok};
@@ -44,6 +44,70 @@ fn wgmma_n(l: &mut Line<'_>) -> Result<u16, AsmError> {
         ));
     }
     Ok(n as u16)
+}
+
+/// Reads the optional operand mode after a wgmma shape: `ss` (default) or `rs`.
+fn wgmma_mode(l: &mut Line<'_>) -> Result<WgmmaMode, AsmError> {
+    let t = l.peek(Mode::Name)?;
+    match t.tok {
+        Tok::Eol => Ok(WgmmaMode::Ss),
+        Tok::Ident("ss") => {
+            l.next(Mode::Name)?;
+            Ok(WgmmaMode::Ss)
+        }
+        Tok::Ident("rs") => {
+            l.next(Mode::Name)?;
+            Ok(WgmmaMode::Rs)
+        }
+        tok => Err(l.err(
+            t.at,
+            format!("expected the wgmma operand mode 'ss' or 'rs', found {tok}"),
+        )),
+    }
+}
+
+/// Reads `compute CLASS=OPS ...`: operation counts per unit class (`fp32`,
+/// `mufu`, `fp16`, `int`), each at most once, at least one.
+fn compute_work(l: &mut Line<'_>, at: usize) -> Result<Work, AsmError> {
+    let mut w = Work::default();
+    let mut seen = [false; 4];
+    loop {
+        let t = l.peek(Mode::Name)?;
+        let name = match t.tok {
+            Tok::Eol => break,
+            Tok::Ident(s) => s,
+            tok => {
+                return Err(l.err(
+                    t.at,
+                    format!("expected a unit class (fp32=, mufu=, fp16=, int=), found {tok}"),
+                ))
+            }
+        };
+        let Some(i) = UnitClass::ALL.iter().position(|c| c.name() == name) else {
+            return Err(l.err(
+                t.at,
+                format!(
+                    "unknown unit class '{}' (expected fp32, mufu, fp16 or int)",
+                    show(name)
+                ),
+            ));
+        };
+        l.next(Mode::Name)?;
+        if seen[i] {
+            return Err(l.err(t.at, format!("duplicate '{name}=' in compute")));
+        }
+        seen[i] = true;
+        l.expect('=', &format!("after '{name}'"))?;
+        let ops = uint(l, "operation count", u32::MAX as u64)? as u32;
+        w.set(UnitClass::ALL[i], ops);
+    }
+    if !seen.contains(&true) {
+        return Err(l.err(
+            at,
+            "compute needs at least one CLASS=OPS operand (fp32, mufu, fp16, int)",
+        ));
+    }
+    Ok(w)
 }
 
 /// Reads a named-barrier thread count: a non-zero multiple of 128 up to 1024.
@@ -140,7 +204,10 @@ impl Parser<'_> {
             "stage.release" => Instr::StageRelease {
                 stage: self.decl_ref(l, Kind::Stage, depth)?,
             },
-            "wgmma" => Instr::Wgmma { n: wgmma_n(l)? },
+            "wgmma" => Instr::Wgmma {
+                n: wgmma_n(l)?,
+                mode: wgmma_mode(l)?,
+            },
             "wgmma.commit" => Instr::WgmmaCommit,
             "wgmma.wait" => Instr::WgmmaWait {
                 n: uint(l, "group count", u8::MAX as u64)? as u8,
@@ -165,6 +232,9 @@ impl Parser<'_> {
             }
             "bubble" => Instr::Bubble {
                 cycles: uint(l, "cycle count", u32::MAX as u64)? as u32,
+            },
+            "compute" => Instr::Compute {
+                work: compute_work(l, at)?,
             },
             "exit" => Instr::Exit,
             "loop" => return self.open_loop(l, at),

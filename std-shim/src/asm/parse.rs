@@ -10,7 +10,7 @@ use super::AsmError;
 const NAME_MAX: usize = 24;
 
 /// Instruction mnemonics (for "outside a role body" messages).
-const MNEMONICS: [&str; 19] = [
+const MNEMONICS: [&str; 20] = [
     "tma.load",
     "tma.store",
     "bulk.load",
@@ -28,6 +28,7 @@ const MNEMONICS: [&str; 19] = [
     "bar.sync",
     "bar.arrive",
     "bubble",
+    "compute",
     "loop",
     "exit",
 ];

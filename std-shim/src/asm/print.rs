@@ -3,7 +3,7 @@
 use core::fmt::Write as _;
 
 use simfa_core::isa::ExprId;
-use simfa_core::{CtaOrder, Expr, Instr, Kernel, Ref};
+use simfa_core::{CtaOrder, Expr, Instr, Kernel, Ref, UnitClass, WgmmaMode};
 
 use super::expr::write_expr;
 
@@ -139,8 +139,11 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             out.push_str("stage.release ");
             decl_ref(out, k, stage, true);
         }
-        Instr::Wgmma { n } => {
+        Instr::Wgmma { n, mode } => {
             let _ = write!(out, "wgmma {n}");
+            if mode == WgmmaMode::Rs {
+                out.push_str(" rs");
+            }
         }
         Instr::WgmmaCommit => out.push_str("wgmma.commit"),
         Instr::WgmmaWait { n } => {
@@ -158,6 +161,20 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
         }
         Instr::Bubble { cycles } => {
             let _ = write!(out, "bubble {cycles}");
+        }
+        Instr::Compute { work } => {
+            out.push_str("compute");
+            let mut any = false;
+            for c in UnitClass::ALL {
+                let ops = work.get(c);
+                if ops != 0 {
+                    let _ = write!(out, " {}={ops}", c.name());
+                    any = true;
+                }
+            }
+            if !any {
+                out.push_str(" fp32=0");
+            }
         }
         Instr::LoopBegin { count, .. } => {
             out.push_str("loop ");

@@ -129,8 +129,8 @@ fn sample_parses() {
     let mut c5 = ctx;
     c5.l[0] = 5;
     assert_eq!(k.exprs[parity as usize].eval(&c5), 0);
-    assert!(matches!(k.code[12], Instr::Wgmma { n: 256 }));
-    assert!(matches!(k.code[13], Instr::Wgmma { n: 128 }));
+    assert!(matches!(k.code[12], Instr::Wgmma { n: 256, .. }));
+    assert!(matches!(k.code[13], Instr::Wgmma { n: 128, .. }));
     // the nested loops: outer 21..=27, inner 22..=25.
     assert!(matches!(k.code[21], Instr::LoopBegin { end: 27, .. }));
     assert!(matches!(k.code[22], Instr::LoopBegin { end: 25, .. }));

@@ -719,6 +719,7 @@ fn emit_mma(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenErr
             k,
             Instr::Wgmma {
                 n: p.block_n as u16,
+                mode: simfa_core::WgmmaMode::Ss,
             },
         )?;
     }

@@ -109,7 +109,13 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     code(&mut k, Instr::MbarArrive { bar: full })?;
     code(&mut k, Instr::MbarWait { bar: full, parity })?;
     for _ in 0..(128 / 64) * (64 / 16) {
-        code(&mut k, Instr::Wgmma { n: 128_u16 })?;
+        code(
+            &mut k,
+            Instr::Wgmma {
+                n: 128_u16,
+                mode: simfa_core::WgmmaMode::Ss,
+            },
+        )?;
     }
     code(&mut k, Instr::WgmmaCommit)?;
     code(&mut k, Instr::WgmmaWait { n: 0 })?;
@@ -153,7 +159,13 @@ fn shape_and_program() {
     assert_eq!(
         k.code
             .iter()
-            .filter(|i| matches!(i, Instr::Wgmma { n: 128 }))
+            .filter(|i| matches!(
+                i,
+                Instr::Wgmma {
+                    n: 128,
+                    mode: simfa_core::WgmmaMode::Ss
+                }
+            ))
             .count(),
         8
     );
@@ -430,7 +442,15 @@ fn program_structure_of_a_pipelined_kernel() {
     assert_eq!(k.maps[2].boxdim[..2], [128, 64]);
     let wgmmas = k.code[cons.start as usize..]
         .iter()
-        .filter(|i| matches!(i, Instr::Wgmma { n: 128 }))
+        .filter(|i| {
+            matches!(
+                i,
+                Instr::Wgmma {
+                    n: 128,
+                    mode: simfa_core::WgmmaMode::Ss
+                }
+            )
+        })
         .count();
     assert_eq!(wgmmas, 4); // 64 rows x 4 k16 steps
                            // The text assembly round-trips every variant.

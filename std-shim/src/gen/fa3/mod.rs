@@ -13,10 +13,10 @@
 //!   mbarrier (TMA byte count) and an "empty" stage the consumers release;
 //! - each consumer computes S = Q K(j)^T while P V(j-1) of the previous block
 //!   is still on the tensor pipe (intra-WarpGroup overlap), runs the softmax
-//!   of S(j) as a bubble, then rescales its output; consumers take turns to
+//!   of S(j) (a `compute`), then rescales its output; consumers take turns to
 //!   issue their GEMMs through named barriers (ping-pong), so one's softmax
 //!   runs under the other's GEMMs;
-//! - the epilogue normalises and converts the output (a bubble), stores it
+//! - the epilogue normalises and converts the output (a `compute`), stores it
 //!   with TMA, waits for the store and tells the producer.
 //!
 //! Non-causal kernels are persistent: `min(tiles, SMs)` CTAs (even, so that
@@ -28,16 +28,18 @@
 //! blocks at or below its diagonal, masked (diagonal) blocks first, as FA3
 //! does.
 //!
-//! Non-MMA work is derived from the tile shape and the config's unit
-//! throughputs ([`NonMma`]); for a 64 x 176 tile with head dim 128 it is
-//! 88 + 704 + 88 + 44 + 64 = 988 cycles.
+//! Non-MMA work is `compute` instructions whose operation counts come from
+//! the tile shape ([`NonMma`]): they run on the SM's shared SIMT units, so
+//! consumers doing softmax at once share its MUFU, and the tensor pipe's
+//! register traffic slows them. Alone on an SM, a 64 x 176 tile with head
+//! dim 128 takes the paper's 88 + 704 + 88 + 44 + 64 = 988 cycles.
 
 mod program;
 #[cfg(test)]
 mod tests;
 
 use simfa_core::kernel::StageDecl;
-use simfa_core::{GpuConfig, Instr, Kernel, MbarDecl, Role, TensorMap};
+use simfa_core::{GpuConfig, Instr, Kernel, MbarDecl, Role, TensorMap, UnitClass, WgmmaMode, Work};
 
 use super::gemm::name;
 use super::GenError;
@@ -108,7 +110,7 @@ pub struct Fa3Params {
     pub seqlen_q: u32,
     /// Key/value sequence length.
     pub seqlen_kv: u32,
-    /// Head dimension: 64, 128 or 256.
+    /// Head dimension: 64, 96, 128, 192 or 256.
     pub hdim: u32,
     /// Causal masking.
     pub causal: bool,
@@ -168,24 +170,35 @@ pub struct Tiling {
     pub consumer_regs: u16,
     /// CTAs per cluster (2 where the real kernel pairs CTAs).
     pub cluster: u32,
+    /// Operand mode of the P V GEMM: RS (P from registers) for most head
+    /// dims, SS for head dim 96 (and 64 non-causal), as FA3 chooses.
+    pub pv_mode: WgmmaMode,
 }
 
 impl Tiling {
-    /// The FA3 tiling for `hdim` (64, 128 or 256) and masking.
+    /// The FA3 tiling for `hdim` (64, 96, 128, 192 or 256) and masking:
+    /// FA3's `tile_size_fwd_sm90` for 16-bit inputs (head dim 64 with the
+    /// 2024 release's 192 x 128 tile of calibration.md §6), clusters of two
+    /// for head dims of 128 and more when not causal.
     pub fn for_shape(hdim: u32, causal: bool) -> Result<Tiling, GenError> {
-        let (block_m, block_n, consumers, cluster) = match (hdim, causal) {
-            (64, _) => (192, 128, 3, 1),
-            (128, false) => (128, 176, 2, 2),
-            (128, true) => (128, 128, 2, 1),
-            (256, false) => (128, 80, 2, 2),
-            (256, true) => (128, 80, 2, 1),
+        use WgmmaMode::{Rs, Ss};
+        let (block_m, block_n, pv_mode) = match (hdim, causal) {
+            (64, false) => (192, 128, Ss),
+            (64, true) => (192, 128, Rs),
+            (96, _) => (192, 144, Ss),
+            (128, false) => (128, 176, Rs),
+            (128, true) => (128, 128, Rs),
+            (192, _) => (128, 112, Rs),
+            (256, _) => (128, 80, Rs),
             _ => {
                 return Err(GenError::BadParam {
                     param: "head dim",
-                    problem: format!("{hdim} is not one of 64, 128, 256"),
+                    problem: format!("{hdim} is not one of 64, 96, 128, 192, 256"),
                 })
             }
         };
+        let consumers = block_m / ROWS_PER_WG;
+        let cluster = if hdim >= 128 && !causal { 2 } else { 1 };
         let (producer_regs, consumer_regs) = if consumers == 3 { (32, 160) } else { (24, 240) };
         Ok(Tiling {
             block_m,
@@ -195,56 +208,69 @@ impl Tiling {
             producer_regs,
             consumer_regs,
             cluster,
+            pv_mode,
         })
     }
 }
 
-/// Non-MMA work of one consumer WarpGroup per block, in cycles, from the
-/// tile shape and the SM's unit throughputs (each rounded up).
+/// Non-MMA work of one consumer WarpGroup, in operations per unit class,
+/// from the tile shape (the paper's section VI-B list: row max, exponent,
+/// row sum, conversion to 16 bits, rescale).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NonMma {
-    /// Row maximum of S (FP32).
-    pub rowmax: u32,
-    /// Exponentials (MUFU).
-    pub exp: u32,
-    /// Row sums (FP32).
-    pub rowsum: u32,
-    /// P to 16-bit (FP16 unit).
-    pub convert: u32,
-    /// Rescaling the output accumulator (FP32).
-    pub rescale: u32,
-    /// Causal masking of a diagonal block (FP32 select per element).
-    pub mask: u32,
+    /// Softmax of one `rows x block_n` block of S: row max and row sum
+    /// (FP32, one operation per element each), exponentials (MUFU) and
+    /// the conversion of P to 16 bits (FP16).
+    pub softmax: Work,
+    /// Causal masking of a diagonal block (an FP32 select per element).
+    pub mask: Work,
+    /// Rescaling the `rows x hdim` output accumulator (FP32).
+    pub rescale: Work,
     /// Epilogue: normalising the output (FP32) and converting it (FP16).
-    pub epilogue: u32,
+    pub epilogue: Work,
 }
 
 impl NonMma {
-    /// The budget of a `rows x block_n` tile of S with head dim `hdim`.
-    pub fn new(cfg: &GpuConfig, rows: u32, block_n: u32, hdim: u32) -> NonMma {
+    /// The work of a `rows x block_n` tile of S with head dim `hdim`.
+    pub fn new(rows: u32, block_n: u32, hdim: u32) -> NonMma {
         let s = rows * block_n;
         let o = rows * hdim;
-        let u = &cfg.units;
+        let w = |fp32, mufu, fp16| Work {
+            fp32,
+            mufu,
+            fp16,
+            int: 0,
+        };
         NonMma {
-            rowmax: s.div_ceil(u.fp32),
-            exp: s.div_ceil(u.mufu),
-            rowsum: s.div_ceil(u.fp32),
-            convert: s.div_ceil(u.fp16),
-            rescale: o.div_ceil(u.fp32),
-            mask: s.div_ceil(u.fp32),
-            epilogue: o.div_ceil(u.fp32) + o.div_ceil(u.fp16),
+            softmax: w(2 * s, s, s),
+            mask: w(s, 0, 0),
+            rescale: w(o, 0, 0),
+            epilogue: w(o, 0, o),
         }
     }
 
-    /// Softmax of one block: row max, exponentials, row sums, conversion.
-    pub fn softmax(&self) -> u32 {
-        self.rowmax + self.exp + self.rowsum + self.convert
+    /// The softmax of one block, masked or not.
+    pub fn block(&self, masked: bool) -> Work {
+        if masked {
+            self.softmax.plus(self.mask)
+        } else {
+            self.softmax
+        }
     }
 
     /// The per-block budget the paper quotes: softmax plus rescale.
-    pub fn per_block(&self) -> u32 {
-        self.softmax() + self.rescale
+    pub fn per_block(&self) -> Work {
+        self.softmax.plus(self.rescale)
     }
+}
+
+/// Cycles `work` takes on an SM of `cfg` when nothing else runs there: its
+/// phases one after the other, each at its unit's full rate.
+pub fn solo_cycles(cfg: &GpuConfig, work: &Work) -> u64 {
+    UnitClass::ALL
+        .iter()
+        .map(|&c| (work.get(c) as u64).div_ceil(cfg.units.rate(c) as u64))
+        .sum()
 }
 
 /// How the kernel enumerates tiles and KV blocks, and the derived counts.
@@ -394,7 +420,7 @@ fn bshd(
 }
 
 /// Builds the FA3 forward kernel for `p` on `cfg` (whose SM count sizes the
-/// persistent grid and whose unit throughputs size the bubbles), with the
+/// persistent grid), with the
 /// plan it follows. The kernel is validated and checked to fit an SM.
 pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     let plan = Plan::new(p, cfg.sms)?;
@@ -483,7 +509,7 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
         k,
         p,
         plan,
-        nm: NonMma::new(cfg, ROWS_PER_WG, t.block_n, p.hdim),
+        nm: NonMma::new(ROWS_PER_WG, t.block_n, p.hdim),
         q_full,
         k_full,
         v_full,
@@ -517,7 +543,7 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     }
     for c in 0..t.consumers {
         let start = g.k.code.len() as u16;
-        if c + 1 == t.consumers && t.consumers > 1 {
+        if c + 1 == t.consumers && g.ping_pong() {
             // The last consumer opens the ping-pong for the first.
             let id = g.e(lin(1))?;
             g.op(Instr::BarArrive {

@@ -1,8 +1,8 @@
 //! The programs of the FA3 kernel's WarpGroups: the producer's loads and
-//! each consumer's GEMMs, bubbles, ping-pong and epilogue, written as
+//! each consumer's GEMMs, softmax `compute`, ping-pong and epilogue, written as
 //! affine expressions of the CTA index and loop counters.
 
-use simfa_core::{Expr, Instr, Kernel, Ref};
+use simfa_core::{Expr, Instr, Kernel, Ref, WgmmaMode, Work};
 
 use super::super::gemm::{code, expr};
 use super::super::GenError;
@@ -85,9 +85,9 @@ impl Gen<'_> {
         }
         Ok(())
     }
-    fn bubble(&mut self, cycles: u32) -> Result<(), GenError> {
-        if cycles > 0 {
-            self.op(Instr::Bubble { cycles })?;
+    fn compute(&mut self, work: Work) -> Result<(), GenError> {
+        if !work.is_empty() {
+            self.op(Instr::Compute { work })?;
         }
         Ok(())
     }
@@ -344,6 +344,7 @@ impl Gen<'_> {
         for _ in 0..self.p.hdim / 16 {
             self.op(Instr::Wgmma {
                 n: t.block_n as u16,
+                mode: WgmmaMode::Ss,
             })?;
         }
         self.op(Instr::WgmmaCommit)?;
@@ -354,15 +355,24 @@ impl Gen<'_> {
         for _ in 0..self.plan.tiling.block_n / 16 {
             self.op(Instr::Wgmma {
                 n: self.p.hdim as u16,
+                mode: self.plan.tiling.pv_mode,
             })?;
         }
         self.op(Instr::WgmmaCommit)?;
         Ok(())
     }
 
+    /// True when consumers take turns to issue their GEMMs: in the
+    /// warp-specialised kernel with two or more consumers. Without warp
+    /// specialisation every WarpGroup runs the same program and nothing
+    /// orders their GEMMs.
+    pub(super) fn ping_pong(&self) -> bool {
+        self.plan.tiling.consumers >= 2 && self.p.variant != Variant::NoWs
+    }
+
     /// Ping-pong: wait for this consumer's turn to issue GEMMs.
     fn turn(&mut self, c: u32) -> Result<(), GenError> {
-        if self.plan.tiling.consumers < 2 {
+        if !self.ping_pong() {
             return Ok(());
         }
         let id = self.e(lin(1 + c as i64))?;
@@ -376,7 +386,7 @@ impl Gen<'_> {
     /// Ping-pong: hand the turn to the next consumer.
     fn pass(&mut self, c: u32) -> Result<(), GenError> {
         let n = self.plan.tiling.consumers;
-        if n < 2 {
+        if !self.ping_pong() {
             return Ok(());
         }
         let id = self.e(lin(1 + ((c + 1) % n) as i64))?;
@@ -387,8 +397,13 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// One steady-state block of consumer `c` at ring position `g`
-    /// (S(g), then P V(g-1)).
+    /// One steady-state block of consumer `c` at ring position `g`, as
+    /// FA3's mainloop writes it.
+    ///
+    /// With intra-WarpGroup overlap: [turn] S(g), P V(g-1) [pass]; wait for
+    /// S(g); softmax; wait for P V(g-1); rescale. Without it, as in the 2024
+    /// FA3 release the paper's ablation measured: [turn] S(g) [pass]; wait;
+    /// softmax; P V(g), waited for at once; rescale.
     fn consumer_block(
         &mut self,
         c: u32,
@@ -396,23 +411,20 @@ impl Gen<'_> {
         prev: Ring,
         masked: bool,
     ) -> Result<(), GenError> {
-        let soft = self.nm.softmax() + if masked { self.nm.mask } else { 0 };
+        let soft = self.nm.block(masked);
         self.wait_full(self.k_full, g)?;
         if self.p.variant == Variant::NoOverlap {
-            // S(g) alone, softmax after it, then P V(g) of this block is
-            // issued by the caller's next step: here P V(g-1) was already
-            // done, so the block is S(g); softmax; P V(g).
             self.turn(c)?;
             self.gemm_s()?;
             self.pass(c)?;
             self.op(Instr::WgmmaWait { n: 0 })?;
             self.release(self.k_empty, g)?;
-            self.bubble(soft)?;
+            self.compute(soft)?;
             self.wait_full(self.v_full, g)?;
             self.gemm_pv()?;
             self.op(Instr::WgmmaWait { n: 0 })?;
             self.release(self.v_empty, g)?;
-            self.bubble(self.nm.rescale)?;
+            self.compute(self.nm.rescale)?;
             return Ok(());
         }
         self.turn(c)?;
@@ -422,10 +434,10 @@ impl Gen<'_> {
         self.pass(c)?;
         self.op(Instr::WgmmaWait { n: 1 })?;
         self.release(self.k_empty, g)?;
-        self.bubble(soft)?;
+        self.compute(soft)?;
         self.op(Instr::WgmmaWait { n: 0 })?;
         self.release(self.v_empty, prev)?;
-        self.bubble(self.nm.rescale)?;
+        self.compute(self.nm.rescale)?;
         Ok(())
     }
 
@@ -451,16 +463,21 @@ impl Gen<'_> {
             parity: qpar,
         })?;
         let overlap = self.p.variant != Variant::NoOverlap;
-        let first_mask = if self.p.causal { self.nm.mask } else { 0 };
-        // Block 0: S(0) and its softmax (nothing to rescale yet).
+        let first = self.nm.block(self.p.causal);
+        // Block 0: S(0) and its softmax (nothing to rescale yet). With
+        // overlap FA3 issues S(0) outside the ping-pong.
         let g0 = self.ring(0, false);
         self.wait_full(self.k_full, g0)?;
-        self.turn(c)?;
+        if !overlap {
+            self.turn(c)?;
+        }
         self.gemm_s()?;
-        self.pass(c)?;
+        if !overlap {
+            self.pass(c)?;
+        }
         self.op(Instr::WgmmaWait { n: 0 })?;
         self.release(self.k_empty, g0)?;
-        self.bubble(self.nm.softmax() + first_mask)?;
+        self.compute(first)?;
         if !overlap {
             self.wait_full(self.v_full, g0)?;
             self.gemm_pv()?;
@@ -520,18 +537,17 @@ impl Gen<'_> {
         let q_stage = self.at(self.q_empty, lin(0))?;
         self.op(Instr::StageRelease { stage: q_stage })?;
         if overlap {
+            // The last P V, outside the ping-pong as in FA3.
             let last = self.ring_last();
             self.wait_full(self.v_full, last)?;
-            self.turn(c)?;
             self.gemm_pv()?;
-            self.pass(c)?;
             self.op(Instr::WgmmaWait { n: 0 })?;
             self.release(self.v_empty, last)?;
         }
         // Epilogue: normalise and convert, gather the tile in shared
         // memory (a named barrier of all consumers), and the first consumer
         // stores it and tells the producer V's shared memory is free.
-        self.bubble(self.nm.epilogue)?;
+        self.compute(self.nm.epilogue)?;
         let n = self.plan.tiling.consumers;
         let id = self.e(lin(1 + n as i64))?;
         self.op(Instr::BarSync {
