@@ -7,4 +7,3 @@ pub mod lines;
 pub mod system;
 pub mod table;
 pub mod tags;
-pub mod wheel;

@@ -499,8 +499,8 @@ impl TagArray<'_> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&self.occ)?;
         w.slice(self.slots)?;
         w.slice(self.clocks)
@@ -509,8 +509,8 @@ impl TagArray<'_> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         self.occ = r.val()?;
         r.slice(self.slots)?;
         for (f, way) in self.fps.iter_mut().zip(self.slots.iter()) {

@@ -38,11 +38,11 @@ use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
 use crate::mem::lines::max_box_lines;
 use crate::mem::system::{MemStats, MemorySystem};
-use crate::mem::wheel::TimingWheel;
 use crate::observer::{Event, Observer, Stats, Who};
 use crate::port::{FixedPort, MemoryPort};
 use crate::source::{NoStream, StreamSource};
 use crate::time::Cycle;
+use crate::wheel::TimingWheel;
 
 use deadlines::Deadlines;
 use engine::TmaTables;
@@ -54,8 +54,7 @@ use tma::{Dedup, Engine, TmaOp};
 /// events go to its overflow heap, in the same order.
 const QUEUE_HORIZON_LOG2: u32 = 12;
 
-pub use snapshot::{fingerprint, SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
-pub(crate) use snapshot::{Reader, Writer};
+pub use snapshot::fingerprint;
 
 /// The memory behind the TMA engines. The hierarchy variant is large, but
 /// the core has no heap to box it in, and there is one per simulator.
