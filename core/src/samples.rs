@@ -67,7 +67,7 @@ fn config(hierarchy: bool) -> GpuConfig {
     let mut c = GpuConfig::h800();
     c.sms = 2;
     c.memory = if hierarchy {
-        MemoryModel::Hierarchy
+        MemoryModel::Line
     } else {
         MemoryModel::Fixed
     };

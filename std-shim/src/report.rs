@@ -59,7 +59,7 @@ pub struct Report {
     pub bytes_stored: u64,
     /// Bytes of simulator arena the run used.
     pub arena_bytes: usize,
-    /// Memory model: `"hierarchy"` or `"fixed"`.
+    /// Memory model: `"transaction"`, `"line"` or `"fixed"`.
     pub memory_model: String,
     /// TMA line requests (0 with the fixed port).
     pub tma_lines: u64,
@@ -140,12 +140,7 @@ impl Report {
             stall_cycles: st.stall_cycles,
             bubble_cycles: st.bubble_cycles,
             bytes_loaded: st.bytes_loaded,
-            memory_model: if s.memory.is_some() {
-                "hierarchy"
-            } else {
-                "fixed"
-            }
-            .to_string(),
+            memory_model: cfg.memory.name().to_string(),
             tma_lines: st.tma_lines,
             l2_requests: s.memory.map_or(0, |m| m.l2_requests),
             l2_hits: s.memory.map_or(0, |m| m.l2_hits + m.shadow_hits),

@@ -24,11 +24,15 @@ fn golden_gemm_1024_fixed_port() {
     );
 }
 
-/// The same GEMM through the calibrated L2/HBM hierarchy.
+/// The same GEMM through the calibrated line-level L2/HBM hierarchy
+/// (`memory = "line"`, the reference model: this digest must not move when
+/// the transaction-level model changes).
 #[test]
 fn golden_gemm_1024_hierarchy() {
     let k = gemm(&GemmParams::new(1024, 1024, 1024)).unwrap();
-    let s = run(&GpuConfig::h800(), &k).unwrap();
+    let mut cfg = GpuConfig::h800();
+    cfg.memory = simfa_core::config::MemoryModel::Line;
+    let s = run(&cfg, &k).unwrap();
     assert_eq!(
         (s.cycles, s.digest),
         GOLDEN_GEMM_1024_HIERARCHY,

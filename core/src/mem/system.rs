@@ -287,6 +287,16 @@ fn key_of(line: u64) -> u64 {
     k ^ (k >> 32)
 }
 
+/// The tag-array key the line-level L2 gives line number `line` (a
+/// bijection whose low bits pick the set): the transaction model places
+/// one-line chunks with the same key, so single lines land in the same
+/// sets in both models.
+#[inline]
+pub const fn line_key(line: u64) -> u64 {
+    let k = line.wrapping_mul(MIX);
+    k ^ (k >> 32)
+}
+
 /// The inverse of [`key_of`] (`x ^ (x >> 32)` is its own inverse).
 #[inline]
 fn line_of(key: u64) -> u64 {

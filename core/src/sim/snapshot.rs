@@ -273,8 +273,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 w.val(&0u8)?;
                 p.save_state(w)?;
             }
-            Mem::Hier(m) => {
+            Mem::Line(m) => {
                 w.val(&1u8)?;
+                m.save_state(w)?;
+            }
+            Mem::Txn(m) => {
+                w.val(&2u8)?;
                 m.save_state(w)?;
             }
         }
@@ -429,7 +433,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let kind: u8 = r.val()?;
         match (&mut self.mem, kind) {
             (Mem::Fixed(p), 0) => p.load_state(r)?,
-            (Mem::Hier(m), 1) => m.load_state(r)?,
+            (Mem::Line(m), 1) => m.load_state(r)?,
+            (Mem::Txn(m), 2) => m.load_state(r)?,
             _ => return corrupt("memory model"),
         }
         if let Some(t) = &mut self.tma {

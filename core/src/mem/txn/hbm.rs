@@ -1,0 +1,482 @@
+//! HBM of the transaction model: a service model per pseudo-channel
+//! instead of per-command scheduling.
+//!
+//! Each line request is placed, when it is handed over, at the earliest
+//! clocks its commands may take given what earlier requests left behind:
+//!
+//! - **rows**: an open-row state per bank. A row hit goes straight to its
+//!   column commands; a closed bank needs ACT (tRCD before the first
+//!   column, tRC after the bank's previous ACT, tRRD_S after the channel's,
+//!   at most four ACTs per tFAW); another open row first needs PRE (tRAS
+//!   after its ACT, tRTP after a read, write recovery after a write) and
+//!   tRP.
+//! - **columns and data**: a line is `bursts` column commands to one bank,
+//!   tCCD_L apart: it holds its bank group's column slots for `G = bursts
+//!   x tCCD_L` clocks, and `B = bursts x max(tCCD_S, nBL)` clocks of the
+//!   channel's data bus from `CL` (reads) or `CWL` (writes) after its
+//!   first command (other groups' bursts interleave with its own, so
+//!   the bus is booked as one run: the same last data clock). Bus and
+//!   bank-group time are [reservation calendars](crate::mem::calendar)
+//!   with one slot per line (`G` and `B` clocks: tokens per interval), so
+//!   requests handed over out of time order interleave instead of
+//!   queueing behind each other, and a channel or bank group never
+//!   carries more than its peak. A line starts at its own clock when its
+//!   slot is free, else at the start of the next free slot.
+//! - **turnarounds**: a read's first column command waits for the
+//!   channel's last write data plus tWTR_S, a write's for the last read
+//!   plus tRTW.
+//! - **refresh** as lost time: at every tREFI (staggered per channel as in
+//!   the line-level controller) all banks close and no ACT may issue until
+//!   tRP + tRFC later; a request that would issue across a due refresh
+//!   waits for it.
+//!
+//! A read completes `CL + nBL + ctrl_latency` clocks after its last column
+//! command, a write `CWL + nBL + ctrl_latency`; clocks convert to SM cycles
+//! exactly as in the line-level controller (arrival `ceil(cycle * clock)`,
+//! completion `ceil(clock / ratio)`). Served alone, a request gets the
+//! line-level controller's timing; under load the service order is the
+//! order of hand-over rather than FR-FCFS.
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::{Arena, Layout};
+use crate::error::{BuildError, Capacity};
+use crate::mem::calendar::Calendars;
+use crate::mem::dram::DramConfig;
+use crate::time::Ratio;
+
+/// DRAM clocks the bus and bank-group calendars look ahead.
+const HORIZON_LOG2: u32 = 13;
+
+const CLOSED: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Bank {
+    row: u32,
+    next_act: u64,
+    next_pre: u64,
+    /// Earliest first column command (tRCD after the ACT).
+    next_col: u64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Chan {
+    ref_due: u64,
+    /// Earliest ACT of any bank (tRRD_S).
+    next_act: u64,
+    faw: [u64; 4],
+    faw_i: u8,
+    /// Last read column command plus tRTW: earliest write column.
+    wr_after: u64,
+    /// Last write data end plus tWTR_S: earliest read column.
+    rd_after: u64,
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HbmStats {
+    /// Line reads served.
+    pub reads: u64,
+    /// Line writes served.
+    pub writes: u64,
+    /// Requests whose row was open.
+    pub row_hits: u64,
+    /// Requests that found their bank closed.
+    pub row_misses: u64,
+    /// Requests that found another row open.
+    pub row_conflicts: u64,
+    /// Refreshes applied.
+    pub refreshes: u64,
+}
+
+/// Timing in DRAM clocks.
+#[derive(Clone, Copy, Debug)]
+struct P {
+    clock: Ratio,
+    banks: usize,
+    bpg: usize,
+    groups: usize,
+    bursts: u32,
+    bl: u64,
+    cas: u32,
+    ccdl: u32,
+    cl: u64,
+    cwl: u64,
+    rcdrd: u64,
+    rcdwr: u64,
+    rp: u64,
+    ras: u64,
+    rc: u64,
+    rtp: u64,
+    wr_pre: u64,
+    rrds: u64,
+    faw: u64,
+    wtrs: u64,
+    rtw: u64,
+    rfc: u64,
+    refi: u64,
+    ctrl: u64,
+}
+
+impl P {
+    /// `ceil(cycle * clock)`: the DRAM clock of SM cycle `cycle`
+    /// ([`Ratio::mul_ceil`] in 64 bits while the product fits).
+    #[inline]
+    fn to_clock(&self, cycle: u64) -> u64 {
+        let (num, den) = (self.clock.num as u64, self.clock.den as u64);
+        match cycle.checked_mul(num) {
+            Some(x) if den > 0 => x.div_ceil(den),
+            _ => self.clock.mul_ceil(cycle),
+        }
+    }
+
+    /// `ceil(clock / ratio)`: the first SM cycle at or after DRAM clock
+    /// `clock` ([`Ratio::div_ceil`] in 64 bits while the product fits).
+    #[inline]
+    fn to_cycle(&self, clock: u64) -> u64 {
+        let (num, den) = (self.clock.num as u64, self.clock.den as u64);
+        match clock.checked_mul(den) {
+            Some(x) if num > 0 => x.div_ceil(num),
+            _ => self.clock.div_ceil(clock),
+        }
+    }
+
+    fn new(c: &DramConfig) -> P {
+        let t = &c.timing;
+        let w = |x: u32| x as u64;
+        P {
+            clock: c.clock,
+            banks: c.banks(),
+            bpg: c.banks_per_group as usize,
+            groups: c.bank_groups as usize,
+            bursts: c.bursts_per_line() as u32,
+            bl: w(t.n_bl),
+            cas: t.n_ccds.max(t.n_bl),
+            ccdl: t.n_ccdl,
+            cl: w(t.n_cl),
+            cwl: w(t.n_cwl),
+            rcdrd: w(t.n_rcdrd),
+            rcdwr: w(t.n_rcdwr),
+            rp: w(t.n_rp),
+            ras: w(t.n_ras),
+            rc: w(t.n_rc),
+            rtp: w(t.n_rtp),
+            wr_pre: w(t.n_cwl) + w(t.n_bl) + w(t.n_wr),
+            rrds: w(t.n_rrds),
+            faw: w(t.n_faw),
+            wtrs: w(t.n_cwl) + w(t.n_bl) + w(t.n_wtrs),
+            rtw: w(t.n_rtw),
+            rfc: w(t.n_rfc),
+            refi: w(t.n_refi),
+            ctrl: w(c.ctrl_latency),
+        }
+    }
+}
+
+/// Every pseudo-channel's service model.
+#[derive(Debug)]
+pub struct Hbm<'a> {
+    cfg: DramConfig,
+    p: P,
+    chans: &'a mut [Chan],
+    banks: &'a mut [Bank],
+    /// One calendar per channel: its data bus.
+    bus: Calendars<'a>,
+    /// One calendar per bank group: its column slots.
+    cols: Calendars<'a>,
+    stats: HbmStats,
+}
+
+impl<'a> Hbm<'a> {
+    /// Accounts in `l` for the tables of `cfg` (which must be valid).
+    pub fn layout(cfg: &DramConfig, l: &mut Layout) -> Result<(), BuildError> {
+        let c = cfg.channels as usize;
+        l.add::<Chan>(c)?;
+        l.add::<Bank>(c * cfg.banks())?;
+        Calendars::layout(c, HORIZON_LOG2, l)?;
+        Calendars::layout(c * cfg.bank_groups as usize, HORIZON_LOG2, l)
+    }
+
+    /// Builds the channels, every bank closed; channel `c`'s first refresh
+    /// is due at `n_refi * (c + 1) / channels`, as in the line-level model.
+    pub fn new(cfg: &DramConfig, a: &mut Arena<'a>) -> Result<Self, BuildError> {
+        let p = P::new(cfg);
+        let c = cfg.channels as usize;
+        let what = Capacity::MemoryPort;
+        let chans = a.alloc(
+            c,
+            Chan {
+                ref_due: 0,
+                next_act: 0,
+                faw: [0; 4],
+                faw_i: 0,
+                wr_after: 0,
+                rd_after: 0,
+            },
+            what,
+        )?;
+        for (i, ch) in chans.iter_mut().enumerate() {
+            ch.ref_due = p.refi * (i as u64 + 1) / c as u64;
+        }
+        let bank = Bank {
+            row: CLOSED,
+            next_act: 0,
+            next_pre: 0,
+            next_col: 0,
+        };
+        Ok(Hbm {
+            cfg: *cfg,
+            p,
+            chans,
+            banks: a.alloc(c * p.banks, bank, what)?,
+            bus: Calendars::new_in(a, c, HORIZON_LOG2, what)?,
+            cols: Calendars::new_in(a, c * p.groups, HORIZON_LOG2, what)?,
+            stats: HbmStats::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DramConfig {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> HbmStats {
+        self.stats
+    }
+
+    /// Applies channel `c`'s refreshes due at or before clock `t`.
+    fn refresh_until(&mut self, c: usize, t: u64) {
+        let p = self.p;
+        let ch = &mut self.chans[c];
+        if ch.ref_due > t {
+            return;
+        }
+        // Refreshes of an idle stretch leave nothing behind but the last.
+        if t - ch.ref_due >= 2 * p.refi {
+            ch.ref_due += (t - ch.ref_due) / p.refi * p.refi - p.refi;
+        }
+        while self.chans[c].ref_due <= t {
+            let due = self.chans[c].ref_due;
+            let banks = &mut self.banks[c * p.banks..(c + 1) * p.banks];
+            // With a bank open, PREA once every open bank may precharge
+            // and REF tRP later; else REF at once.
+            let mut refresh = due;
+            if banks.iter().any(|b| b.row != CLOSED) {
+                let mut pre = due;
+                for b in banks.iter() {
+                    if b.row != CLOSED {
+                        pre = pre.max(b.next_pre);
+                    }
+                }
+                refresh = pre + p.rp;
+            }
+            for b in banks.iter() {
+                refresh = refresh.max(b.next_act);
+            }
+            for b in banks.iter_mut() {
+                b.row = CLOSED;
+                b.next_act = b.next_act.max(refresh + p.rfc);
+            }
+            self.chans[c].ref_due += p.refi;
+            self.stats.refreshes += 1;
+        }
+    }
+
+    /// Serves a line request of DRAM location `d` (already decoded) that
+    /// arrives at SM cycle `now`; returns the SM cycle it completes.
+    pub fn access(&mut self, now: u64, channel: u16, bank: usize, row: u32, write: bool) -> u64 {
+        let p = self.p;
+        let c = channel as usize;
+        let a = p.to_clock(now);
+        self.refresh_until(c, a);
+        let bi = c * p.banks + bank;
+        let g = c * p.groups + bank / p.bpg;
+        // Plan the row commands; a due refresh comes first.
+        let (act, first) = loop {
+            let b = self.banks[bi];
+            let ch = &self.chans[c];
+            let rcd = if write { p.rcdwr } else { p.rcdrd };
+            let plan = if b.row == row {
+                (None, a.max(b.next_col))
+            } else {
+                let mut t = a;
+                if b.row != CLOSED {
+                    t = a.max(b.next_pre) + p.rp;
+                }
+                let faw = ch.faw[ch.faw_i as usize] + p.faw;
+                let act = t.max(b.next_act).max(ch.next_act).max(faw);
+                (Some(act), act + rcd)
+            };
+            let issue = plan.0.unwrap_or(plan.1);
+            if issue >= self.chans[c].ref_due {
+                let due = self.chans[c].ref_due;
+                self.refresh_until(c, due);
+                continue;
+            }
+            break plan;
+        };
+        let b = &mut self.banks[bi];
+        match (b.row == row, act) {
+            (true, _) => self.stats.row_hits += 1,
+            (false, _) if b.row == CLOSED => self.stats.row_misses += 1,
+            _ => self.stats.row_conflicts += 1,
+        }
+        let ch = &mut self.chans[c];
+        let (lat, after) = if write {
+            (p.cwl, ch.wr_after)
+        } else {
+            (p.cl, ch.rd_after)
+        };
+        // Column commands: the line's bursts fill its bank group's column
+        // slots for `G = bursts * tCCD_L` clocks, and take `B = bursts *
+        // max(tCCD_S, nBL)` clocks of bus `lat` after they start (other
+        // groups' bursts interleave in between, so the last data clock is
+        // that of the line's bus time booked as one run). Both calendars
+        // count in lines: slot `k` of the bank group is clocks
+        // `[kG, (k+1)G)`, of the bus `[kB, (k+1)B)`, one line each. A
+        // line starts at its earliest clock when that slot is free, else at
+        // the start of the first free one.
+        let gl = (p.bursts * p.ccdl.max(1)) as u64;
+        let bl = (p.bursts * p.cas.max(1)) as u64;
+        let want = first.max(after);
+        let k = self.cols.reserve(g, want / gl, 1);
+        let col = if k == want / gl { want } else { k * gl };
+        let last = col + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
+        let bus_want = col + lat;
+        let kb = self.bus.reserve(c, bus_want / bl, 1);
+        let bus = if kb == bus_want / bl {
+            bus_want
+        } else {
+            kb * bl
+        };
+        let end = (last + lat + p.bl).max(bus + bl);
+        let b = &mut self.banks[bi];
+        b.row = row;
+        if let Some(act) = act {
+            b.next_act = b.next_act.max(act + p.rc);
+            b.next_pre = b.next_pre.max(act + p.ras);
+            b.next_col = act + if write { p.rcdwr } else { p.rcdrd };
+            let ch = &mut self.chans[c];
+            ch.next_act = ch.next_act.max(act + p.rrds);
+            ch.faw[ch.faw_i as usize] = act;
+            ch.faw_i = (ch.faw_i + 1) & 3;
+        }
+        let ch = &mut self.chans[c];
+        if write {
+            b.next_pre = b.next_pre.max(last + p.wr_pre);
+            ch.rd_after = ch.rd_after.max(last + p.wtrs);
+            self.stats.writes += 1;
+        } else {
+            b.next_pre = b.next_pre.max(last + p.rtp);
+            ch.wr_after = ch.wr_after.max(last + p.rtw);
+            self.stats.reads += 1;
+        }
+        p.to_cycle(end + p.ctrl)
+    }
+
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
+        w.val(&self.stats)?;
+        w.slice(self.chans)?;
+        w.slice(self.banks)?;
+        self.bus.save_state(w)?;
+        self.cols.save_state(w)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
+        self.stats = r.val()?;
+        r.slice(self.chans)?;
+        if self.chans.iter().any(|c| c.faw_i >= 4) {
+            return Err(crate::codec::SnapshotError::Corrupt {
+                what: "HBM channel",
+            });
+        }
+        r.slice(self.banks)?;
+        self.bus.load_state(r)?;
+        self.cols.load_state(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::dram::Dram;
+
+    /// A lone request gets the line-level controller's latency: the same
+    /// completion cycle for row misses, hits and conflicts, reads and
+    /// writes, on every preset.
+    #[test]
+    fn lone_requests_match_the_line_level_controller() {
+        for cfg in [
+            DramConfig::hbm3_h100(),
+            DramConfig::hbm2e_h800_pcie(),
+            DramConfig::hbm3e_h200(),
+        ] {
+            let mut l = Layout::new();
+            Hbm::layout(&cfg, &mut l).unwrap();
+            Dram::layout(&cfg, &mut l).unwrap();
+            let mut buf = std::vec![0u8; l.bytes()];
+            let mut a = Arena::new(&mut buf);
+            let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+            let mut dram = Dram::new(&cfg, &mut a).unwrap();
+            let lb = cfg.line_bytes as u64;
+            // Same bank: miss, hit (next line slot of the row), conflict
+            // (another row), each well after the previous one finished;
+            // then a write and a read of another channel.
+            let per_row = cfg.lines_per_row() as u64;
+            let stride_row = cfg.channels as u64 * cfg.banks() as u64 * per_row;
+            let reqs = [
+                (100u64, 0u64, false),
+                (2000, cfg.channels as u64 * cfg.banks() as u64, false),
+                (4000, stride_row, false),
+                (6000, 3, true),
+                (8000, 3 + stride_row, false),
+            ];
+            for (now, line, write) in reqs {
+                let d = cfg.decode(line * lb);
+                let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
+                let got = hbm.access(now, d.channel, bank, d.row, write);
+                dram.try_enqueue(now, line * lb, write, 7).unwrap();
+                let mut done = None;
+                let mut t = now;
+                while done.is_none() {
+                    t += 1;
+                    dram.advance(t, &mut |c| done = Some(c.cycle));
+                }
+                assert_eq!(Some(got), done, "line {line} at {now}");
+            }
+            assert_eq!(hbm.stats().row_hits, 1);
+            assert_eq!(hbm.stats().row_conflicts, 1);
+        }
+    }
+
+    #[test]
+    fn a_busy_channel_spreads_requests_over_its_bus() {
+        let cfg = DramConfig::hbm3_h100();
+        let mut l = Layout::new();
+        Hbm::layout(&cfg, &mut l).unwrap();
+        let mut buf = std::vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+        // 64 reads to the 16 banks of channel 0 at once: the bus carries
+        // 4 bursts of 2 clocks per line, so they finish about 64 * 8
+        // clocks after the first.
+        let mut last = 0;
+        let mut first = u64::MAX;
+        for i in 0..64u32 {
+            let done = hbm.access(1000, 0, (i % 16) as usize, i / 16, false);
+            first = first.min(done);
+            last = last.max(done);
+        }
+        let clocks = cfg.clock.mul_ceil(last - first);
+        assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+    }
+}
