@@ -291,7 +291,7 @@ fn short_expect_tx_is_caught_as_a_read_before_landing() {
 #[test]
 fn summary_keeps_the_first_violations_and_counts_all() {
     let mut cfg = GpuConfig::h800();
-    cfg.fault = Fault::EarlyTma { cycles: 0 };
+    cfg.fault = Fault::EarlyTma { cycles: 100 };
     let c = check(&cfg, &gemm_k(256, 256, 256));
     assert!(c.total() > KEPT as u64);
     assert_eq!(c.violations().len(), KEPT);

@@ -6,10 +6,10 @@
 //!
 //! - **rows**: an open-row state per bank. A row hit goes straight to its
 //!   column commands; a closed bank needs ACT (tRCD before the first
-//!   column, tRC after the bank's previous ACT, tRRD_S after the channel's,
-//!   at most four ACTs per tFAW); another open row first needs PRE (tRAS
-//!   after its ACT, tRTP after a read, write recovery after a write) and
-//!   tRP.
+//!   column, tRC after the bank's previous ACT; the channel takes one ACT
+//!   per `max(tRRD_S, tFAW / 4)` clocks, from a calendar of ACT slots);
+//!   another open row first needs PRE (tRAS after its ACT, tRTP after a
+//!   read, write recovery after a write) and tRP.
 //! - **columns and data**: a line is `bursts` column commands to one bank,
 //!   tCCD_L apart: it holds its bank group's column slots for `G = bursts
 //!   x tCCD_L` clocks, and `B = bursts x max(tCCD_S, nBL)` clocks of the
@@ -62,10 +62,6 @@ struct Bank {
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct Chan {
     ref_due: u64,
-    /// Earliest ACT of any bank (tRRD_S).
-    next_act: u64,
-    faw: [u64; 4],
-    faw_i: u8,
     /// Last read column command plus tRTW: earliest write column.
     wr_after: u64,
     /// Last write data end plus tWTR_S: earliest read column.
@@ -184,6 +180,9 @@ pub struct Hbm<'a> {
     bus: Calendars<'a>,
     /// One calendar per bank group: its column slots.
     cols: Calendars<'a>,
+    /// One calendar per channel: its ACT slots (tRRD_S and tFAW as one
+    /// ACT per `max(tRRD_S, tFAW / 4)` clocks).
+    acts: Calendars<'a>,
     stats: HbmStats,
 }
 
@@ -194,7 +193,8 @@ impl<'a> Hbm<'a> {
         l.add::<Chan>(c)?;
         l.add::<Bank>(c * cfg.banks())?;
         Calendars::layout(c, HORIZON_LOG2, l)?;
-        Calendars::layout(c * cfg.bank_groups as usize, HORIZON_LOG2, l)
+        Calendars::layout(c * cfg.bank_groups as usize, HORIZON_LOG2, l)?;
+        Calendars::layout(c, HORIZON_LOG2, l)
     }
 
     /// Builds the channels, every bank closed; channel `c`'s first refresh
@@ -207,9 +207,6 @@ impl<'a> Hbm<'a> {
             c,
             Chan {
                 ref_due: 0,
-                next_act: 0,
-                faw: [0; 4],
-                faw_i: 0,
                 wr_after: 0,
                 rd_after: 0,
             },
@@ -231,6 +228,7 @@ impl<'a> Hbm<'a> {
             banks: a.alloc(c * p.banks, bank, what)?,
             bus: Calendars::new_in(a, c, HORIZON_LOG2, what)?,
             cols: Calendars::new_in(a, c * p.groups, HORIZON_LOG2, what)?,
+            acts: Calendars::new_in(a, c, HORIZON_LOG2, what)?,
             stats: HbmStats::default(),
         })
     }
@@ -292,10 +290,13 @@ impl<'a> Hbm<'a> {
         self.refresh_until(c, a);
         let bi = c * p.banks + bank;
         let g = c * p.groups + bank / p.bpg;
-        // Plan the row commands; a due refresh comes first.
+        // Plan the row commands; a due refresh comes first. An ACT takes
+        // one of the channel's ACT slots of `max(tRRD_S, tFAW / 4)` clocks:
+        // at its own clock when that slot is free, else at the next free
+        // slot's start.
+        let al = p.rrds.max(p.faw.div_ceil(4)).max(1);
         let (act, first) = loop {
             let b = self.banks[bi];
-            let ch = &self.chans[c];
             let rcd = if write { p.rcdwr } else { p.rcdrd };
             let plan = if b.row == row {
                 (None, a.max(b.next_col))
@@ -304,8 +305,9 @@ impl<'a> Hbm<'a> {
                 if b.row != CLOSED {
                     t = a.max(b.next_pre) + p.rp;
                 }
-                let faw = ch.faw[ch.faw_i as usize] + p.faw;
-                let act = t.max(b.next_act).max(ch.next_act).max(faw);
+                let t = t.max(b.next_act);
+                let k = self.acts.first_free(c, t / al, 1);
+                let act = if k == t / al { t } else { k * al };
                 (Some(act), act + rcd)
             };
             let issue = plan.0.unwrap_or(plan.1);
@@ -313,6 +315,9 @@ impl<'a> Hbm<'a> {
                 let due = self.chans[c].ref_due;
                 self.refresh_until(c, due);
                 continue;
+            }
+            if let Some(act) = plan.0 {
+                self.acts.book(c, act / al, 1);
             }
             break plan;
         };
@@ -357,10 +362,6 @@ impl<'a> Hbm<'a> {
             b.next_act = b.next_act.max(act + p.rc);
             b.next_pre = b.next_pre.max(act + p.ras);
             b.next_col = act + if write { p.rcdwr } else { p.rcdrd };
-            let ch = &mut self.chans[c];
-            ch.next_act = ch.next_act.max(act + p.rrds);
-            ch.faw[ch.faw_i as usize] = act;
-            ch.faw_i = (ch.faw_i + 1) & 3;
         }
         let ch = &mut self.chans[c];
         if write {
@@ -384,7 +385,8 @@ impl<'a> Hbm<'a> {
         w.slice(self.chans)?;
         w.slice(self.banks)?;
         self.bus.save_state(w)?;
-        self.cols.save_state(w)
+        self.cols.save_state(w)?;
+        self.acts.save_state(w)
     }
 
     /// Overwrites the mutable state from a snapshot.
@@ -394,14 +396,10 @@ impl<'a> Hbm<'a> {
     ) -> Result<(), crate::codec::SnapshotError> {
         self.stats = r.val()?;
         r.slice(self.chans)?;
-        if self.chans.iter().any(|c| c.faw_i >= 4) {
-            return Err(crate::codec::SnapshotError::Corrupt {
-                what: "HBM channel",
-            });
-        }
         r.slice(self.banks)?;
         self.bus.load_state(r)?;
-        self.cols.load_state(r)
+        self.cols.load_state(r)?;
+        self.acts.load_state(r)
     }
 }
 
@@ -478,5 +476,108 @@ mod tests {
         }
         let clocks = cfg.clock.mul_ceil(last - first);
         assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+    }
+}
+
+/// Mean latency of request streams through this model and through the
+/// line-level controller: `cargo test --release -p simfa-core
+/// stream_latency -- --ignored --nocapture`.
+#[cfg(test)]
+mod experiment {
+    use super::*;
+    use crate::mem::dram::Dram;
+
+    /// Mean completion of a stream through both models.
+    fn compare(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (f64, f64) {
+        let mut l = Layout::new();
+        Hbm::layout(cfg, &mut l).unwrap();
+        Dram::layout(cfg, &mut l).unwrap();
+        let mut buf = std::vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut hbm = Hbm::new(cfg, &mut a).unwrap();
+        let mut dram = Dram::new(cfg, &mut a).unwrap();
+        let lb = cfg.line_bytes as u64;
+        let mut sum_h = 0u64;
+        let mut sum_d = 0u64;
+        let mut pending: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+        let mut done = std::vec![0u64; reqs.len()];
+        let mut t = 0u64;
+        for (i, &(now, line, write)) in reqs.iter().enumerate() {
+            let d = cfg.decode(line * lb);
+            let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
+            sum_h += hbm.access(now, d.channel, bank, d.row, write) - now;
+            pending.push_back((now, line, write, i as u32));
+        }
+        let mut left = reqs.len();
+        let mut blocked = std::vec![false; cfg.channels as usize];
+        while left > 0 {
+            blocked.iter_mut().for_each(|b| *b = false);
+            let mut keep: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+            while let Some(&(now, line, write, i)) = pending.front() {
+                if now > t {
+                    break;
+                }
+                pending.pop_front();
+                let ch = cfg.decode(line * lb).channel as usize;
+                if blocked[ch] || dram.try_enqueue(now.max(t), line * lb, write, i).is_err() {
+                    blocked[ch] = true;
+                    keep.push_back((now, line, write, i));
+                }
+            }
+            while let Some(x) = keep.pop_back() {
+                pending.push_front(x);
+            }
+            t += 1;
+            dram.advance(t, &mut |c| {
+                done[c.tag as usize] = c.cycle;
+                left -= 1;
+            });
+        }
+        for (i, &(now, _, _)) in reqs.iter().enumerate() {
+            sum_d += done[i] - now;
+        }
+        (
+            sum_h as f64 / reqs.len() as f64,
+            sum_d as f64 / reqs.len() as f64,
+        )
+    }
+
+    #[test]
+    #[ignore]
+    fn stream_latency_both_models() {
+        let cfg = DramConfig::hbm3_h100();
+        let mut x = 12345u64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (gap_num, label) in [(8u64, "light"), (2, "medium"), (1, "heavy")] {
+            for pattern in ["random", "strided8", "seq"] {
+                let mut reqs = std::vec::Vec::new();
+                let mut now = 100u64;
+                for i in 0..20000u64 {
+                    let line = match pattern {
+                        "random" => rnd() % (1 << 24),
+                        "strided8" => 1_000_000 + 8 * i,
+                        _ => 2_000_000 + i,
+                    };
+                    let line = {
+                        let a = line;
+                        a ^ (a >> 7) ^ (a >> 14)
+                    };
+                    reqs.push((now, line, false));
+                    if i % gap_num == 0 {
+                        now += 1;
+                    }
+                }
+                let (h, d) = compare(&cfg, &reqs);
+                std::println!(
+                    "{label} {pattern}: hbm {h:.0} dram {d:.0} ({:+.1}%)",
+                    (h - d) / d * 100.0
+                );
+            }
+        }
     }
 }
