@@ -102,8 +102,8 @@ fn tensor(map: &TensorMap, coords: &[i64; 5], shift: u32) -> Lines {
     }
 }
 
-/// Largest stride a pattern can record (it is packed into 48 bits).
-const MAX_STRIDE: u64 = (1 << 48) - 1;
+/// Largest stride a pattern can record (it is packed into 47 bits).
+pub(super) const MAX_STRIDE: u64 = (1 << 47) - 1;
 
 /// Builds a [`Pattern`] run by run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -145,6 +145,8 @@ impl Chunker {
                     stride: 0,
                     row: take,
                     count: take,
+                    part: 0,
+                    weight: take,
                 },
                 rows: 1,
                 row_start: a,
@@ -184,6 +186,7 @@ impl Chunker {
         };
         self.row_len += take;
         p.count += take;
+        p.weight += take;
         self.last = a + take as u64 - 1;
         take as u64
     }
@@ -280,7 +283,9 @@ mod tests {
                 first: 100,
                 stride: 16,
                 row: 2,
-                count: 8
+                count: 8,
+                part: 0,
+                weight: 8,
             }
         );
         assert_eq!(c[1].first, 164);

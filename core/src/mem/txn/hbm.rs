@@ -310,9 +310,20 @@ impl<'a> Hbm<'a> {
                 let act = if k == t / al { t } else { k * al };
                 (Some(act), act + rcd)
             };
-            let issue = plan.0.unwrap_or(plan.1);
-            if issue >= self.chans[c].ref_due {
-                let due = self.chans[c].ref_due;
+            // A due refresh stops every command of the channel: a request
+            // whose column commands would not all issue before it waits
+            // for it (its row, if it opened one, closed by the refresh's
+            // PREA once tRAS allows) and then starts again.
+            let last = plan.1 + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
+            let due = self.chans[c].ref_due;
+            if last >= due {
+                if let Some(act) = plan.0.filter(|&act| act < due) {
+                    let b = &mut self.banks[bi];
+                    b.row = row;
+                    b.next_pre = b.next_pre.max(act + p.ras);
+                    b.next_act = b.next_act.max(act + p.rc);
+                    self.acts.book(c, act / al, 1);
+                }
                 self.refresh_until(c, due);
                 continue;
             }
@@ -347,7 +358,6 @@ impl<'a> Hbm<'a> {
         let want = first.max(after);
         let k = self.cols.reserve(g, want / gl, 1);
         let col = if k == want / gl { want } else { k * gl };
-        let last = col + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
         let bus_want = col + lat;
         let kb = self.bus.reserve(c, bus_want / bl, 1);
         let bus = if kb == bus_want / bl {
@@ -355,6 +365,8 @@ impl<'a> Hbm<'a> {
         } else {
             kb * bl
         };
+        // A late bus holds the column commands back as long.
+        let last = bus - lat + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
         let end = (last + lat + p.bl).max(bus + bl);
         let b = &mut self.banks[bi];
         b.row = row;
@@ -489,6 +501,15 @@ mod experiment {
 
     /// Mean completion of a stream through both models.
     fn compare(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (f64, f64) {
+        let (h, d, _, _) = compare_all(cfg, reqs);
+        (h, d)
+    }
+
+    /// Mean latency and every completion, through both models.
+    fn compare_all(
+        cfg: &DramConfig,
+        reqs: &[(u64, u64, bool)],
+    ) -> (f64, f64, std::vec::Vec<u64>, std::vec::Vec<u64>) {
         let mut l = Layout::new();
         Hbm::layout(cfg, &mut l).unwrap();
         Dram::layout(cfg, &mut l).unwrap();
@@ -502,10 +523,13 @@ mod experiment {
         let mut pending: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
         let mut done = std::vec![0u64; reqs.len()];
         let mut t = 0u64;
+        let mut hdone = std::vec::Vec::new();
         for (i, &(now, line, write)) in reqs.iter().enumerate() {
             let d = cfg.decode(line * lb);
             let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
-            sum_h += hbm.access(now, d.channel, bank, d.row, write) - now;
+            let c = hbm.access(now, d.channel, bank, d.row, write);
+            hdone.push(c);
+            sum_h += c - now;
             pending.push_back((now, line, write, i as u32));
         }
         let mut left = reqs.len();
@@ -539,7 +563,59 @@ mod experiment {
         (
             sum_h as f64 / reqs.len() as f64,
             sum_d as f64 / reqs.len() as f64,
+            hdone,
+            done,
         )
+    }
+
+    #[test]
+    #[ignore]
+    fn trace_groups() {
+        let cfg = DramConfig::hbm3_h100();
+        let text = std::fs::read_to_string("/tmp/probe/g1.trace").unwrap();
+        let mut reqs = std::vec::Vec::new();
+        for l in text.lines() {
+            let f: std::vec::Vec<&str> = l.split(' ').collect();
+            let c: u64 = f[0].parse().unwrap();
+            let a = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap();
+            let line = a / 128;
+            reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
+        }
+        let (h, d, hd, dd) = compare_all(&cfg, &reqs);
+        std::println!("trace: hbm {h:.0} dram {d:.0}");
+        for g in 0..reqs.len() / 256 {
+            let r = g * 256..(g + 1) * 256;
+            let t0 = reqs[g * 256].0;
+            let hm = hd[r.clone()].iter().max().unwrap() - t0;
+            let dm = dd[r.clone()].iter().max().unwrap() - t0;
+            std::println!("group {g}: start {t0} max hbm {hm} dram {dm}");
+            if g == 1 {
+                let (mi, _) = dd[r.clone()]
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|x| x.1)
+                    .unwrap();
+                let mi = mi + g * 256;
+                let lb = cfg.line_bytes as u64;
+                let dm = cfg.decode(reqs[mi].1 * lb);
+                for j in r.clone() {
+                    let dj = cfg.decode(reqs[j].1 * lb);
+                    if dj.channel == dm.channel {
+                        std::println!(
+                            "  req {j} at {} ch {} bg {} bank {} row {} line {}: hbm {} dram {}",
+                            reqs[j].0,
+                            dj.channel,
+                            dj.bank_group,
+                            dj.bank,
+                            dj.row,
+                            dj.line,
+                            hd[j] - reqs[j].0,
+                            dd[j] - reqs[j].0
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -31,23 +31,31 @@ pub const HOME: u8 = 0;
 /// Kind of a shadow copy made by the remote-copy proxy.
 pub const SHADOW: u8 = 1;
 
-/// The lines of a chunk: `count` lines in rows of `row` consecutive lines
-/// starting `stride` lines apart; line `i` is
-/// `first + (i / row) * stride + i % row`.
+/// The lines of a chunk: of the `count` lines in rows of `row`
+/// consecutive lines starting `stride` lines apart (line `i` is `first +
+/// (i / row) * stride + i % row`), those whose home slice lies in
+/// partition `part`: `weight` of them. An operation's run of lines is one
+/// pattern per partition, so a chunk's lines share their partition, and so
+/// their near or far distance from any SM, as single lines do in the
+/// line-level model.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Pattern {
-    /// First line number.
+    /// First line number of the run (not necessarily in `part`).
     pub first: u64,
     /// Lines from one row's start to the next (0 with a single row).
     pub stride: u64,
     /// Consecutive lines per row.
     pub row: u8,
-    /// Lines in all.
+    /// Lines of the run in all.
     pub count: u8,
+    /// The L2 partition of the lines this chunk holds (0 or 1).
+    pub part: u8,
+    /// Lines of the run in `part`.
+    pub weight: u8,
 }
 
 impl Pattern {
-    /// Line number of line `i` of the chunk.
+    /// Line number of line `i` of the run.
     #[inline]
     pub const fn line(&self, i: u8) -> u64 {
         let row = if self.row == 0 { 1 } else { self.row };
@@ -64,14 +72,18 @@ impl Pattern {
         if self.count <= 1 {
             return crate::mem::system::line_key(self.first);
         }
-        let shape = self.stride << 16 | (self.row as u64) << 8 | self.count as u64;
-        crate::rand::mix64(crate::mem::system::line_key(self.first) ^ crate::rand::mix64(shape))
+        crate::rand::mix64(
+            crate::mem::system::line_key(self.first) ^ crate::rand::mix64(self.shape()),
+        )
     }
 
     /// The packed shape compared on lookup with `first`.
     #[inline]
     const fn shape(&self) -> u64 {
-        self.stride << 16 | (self.row as u64) << 8 | self.count as u64
+        self.stride << 17
+            | ((self.part & 1) as u64) << 16
+            | (self.row as u64) << 8
+            | self.count as u64
     }
 }
 
@@ -80,7 +92,7 @@ impl Pattern {
 pub struct Entry {
     /// Its first line.
     pub first: u64,
-    /// Its packed shape (`stride << 16 | row << 8 | count`).
+    /// Its packed shape (`stride << 17 | part << 16 | row << 8 | count`).
     shape: u64,
     /// First cycle its data can be read.
     pub ready: u64,
@@ -99,9 +111,11 @@ impl Entry {
     pub const fn pattern(&self) -> Pattern {
         Pattern {
             first: self.first,
-            stride: self.shape >> 16,
+            stride: self.shape >> 17,
             row: (self.shape >> 8) as u8,
             count: self.shape as u8,
+            part: (self.shape >> 16) as u8 & 1,
+            weight: self.weight,
         }
     }
 }
@@ -331,7 +345,7 @@ impl<'a> ChunkTable<'a> {
         let key = p.key();
         let set = self.set_of(slice, key);
         let base = set * self.ways;
-        let weight = (p.count.max(1) as usize).min(self.ways) as u16;
+        let weight = (p.weight.max(1) as usize).min(self.ways) as u16;
         loop {
             let valid = ways_where(self.fps, base, self.ways, nonzero_bytes);
             let all = if self.ways >= 64 {
@@ -458,6 +472,8 @@ mod tests {
             stride: 0,
             row: 1,
             count: 1,
+            part: 0,
+            weight: 1,
         }
     }
 
@@ -468,10 +484,13 @@ mod tests {
             stride: 16,
             row: 2,
             count: 5,
+            part: 0,
+            weight: 3,
         };
         let lines: Vec<u64> = (0..5).map(|i| p.line(i)).collect();
         assert_eq!(lines, [100, 101, 116, 117, 132]);
         assert_ne!(p.key(), Pattern { count: 4, ..p }.key());
+        assert_ne!(p.key(), Pattern { part: 1, ..p }.key());
     }
 
     #[test]
@@ -484,6 +503,8 @@ mod tests {
             stride: 0,
             row: 4,
             count: 4,
+            part: 0,
+            weight: 4,
         };
         let mut out = Vec::new();
         t.insert(0, &big(0), HOME, true, 5, |e| out.push(e));

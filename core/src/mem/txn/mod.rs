@@ -166,6 +166,29 @@ struct Coal {
     last_back: u64,
 }
 
+/// A run's lines, their slices and emission cycles, and where its lines
+/// of each partition start.
+struct Run {
+    line: [u64; 64],
+    slice: [u16; 64],
+    emit: [u64; 64],
+    count: [u8; 2],
+    /// Slice of the first line in each partition.
+    home: [u16; 2],
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            line: [0; 64],
+            slice: [0; 64],
+            emit: [0; 64],
+            count: [0; 2],
+            home: [0; 2],
+        }
+    }
+}
+
 /// What a chunk met, decided at its first line.
 #[derive(Clone, Copy, Debug)]
 enum Outcome {
@@ -383,7 +406,7 @@ impl<'a> TxnMemory<'a> {
                 done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
                 c.clear();
             }
-            if len <= k {
+            if len <= k && stride <= gen::MAX_STRIDE {
                 let per = k / len;
                 let mut r = 0;
                 while r < rows {
@@ -393,6 +416,8 @@ impl<'a> TxnMemory<'a> {
                         stride: if g > 1 { stride } else { 0 },
                         row: len as u8,
                         count: (len * g) as u8,
+                        part: 0,
+                        weight: (len * g) as u8,
                     };
                     done = done.max(m.chunk(sm, op.store, &p, &mut eng, sink));
                     r += g;
@@ -407,6 +432,8 @@ impl<'a> TxnMemory<'a> {
                             stride: 0,
                             row: w as u8,
                             count: w as u8,
+                            part: 0,
+                            weight: w as u8,
                         };
                         done = done.max(m.chunk(sm, op.store, &p, &mut eng, sink));
                         j += w;
@@ -427,12 +454,6 @@ impl Model<'_> {
     #[inline]
     fn slice_of(&self, line: u64) -> usize {
         self.select.slice(line) as usize
-    }
-
-    #[inline]
-    fn part_of_slice(&self, slice: usize) -> u32 {
-        // `slice * 2 / slices` for an even slice count.
-        (slice >= self.l2.slices as usize / 2) as u32
     }
 
     #[inline]
@@ -605,9 +626,12 @@ impl Model<'_> {
             return;
         }
         let p = e.pattern();
-        for i in 0..p.count {
-            self.stats.dram_writes += 1;
-            self.dram(t, p.line(i), true, sink);
+        let half = self.l2.slices as usize / 2;
+        for line in PatternLines::new(&p) {
+            if (self.slice_of(line) >= half) as u8 == p.part {
+                self.stats.dram_writes += 1;
+                self.dram(t, line, true, sink);
+            }
         }
     }
 
@@ -682,41 +706,96 @@ impl Model<'_> {
         }
     }
 
-    /// Times chunk `p` of an operation of SM `sm`; returns its last line's
-    /// return cycle.
+    /// Times run `q` of an operation of SM `sm` (up to `chunk_lines`
+    /// lines, emitted together once they all fit in flight); returns its
+    /// last line's return cycle. Its lines in each L2 partition form one
+    /// chunk.
     fn chunk(
         &mut self,
         sm: usize,
         store: bool,
-        p: &Pattern,
+        q: &Pattern,
         eng: &mut Engine,
+        sink: &mut impl TxnSink,
+    ) -> u64 {
+        let n = q.count.max(1);
+        self.stats.requests += n as u64;
+        if store {
+            self.stats.writes += n as u64;
+        }
+        let e0 = self.emit_chunk(sm, eng, n);
+        let mut run = Run::default();
+        let half = self.l2.slices as usize / 2;
+        for (i, line) in PatternLines::new(q).enumerate() {
+            let e = if i == 0 { e0 } else { self.emit_next(eng) };
+            let s = self.slice_of(line);
+            let part = (s >= half) as usize;
+            run.line[i] = line;
+            run.slice[i] = s as u16;
+            run.emit[i] = e;
+            if run.count[part] == 0 {
+                run.home[part] = s as u16;
+            }
+            run.count[part] += 1;
+        }
+        let near = ((sm as u32 * 2) / self.sms.max(1) as u32) as usize;
+        let mut last = 0u64;
+        for part in [near, 1 - near] {
+            if run.count[part] == 0 {
+                continue;
+            }
+            let p = Pattern {
+                part: part as u8,
+                weight: run.count[part],
+                ..*q
+            };
+            let r = self.part_chunk(sm, store, &p, part != near, &run, n, sink);
+            last = last.max(r);
+        }
+        // The run's places in flight free when its last line is back.
+        self.returns(sm, eng, last, n);
+        last
+    }
+
+    /// Times chunk `p`, the lines of `run` in partition `p.part`, read or
+    /// written by SM `sm`, `far` from it or not; returns its last line's
+    /// return cycle.
+    #[allow(clippy::too_many_arguments)]
+    fn part_chunk(
+        &mut self,
+        sm: usize,
+        store: bool,
+        p: &Pattern,
+        far: bool,
+        run: &Run,
+        n: u8,
         sink: &mut impl TxnSink,
     ) -> u64 {
         let xbar = self.l2.xbar_latency as u64;
         let far_lat = self.l2.far_latency as u64;
         let hit_lat = self.l2.hit_latency as u64;
         let interval = self.l2.slice_interval;
-        let home = self.slice_of(p.first);
-        let near = (sm as u32 * 2) / self.sms.max(1) as u32;
-        let far = self.part_of_slice(home) != near;
+        let part = p.part as usize;
+        let home = run.home[part] as usize;
         let probe = far && !store && self.l2.proxy.enabled;
-        let n = p.count.max(1);
-        self.stats.requests += n as u64;
-        let e0 = self.emit_chunk(sm, eng, n);
         let notes = sink.wants_notes();
         let back = xbar + if far { far_lat } else { 0 };
+        let w = p.weight as u64;
+        let half = self.l2.slices as usize / 2;
+        let mine = |i: usize| (run.slice[i] as usize >= half) as usize == part;
+        let e0 = (0..n as usize)
+            .find(|&i| mine(i))
+            .map_or(0, |i| run.emit[i]);
         let coal_slot = (sm / 2) * self.coal_n + (p.key() as usize & (self.coal_n - 1));
         // What the chunk meets, decided at its first line.
         let outcome = if store {
-            self.stats.writes += n as u64;
             Outcome::Store
         } else {
             let c = &self.coal[coal_slot];
             if self.l2.coalescer && c.pat == *p && c.first_back > e0 {
                 Outcome::Coalesced(c.last_back)
             } else if probe {
-                let mirror = self.mirror(home);
-                match self.chunks.find(mirror, p) {
+                match self.chunks.find(self.mirror(home), p) {
                     Some(i) => {
                         self.chunks.touch(i);
                         Outcome::Shadow(self.chunks.entry(i).ready)
@@ -728,81 +807,58 @@ impl Model<'_> {
             }
         };
         let (mut first_back, mut last_back) = (u64::MAX, 0u64);
-        let mut look = 0u64;
+        let mut look = u64::MAX;
         let mut ready_max = 0u64;
         match outcome {
             // The common cases, line loops without branches on the outcome.
             Outcome::Coalesced(at) => {
-                self.stats.coalesced += n as u64;
-                let mut e = e0;
-                for _ in 1..n {
-                    e = self.emit_next(eng);
-                }
-                let r = at.max(e);
-                self.returns(sm, eng, r, n);
-                return r;
+                self.stats.coalesced += w;
+                let e = (0..n as usize)
+                    .filter(|&i| mine(i))
+                    .map(|i| run.emit[i])
+                    .max();
+                return at.max(e.unwrap_or(0));
             }
             Outcome::Resident(ready) if !probe && !notes && ready <= e0 + back => {
                 // Every line finds the data ready: a plain hit.
-                self.stats.l2_requests += n as u64;
-                self.stats.l2_hits += n as u64;
+                self.stats.l2_requests += w;
+                self.stats.l2_hits += w;
                 if far {
-                    self.stats.far_reads += n as u64;
+                    self.stats.far_reads += w;
                 }
-                let mut e = e0;
-                for (i, line) in PatternLines::new(p).enumerate() {
-                    if i > 0 {
-                        e = self.emit_next(eng);
+                for i in 0..n as usize {
+                    if !mine(i) {
+                        continue;
                     }
-                    let t = self.ports.reserve(self.slice_of(line), e + back, interval);
-                    if i == 0 {
-                        look = t;
-                    }
+                    let t = self
+                        .ports
+                        .reserve(run.slice[i] as usize, run.emit[i] + back, interval);
+                    look = look.min(t);
                     let r = t + hit_lat + back;
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
             }
             Outcome::Shadow(ready) if !notes => {
-                self.stats.l2_requests += n as u64;
-                self.stats.shadow_hits += n as u64;
-                let mut e = e0;
-                for (i, line) in PatternLines::new(p).enumerate() {
-                    if i > 0 {
-                        e = self.emit_next(eng);
+                self.stats.l2_requests += w;
+                self.stats.shadow_hits += w;
+                for i in 0..n as usize {
+                    if !mine(i) {
+                        continue;
                     }
-                    let mirror = self.mirror(self.slice_of(line));
-                    let t = self.ports.reserve(mirror, e + xbar, interval);
+                    let mirror = self.mirror(run.slice[i] as usize);
+                    let t = self.ports.reserve(mirror, run.emit[i] + xbar, interval);
                     let r = t.max(ready) + hit_lat + xbar;
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
             }
-            Outcome::Resident(ready) if probe && !notes && ready <= e0 + xbar => {
-                // No shadow copy; the home copy is ready for every line.
-                self.stats.l2_requests += n as u64;
-                self.stats.l2_hits += n as u64;
-                self.stats.far_reads += n as u64;
-                let mut e = e0;
-                for (i, line) in PatternLines::new(p).enumerate() {
-                    if i > 0 {
-                        e = self.emit_next(eng);
-                    }
-                    let slice = self.slice_of(line);
-                    let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
-                    let t = self.ports.reserve(slice, tp + far_lat, interval);
-                    if i == 0 {
-                        look = t;
-                    }
-                    let r = t + hit_lat + back;
-                    first_back = first_back.min(r);
-                    last_back = last_back.max(r);
-                }
-            }
             _ => {
-                for (i, line) in PatternLines::new(p).enumerate() {
-                    let e = if i == 0 { e0 } else { self.emit_next(eng) };
-                    let slice = self.slice_of(line);
+                for i in 0..n as usize {
+                    if !mine(i) {
+                        continue;
+                    }
+                    let (line, slice, e) = (run.line[i], run.slice[i] as usize, run.emit[i]);
                     let r = if let Outcome::Shadow(ready) = outcome {
                         self.stats.l2_requests += 1;
                         self.stats.shadow_hits += 1;
@@ -819,9 +875,7 @@ impl Model<'_> {
                         } else {
                             self.ports.reserve(slice, e + back, interval)
                         };
-                        if i == 0 {
-                            look = t;
-                        }
+                        look = look.min(t);
                         self.line_at_home(
                             outcome,
                             line,
@@ -839,24 +893,22 @@ impl Model<'_> {
                 }
             }
         }
-        // The chunk's places in flight free when its last line is back.
-        self.returns(sm, eng, last_back, n);
         match outcome {
             Outcome::Store => match self.chunks.find(home, p) {
                 Some(i) => {
-                    self.stats.l2_hits += n as u64;
+                    self.stats.l2_hits += w;
                     self.chunks.touch(i);
                     self.chunks.mark_dirty(i);
                 }
                 None => {
-                    self.stats.l2_misses += n as u64;
+                    self.stats.l2_misses += w;
                     self.insert(look, home, p, HOME, true, look, sink);
                 }
             },
             Outcome::Miss => {
                 self.insert(look, home, p, HOME, false, ready_max, sink);
                 if far {
-                    self.stats.far_reads += n as u64;
+                    self.stats.far_reads += w;
                     self.maybe_shadow(look, home, p, ready_max, sink);
                 }
             }
