@@ -1,4 +1,7 @@
-//! Per-operation issue and landing cycles on both hierarchy models.
+//! Per-operation issue and landing cycles of a kernel on both hierarchy
+//! models, for comparing them (a calibration aid): `opprobe FILE [GPU]
+//! [N]` lists the first N operations; `WORST=1` lists the N slowest under
+//! the transaction-level model instead.
 use simfa_core::config::MemoryModel;
 use simfa_core::{Cycle, Event, GpuConfig, NoStream, Observer, Simulator};
 use std::collections::HashMap;
@@ -38,10 +41,31 @@ fn main() {
             s.memory
                 .map(|x| (x.dram_reads, x.l2_hits, x.coalesced, x.dram_row_hits))
         );
+        if let Some(x) = s.memory {
+            println!(
+                "  merged {} shadow hits {} MSHR stalls {}",
+                x.mshr_merged, x.shadow_hits, x.mshr_stalls
+            );
+        }
         res.push(o.0);
     }
     let mut ids: Vec<_> = res[0].keys().copied().collect();
     ids.sort();
+    if std::env::var_os("WORST").is_some() {
+        ids.sort_by_key(|id| {
+            std::cmp::Reverse(res[1].get(id).map_or(0, |b| b.1.saturating_sub(b.0)))
+        });
+    }
+    let (mut sa, mut sb) = (0u64, 0u64);
+    for id in &ids {
+        sa += res[0][id].1 - res[0][id].0;
+        sb += res[1].get(id).map_or(0, |b| b.1.saturating_sub(b.0));
+    }
+    println!(
+        "mean latency line {} txn {}",
+        sa / ids.len() as u64,
+        sb / ids.len() as u64
+    );
     for id in ids
         .iter()
         .take(args.get(2).and_then(|s| s.parse().ok()).unwrap_or(40))

@@ -57,15 +57,23 @@ struct Bank {
     next_pre: u64,
     /// Earliest first column command (tRCD after the ACT).
     next_col: u64,
+    /// Latest arrival clock handed over so far.
+    last_a: u64,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct Chan {
     ref_due: u64,
-    /// Last read column command plus tRTW: earliest write column.
-    wr_after: u64,
-    /// Last write data end plus tWTR_S: earliest read column.
-    rd_after: u64,
+    /// The latest refresh applied: no command from its due clock until
+    /// its REF's tRFC has passed.
+    win_start: u64,
+    win_end: u64,
+    /// Latest read column command handed over (a write starting less
+    /// than tRTW after it waits).
+    last_rd: u64,
+    /// Latest write column command handed over (a read starting less than
+    /// CWL + nBL + tWTR_S after it waits).
+    last_wr: u64,
 }
 
 /// Counters.
@@ -207,8 +215,10 @@ impl<'a> Hbm<'a> {
             c,
             Chan {
                 ref_due: 0,
-                wr_after: 0,
-                rd_after: 0,
+                win_start: 0,
+                win_end: 0,
+                last_rd: 0,
+                last_wr: 0,
             },
             what,
         )?;
@@ -220,6 +230,7 @@ impl<'a> Hbm<'a> {
             next_act: 0,
             next_pre: 0,
             next_col: 0,
+            last_a: 0,
         };
         Ok(Hbm {
             cfg: *cfg,
@@ -274,9 +285,11 @@ impl<'a> Hbm<'a> {
             }
             for b in banks.iter_mut() {
                 b.row = CLOSED;
-                b.next_act = b.next_act.max(refresh + p.rfc);
             }
-            self.chans[c].ref_due += p.refi;
+            let ch = &mut self.chans[c];
+            ch.win_start = due;
+            ch.win_end = refresh + p.rfc;
+            ch.ref_due += p.refi;
             self.stats.refreshes += 1;
         }
     }
@@ -295,10 +308,21 @@ impl<'a> Hbm<'a> {
         // at its own clock when that slot is free, else at the next free
         // slot's start.
         let al = p.rrds.max(p.faw.div_ceil(4)).max(1);
+        // A request handed over well after a later one of its bank (they
+        // come in issue order, not time order) finds the bank in that later
+        // request's state: it is served as a row conflict of its own time,
+        // leaving the bank's state alone (the ACT, bank-group and bus
+        // calendars still take it).
+        let past = a + p.rc < self.banks[bi].last_a;
         let (act, first) = loop {
             let b = self.banks[bi];
             let rcd = if write { p.rcdwr } else { p.rcdrd };
-            let plan = if b.row == row {
+            let plan = if past {
+                let t = a + p.rp;
+                let k = self.acts.first_free(c, t / al, 1);
+                let act = if k == t / al { t } else { k * al };
+                (Some(act), act + rcd)
+            } else if b.row == row {
                 (None, a.max(b.next_col))
             } else {
                 let mut t = a;
@@ -310,13 +334,32 @@ impl<'a> Hbm<'a> {
                 let act = if k == t / al { t } else { k * al };
                 (Some(act), act + rcd)
             };
+            // A refresh already applied (for a request handed over earlier
+            // but arriving later) stops the channel from its due clock to
+            // the end of tRFC: a request overlapping that window starts
+            // after it, on a closed bank.
+            let ch = self.chans[c];
+            let span = (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
+            let issue = plan.0.unwrap_or(plan.1);
+            let plan = if plan.1 + span >= ch.win_start && issue < ch.win_end {
+                let t = if past {
+                    ch.win_end
+                } else {
+                    ch.win_end.max(b.next_act)
+                };
+                let k = self.acts.first_free(c, t / al, 1);
+                let act = if k == t / al { t } else { k * al };
+                (Some(act), act + rcd)
+            } else {
+                plan
+            };
             // A due refresh stops every command of the channel: a request
             // whose column commands would not all issue before it waits
             // for it (its row, if it opened one, closed by the refresh's
             // PREA once tRAS allows) and then starts again.
-            let last = plan.1 + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
+            let last = plan.1 + span;
             let due = self.chans[c].ref_due;
-            if last >= due {
+            if last >= due && !past {
                 if let Some(act) = plan.0.filter(|&act| act < due) {
                     let b = &mut self.banks[bi];
                     b.row = row;
@@ -333,16 +376,23 @@ impl<'a> Hbm<'a> {
             break plan;
         };
         let b = &mut self.banks[bi];
-        match (b.row == row, act) {
+        match (b.row == row && !past, act) {
             (true, _) => self.stats.row_hits += 1,
             (false, _) if b.row == CLOSED => self.stats.row_misses += 1,
             _ => self.stats.row_conflicts += 1,
         }
-        let ch = &mut self.chans[c];
-        let (lat, after) = if write {
-            (p.cwl, ch.wr_after)
+        // Read/write turnaround, from the latest opposite command at or
+        // before this one's first.
+        let ch = &self.chans[c];
+        let (lat, other, gap) = if write {
+            (p.cwl, ch.last_rd, p.rtw)
         } else {
-            (p.cl, ch.rd_after)
+            (p.cl, ch.last_wr, p.wtrs)
+        };
+        let after = if first >= other && first < other + gap {
+            other + gap
+        } else {
+            first
         };
         // Column commands: the line's bursts fill its bank group's column
         // slots for `G = bursts * tCCD_L` clocks, and take `B = bursts *
@@ -368,23 +418,29 @@ impl<'a> Hbm<'a> {
         // A late bus holds the column commands back as long.
         let last = bus - lat + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
         let end = (last + lat + p.bl).max(bus + bl);
+        if write {
+            self.stats.writes += 1;
+        } else {
+            self.stats.reads += 1;
+        }
+        let ch = &mut self.chans[c];
+        if write {
+            ch.last_wr = ch.last_wr.max(last);
+        } else {
+            ch.last_rd = ch.last_rd.max(last);
+        }
+        if past {
+            return p.to_cycle(end + p.ctrl);
+        }
         let b = &mut self.banks[bi];
         b.row = row;
+        b.last_a = b.last_a.max(a);
         if let Some(act) = act {
             b.next_act = b.next_act.max(act + p.rc);
             b.next_pre = b.next_pre.max(act + p.ras);
             b.next_col = act + if write { p.rcdwr } else { p.rcdrd };
         }
-        let ch = &mut self.chans[c];
-        if write {
-            b.next_pre = b.next_pre.max(last + p.wr_pre);
-            ch.rd_after = ch.rd_after.max(last + p.wtrs);
-            self.stats.writes += 1;
-        } else {
-            b.next_pre = b.next_pre.max(last + p.rtp);
-            ch.wr_after = ch.wr_after.max(last + p.rtw);
-            self.stats.reads += 1;
-        }
+        b.next_pre = b.next_pre.max(last + if write { p.wr_pre } else { p.rtp });
         p.to_cycle(end + p.ctrl)
     }
 
@@ -615,6 +671,60 @@ mod experiment {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn shuffled_trace() {
+        let cfg = DramConfig::hbm3_h100();
+        let text = std::fs::read_to_string("/tmp/probe/f1.trace").unwrap();
+        let mut reqs = std::vec::Vec::new();
+        for l in text.lines() {
+            let f: std::vec::Vec<&str> = l.split(' ').collect();
+            let c: u64 = f[0].parse().unwrap();
+            let a = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap();
+            let line = a / 128;
+            reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
+        }
+        let (h, d) = compare(&cfg, &reqs);
+        std::println!("in order: hbm {h:.0} dram {d:.0}");
+        for w in [100u64, 500, 2000] {
+            // Hand over in a different order: sorted by cycle + a
+            // pseudo-random offset below w.
+            let mut x = 99u64;
+            let mut keyed: std::vec::Vec<(u64, usize)> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (r.0 + x % w, i)
+                })
+                .collect();
+            keyed.sort();
+            let mut l = Layout::new();
+            Hbm::layout(&cfg, &mut l).unwrap();
+            let mut buf = std::vec![0u8; l.bytes()];
+            let mut a = Arena::new(&mut buf);
+            let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+            let mut sum = 0u64;
+            let mut late = 0;
+            for &(_, i) in &keyed {
+                let (now, line, write) = reqs[i];
+                let dd = cfg.decode(line * 128);
+                let bank = dd.bank_group as usize * cfg.banks_per_group as usize + dd.bank as usize;
+                let c = hbm.access(now, dd.channel, bank, dd.row, write);
+                sum += c - now;
+                if c - now > 3000 {
+                    late += 1;
+                }
+            }
+            std::println!(
+                "shuffled within {w}: hbm {:.0}, {late} over 3000",
+                sum as f64 / reqs.len() as f64
+            );
         }
     }
 

@@ -17,7 +17,11 @@
 //! line-level model's placement, capacity and LRU order.
 //!
 //! An entry also keeps when its data is usable (`ready`: a fill still in
-//! flight makes a read wait for it, as an MSHR merge does), a dirty bit
+//! flight makes a read wait for it, as an MSHR merge does) and how long its
+//! fill took from the miss that caused it (`lat`, so `ready - lat` is when
+//! that miss reached the slice: a read arriving before that cannot use the
+//! fill, having come first, whatever the order the two were handed over
+//! in), a dirty bit
 //! (write-allocated by a store, written back when evicted) and its kind
 //! (home copy, or a shadow copy of the remote-copy proxy).
 
@@ -97,16 +101,32 @@ pub struct Entry {
     /// First cycle its data can be read.
     pub ready: u64,
     stamp: u32,
+    /// Cycles from the miss that filled it to `ready` (saturated).
+    pub lat: u16,
     /// Lines it holds (its weight in the set).
     pub weight: u8,
-    /// [`HOME`] or [`SHADOW`].
-    pub kind: u8,
-    /// Written since it was filled.
-    pub dirty: bool,
-    valid: bool,
+    /// Its kind ([`HOME`] or [`SHADOW`]) in bits 0..7, bit 7 set when it
+    /// was written since it was filled. (Whether a way holds an entry at
+    /// all is its fingerprint's business: 0 is an empty way.)
+    flags: u8,
 }
 
+const DIRTY: u8 = 0x80;
+
+// Four entries to a 128-byte host cache line pair.
+const _: () = assert!(core::mem::size_of::<Entry>() == 32);
+
 impl Entry {
+    /// [`HOME`] or [`SHADOW`].
+    pub const fn kind(&self) -> u8 {
+        self.flags & !DIRTY
+    }
+
+    /// Written since it was filled.
+    pub const fn dirty(&self) -> bool {
+        self.flags & DIRTY != 0
+    }
+
     /// Its pattern.
     pub const fn pattern(&self) -> Pattern {
         Pattern {
@@ -272,7 +292,7 @@ impl<'a> ChunkTable<'a> {
                 let i = base + w + m.trailing_zeros() as usize;
                 m &= m - 1;
                 let e = &self.entries[i];
-                if e.valid && e.first == p.first && e.shape == shape {
+                if e.first == p.first && e.shape == shape {
                     return Some(i);
                 }
             }
@@ -294,9 +314,19 @@ impl<'a> ChunkTable<'a> {
         self.entries[i].stamp = s;
     }
 
+    /// A new fill of entry `i`, usable from `ready`, `lat` after its miss:
+    /// kept when it is usable sooner.
+    pub fn refill(&mut self, i: usize, ready: u64, lat: u16) {
+        let e = &mut self.entries[i];
+        if ready < e.ready {
+            e.ready = ready;
+            e.lat = lat;
+        }
+    }
+
     /// Sets entry `i`'s dirty bit.
     pub fn mark_dirty(&mut self, i: usize) {
-        self.entries[i].dirty = true;
+        self.entries[i].flags |= DIRTY;
     }
 
     fn bump(&mut self, set: usize) -> u32 {
@@ -312,13 +342,15 @@ impl<'a> ChunkTable<'a> {
     #[cold]
     fn renumber(&mut self, set: usize) {
         let base = set * self.ways;
+        let fps = &self.fps[base..base + self.ways];
         let ways = &mut self.entries[base..base + self.ways];
         let mut floor = 0u32;
         let mut rank = 0u32;
         loop {
             let mut best: Option<usize> = None;
             for (w, e) in ways.iter().enumerate() {
-                if e.valid && e.stamp > floor && best.map_or(true, |b| e.stamp < ways[b].stamp) {
+                if fps[w] != 0 && e.stamp > floor && best.map_or(true, |b| e.stamp < ways[b].stamp)
+                {
                     best = Some(w);
                 }
             }
@@ -340,6 +372,7 @@ impl<'a> ChunkTable<'a> {
         kind: u8,
         dirty: bool,
         ready: u64,
+        lat: u16,
         mut evicted: impl FnMut(Entry),
     ) {
         let key = p.key();
@@ -362,10 +395,9 @@ impl<'a> ChunkTable<'a> {
                     shape: p.shape(),
                     ready,
                     stamp,
+                    lat,
                     weight: weight as u8,
-                    kind,
-                    dirty,
-                    valid: true,
+                    flags: kind & !DIRTY | if dirty { DIRTY } else { 0 },
                 };
                 self.fps[base + w] = fingerprint(key);
                 self.meta[set].used += weight;
@@ -380,7 +412,7 @@ impl<'a> ChunkTable<'a> {
                 let i = base + m.trailing_zeros() as usize;
                 m &= m - 1;
                 let e = &self.entries[i];
-                if e.valid && e.stamp <= oldest {
+                if e.stamp <= oldest {
                     oldest = e.stamp;
                     victim = Some(i);
                 }
@@ -391,7 +423,6 @@ impl<'a> ChunkTable<'a> {
                 return;
             };
             let e = self.entries[v];
-            self.entries[v].valid = false;
             self.fps[v] = 0;
             self.meta[set].used = self.meta[set].used.saturating_sub(e.weight as u16);
             self.occ[slice] = self.occ[slice].saturating_sub(e.weight as u32);
@@ -427,10 +458,11 @@ impl<'a> ChunkTable<'a> {
             let mut used = 0u32;
             for w in 0..self.ways {
                 let e = &self.entries[base + w];
-                if e.valid != (self.fps[base + w] != 0) || (e.valid && e.weight == 0) {
+                let valid = self.fps[base + w] != 0;
+                if valid && e.weight == 0 {
                     return Err(corrupt);
                 }
-                if e.valid {
+                if valid {
                     used += e.weight as u32;
                 }
             }
@@ -507,20 +539,20 @@ mod tests {
             weight: 4,
         };
         let mut out = Vec::new();
-        t.insert(0, &big(0), HOME, true, 5, |e| out.push(e));
-        t.insert(0, &big(100), HOME, false, 5, |e| out.push(e));
+        t.insert(0, &big(0), HOME, true, 5, 0, |e| out.push(e));
+        t.insert(0, &big(100), HOME, false, 5, 0, |e| out.push(e));
         assert!(out.is_empty());
         assert_eq!(t.occupancy(0), 8);
         t.touch(t.find(0, &big(0)).unwrap());
         // A third chunk of 4 evicts the least recently used one (100).
-        t.insert(0, &big(200), HOME, false, 9, |e| out.push(e));
+        t.insert(0, &big(200), HOME, false, 9, 0, |e| out.push(e));
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].pattern(), big(100));
         assert!(t.find(0, &big(100)).is_none());
         let i = t.find(0, &big(0)).unwrap();
-        assert!(t.entry(i).dirty);
+        assert!(t.entry(i).dirty());
         // A single line needs one more way's weight: evicts the LRU (0).
-        t.insert(0, &single(7), HOME, false, 1, |e| out.push(e));
+        t.insert(0, &single(7), HOME, false, 1, 0, |e| out.push(e));
         assert_eq!(out.len(), 2);
         assert_eq!(out[1].pattern(), big(0));
     }
@@ -552,9 +584,9 @@ mod tests {
                     None => {
                         prop_assert!(!tags.touch(key));
                         let mut ev = None;
-                        t.insert(0, &p, HOME, dirty, 0, |e| ev = Some(e));
+                        t.insert(0, &p, HOME, dirty, 0, 0, |e| ev = Some(e));
                         let want = tags.insert(key, dirty, HOME);
-                        prop_assert_eq!(ev.map(|e| (crate::mem::system::line_key(e.first), e.dirty)),
+                        prop_assert_eq!(ev.map(|e| (crate::mem::system::line_key(e.first), e.dirty())),
                             want.map(|e| (e.line, e.dirty)));
                     }
                 }

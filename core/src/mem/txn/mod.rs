@@ -38,7 +38,7 @@
 //!    one whose fill is still in flight makes the read wait for the fill
 //!    (an MSHR merge); a missing chunk is filled from HBM line by line,
 //!    each miss holding one of its slice's `mshrs` MSHRs (taken in order:
-//!    a miss waits for the oldest when all are busy) until its fill is
+//!    a miss waits for the oldest when it is still busy) until its fill is
 //!    usable `fill_latency` after the data returns. Stores allocate their
 //!    chunk dirty; evicted dirty chunks are written back. Far hits and
 //!    fills make shadow copies under the proxy's threshold and
@@ -161,6 +161,8 @@ struct Engine {
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct Coal {
     pat: Pattern,
+    /// When its first line left the engine.
+    first_emit: u64,
     /// Earliest and latest return of its lines.
     first_back: u64,
     last_back: u64,
@@ -200,8 +202,26 @@ enum Outcome {
     Resident(u64),
     /// Not resident: filled from HBM.
     Miss,
+    /// Resident at home by a fill whose miss arrived after this read (it
+    /// was handed over first, but this read came first): the read is the
+    /// miss that fill answers, its data back `.1` cycles after it reaches
+    /// the slice, and entry `.0` becomes usable that much sooner.
+    Refill(usize, u64),
     /// A store.
     Store,
+}
+
+/// When the miss behind an entry usable from `ready`, `lat` after it,
+/// reached its slice.
+#[inline]
+const fn since(e: &l2::Entry) -> u64 {
+    e.ready.saturating_sub(e.lat as u64)
+}
+
+/// A fill latency as an entry keeps it.
+#[inline]
+fn lat16(ready: u64, from: u64) -> u16 {
+    ready.saturating_sub(from).min(u16::MAX as u64) as u16
 }
 
 /// The transaction-level memory behind every SM's TMA engine; see the
@@ -227,7 +247,9 @@ struct Model<'a> {
     /// Per SM, one bit per non-zero count.
     flight_nz: &'a mut [u64],
     ports: Calendars<'a>,
-    mshr: &'a mut [u64],
+    /// Per slice, its MSHRs in the order they are taken: when each was
+    /// taken and when it frees.
+    mshr: &'a mut [[u64; 2]],
     mshr_next: &'a mut [u64],
     coal: &'a mut [Coal],
     coal_n: usize,
@@ -277,7 +299,7 @@ impl<'a> TxnMemory<'a> {
         l.add::<u16>(z.flight)?;
         l.add::<u64>(z.flight_nz)?;
         Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
-        l.add::<u64>(z.mshrs)?;
+        l.add::<[u64; 2]>(z.mshrs)?;
         l.add::<u64>(l2.slices as usize)?;
         l.add::<Coal>(z.coal)?;
         ChunkTable::layout(l2.slices as usize, l2.sets as usize, l2.ways as usize, l)?;
@@ -303,7 +325,7 @@ impl<'a> TxnMemory<'a> {
         let flight = a.alloc(z.flight, 0u16, what)?;
         let flight_nz = a.alloc(z.flight_nz, 0u64, what)?;
         let ports = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
-        let mshr = a.alloc(z.mshrs, 0u64, what)?;
+        let mshr = a.alloc(z.mshrs, [0u64; 2], what)?;
         let mshr_next = a.alloc(l2.slices as usize, 0u64, what)?;
         let coal = a.alloc(z.coal, Coal::default(), what)?;
         let chunks = ChunkTable::new_in(a, l2.slices as usize, l2.sets as usize, l2.ways as usize)?;
@@ -604,11 +626,18 @@ impl Model<'_> {
         let k = self.mshr_next[slice];
         self.mshr_next[slice] = k.wrapping_add(1);
         let i = slice * n + (k % n as u64) as usize;
-        let free = self.mshr[i];
-        if free > t {
+        // The oldest MSHR is busy at `t` if it was taken at or before `t`
+        // (one taken later, by a miss handed over earlier but arriving
+        // later, does not hold this one up).
+        let [taken, free] = self.mshr[i];
+        let go = if taken <= t && free > t {
             self.stats.mshr_stalls += 1;
-        }
-        (t.max(free), i)
+            free
+        } else {
+            t
+        };
+        self.mshr[i][0] = go;
+        (go, i)
     }
 
     /// One DRAM access of line `line` at `t`; returns its completion.
@@ -622,7 +651,7 @@ impl Model<'_> {
 
     /// Writes back evicted chunk `e` at `t` if it is a dirty home copy.
     fn evicted(&mut self, t: u64, e: l2::Entry, sink: &mut impl TxnSink) {
-        if !e.dirty || e.kind != HOME {
+        if !e.dirty() || e.kind() != HOME {
             return;
         }
         let p = e.pattern();
@@ -644,10 +673,11 @@ impl Model<'_> {
         kind: u8,
         dirty: bool,
         ready: u64,
+        lat: u16,
         sink: &mut impl TxnSink,
     ) {
         let mut out: heapless::Vec<l2::Entry, 64> = heapless::Vec::new();
-        self.chunks.insert(slice, p, kind, dirty, ready, |e| {
+        self.chunks.insert(slice, p, kind, dirty, ready, lat, |e| {
             let _ = out.push(e);
         });
         for e in out {
@@ -663,6 +693,7 @@ impl Model<'_> {
         home: usize,
         p: &Pattern,
         ready: u64,
+        lat: u16,
         sink: &mut impl TxnSink,
     ) {
         let px = self.l2.proxy;
@@ -681,7 +712,7 @@ impl Model<'_> {
             return;
         }
         self.stats.shadow_inserts += 1;
-        self.insert(t, mirror, p, SHADOW, false, ready, sink);
+        self.insert(t, mirror, p, SHADOW, false, ready, lat, sink);
     }
 
     #[inline]
@@ -724,6 +755,7 @@ impl Model<'_> {
             self.stats.writes += n as u64;
         }
         let e0 = self.emit_chunk(sm, eng, n);
+
         let mut run = Run::default();
         let half = self.l2.slices as usize / 2;
         for (i, line) in PatternLines::new(q).enumerate() {
@@ -792,18 +824,20 @@ impl Model<'_> {
             Outcome::Store
         } else {
             let c = &self.coal[coal_slot];
-            if self.l2.coalescer && c.pat == *p && c.first_back > e0 {
+            if self.l2.coalescer && c.pat == *p && c.first_emit <= e0 && c.first_back > e0 {
                 Outcome::Coalesced(c.last_back)
             } else if probe {
+                // A shadow copy made by a fill that came after this read
+                // does not exist for it yet.
                 match self.chunks.find(self.mirror(home), p) {
-                    Some(i) => {
+                    Some(i) if since(self.chunks.entry(i)) <= e0 + xbar => {
                         self.chunks.touch(i);
                         Outcome::Shadow(self.chunks.entry(i).ready)
                     }
-                    None => self.lookup(home, p),
+                    _ => self.lookup(home, p, e0 + xbar + far_lat),
                 }
             } else {
-                self.lookup(home, p)
+                self.lookup(home, p, e0 + back)
             }
         };
         let (mut first_back, mut last_back) = (u64::MAX, 0u64);
@@ -902,24 +936,33 @@ impl Model<'_> {
                 }
                 None => {
                     self.stats.l2_misses += w;
-                    self.insert(look, home, p, HOME, true, look, sink);
+                    self.insert(look, home, p, HOME, true, look, 0, sink);
                 }
             },
             Outcome::Miss => {
-                self.insert(look, home, p, HOME, false, ready_max, sink);
+                let lat = lat16(ready_max, look);
+                self.insert(look, home, p, HOME, false, ready_max, lat, sink);
                 if far {
                     self.stats.far_reads += w;
-                    self.maybe_shadow(look, home, p, ready_max, sink);
+                    self.maybe_shadow(look, home, p, ready_max, lat, sink);
+                }
+            }
+            Outcome::Refill(i, lat) => {
+                self.chunks.refill(i, ready_max, lat as u16);
+                if far {
+                    self.stats.far_reads += w;
+                    self.maybe_shadow(look, home, p, ready_max, lat as u16, sink);
                 }
             }
             Outcome::Resident(ready) if far => {
-                self.maybe_shadow(look, home, p, ready.max(look), sink)
+                self.maybe_shadow(look, home, p, ready.max(look), 0, sink)
             }
             _ => {}
         }
         if !store {
             self.coal[coal_slot] = Coal {
                 pat: *p,
+                first_emit: e0,
                 first_back,
                 last_back,
             };
@@ -973,13 +1016,34 @@ impl Model<'_> {
                 self.note_served(sink, line, slice, false, ready, ready);
                 ready + back
             }
+            Outcome::Refill(_, lat) => {
+                // The fill this read leads: no second DRAM read.
+                self.stats.l2_misses += 1;
+                self.stats.mshr_merged += 1;
+                let fill = t + lat;
+                *ready_max = (*ready_max).max(fill);
+                if notes {
+                    let addr = line << self.shift;
+                    let c = fill.saturating_sub(self.l2.fill_latency as u64);
+                    sink.note(c, Event::DramDone { addr });
+                    let ev = Event::LineFill {
+                        addr,
+                        slice: slice as u16,
+                        ready: fill,
+                        write: false,
+                    };
+                    sink.note(c, ev);
+                }
+                self.note_served(sink, line, slice, false, fill, fill);
+                fill + back
+            }
             _ => {
                 self.stats.l2_misses += 1;
                 self.stats.dram_reads += 1;
                 let (go, mi) = self.mshr_take(slice, t);
                 let c = self.dram(go, line, false, sink);
                 let fill = c + self.l2.fill_latency as u64;
-                self.mshr[mi] = fill;
+                self.mshr[mi][1] = fill;
                 *ready_max = (*ready_max).max(fill);
                 if notes {
                     let addr = line << self.shift;
@@ -998,12 +1062,17 @@ impl Model<'_> {
         }
     }
 
-    /// Looks chunk `p` up in its home slice.
-    fn lookup(&mut self, home: usize, p: &Pattern) -> Outcome {
+    /// Looks chunk `p` up in its home slice for a read arriving about `t`.
+    fn lookup(&mut self, home: usize, p: &Pattern, t: u64) -> Outcome {
         match self.chunks.find(home, p) {
             Some(i) => {
                 self.chunks.touch(i);
-                Outcome::Resident(self.chunks.entry(i).ready)
+                let e = self.chunks.entry(i);
+                if since(e) <= t {
+                    Outcome::Resident(e.ready)
+                } else {
+                    Outcome::Refill(i, e.lat as u64)
+                }
             }
             None => Outcome::Miss,
         }
