@@ -626,6 +626,23 @@ mod experiment {
 
     #[test]
     #[ignore]
+    fn trace_bw() {
+        let cfg = DramConfig::hbm2e_h800_pcie();
+        let text = std::fs::read_to_string("/tmp/probe/bw16.trace").unwrap();
+        let mut reqs = std::vec::Vec::new();
+        for l in text.lines() {
+            let f: std::vec::Vec<&str> = l.split(' ').collect();
+            let c: u64 = f[0].parse().unwrap();
+            let a = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap();
+            let line = a / 128;
+            reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
+        }
+        let (h, d, hd, dd) = compare_all(&cfg, &reqs);
+        std::println!("bw trace: hbm {h:.0} dram {d:.0}; last hbm {} dram {}", hd.iter().max().unwrap(), dd.iter().max().unwrap());
+    }
+
+    #[test]
+    #[ignore]
     fn trace_groups() {
         let cfg = DramConfig::hbm3_h100();
         let text = std::fs::read_to_string("/tmp/probe/g1.trace").unwrap();

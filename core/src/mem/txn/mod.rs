@@ -781,11 +781,9 @@ impl Model<'_> {
                 weight: run.count[part],
                 ..*q
             };
-            let r = self.part_chunk(sm, store, &p, part != near, &run, n, sink);
+            let r = self.part_chunk(sm, store, &p, part != near, &run, n, eng, sink);
             last = last.max(r);
         }
-        // The run's places in flight free when its last line is back.
-        self.returns(sm, eng, last, n);
         last
     }
 
@@ -801,6 +799,7 @@ impl Model<'_> {
         far: bool,
         run: &Run,
         n: u8,
+        eng: &mut Engine,
         sink: &mut impl TxnSink,
     ) -> u64 {
         let xbar = self.l2.xbar_latency as u64;
@@ -851,7 +850,9 @@ impl Model<'_> {
                     .filter(|&i| mine(i))
                     .map(|i| run.emit[i])
                     .max();
-                return at.max(e.unwrap_or(0));
+                let r = at.max(e.unwrap_or(0));
+                self.returns(sm, eng, r, p.weight);
+                return r;
             }
             Outcome::Resident(ready) if !probe && !notes && ready <= e0 + back => {
                 // Every line finds the data ready: a plain hit.
@@ -872,6 +873,9 @@ impl Model<'_> {
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
+                // Hits come back within a few cycles of each other: their
+                // places in flight free with the last.
+                self.returns(sm, eng, last_back, p.weight);
             }
             Outcome::Shadow(ready) if !notes => {
                 self.stats.l2_requests += w;
@@ -886,6 +890,7 @@ impl Model<'_> {
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
+                self.returns(sm, eng, last_back, p.weight);
             }
             _ => {
                 for i in 0..n as usize {
@@ -924,6 +929,8 @@ impl Model<'_> {
                     };
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
+                    // Misses spread out: each line frees its place itself.
+                    self.returns(sm, eng, r, 1);
                 }
             }
         }
