@@ -24,6 +24,7 @@ mod bench_cmd;
 mod calibrate_cmd;
 mod fa3_cmd;
 mod progress;
+mod validate_cmd;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -44,6 +45,7 @@ use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use fa3_cmd::Fa3Shape;
 use progress::Progress;
+use validate_cmd::ValidateArgs;
 
 /// Cycle-level simulator for Hopper TMA/WGMMA kernels.
 #[derive(Debug, Parser)]
@@ -101,11 +103,16 @@ enum Cmd {
     },
     /// List the built-in GPU presets.
     Presets,
-    /// Compare simulated microbenchmarks with published measurements.
+    /// Compare simulated microbenchmarks with published measurements, and
+    /// fit the model's parameters on them.
     Calibrate {
         #[command(subcommand)]
         what: CalibrateCmd,
     },
+    /// Run every published dataset the project ships against the presets:
+    /// points, MAPE, worst point, in-sample or held out. Takes tens of
+    /// minutes (--only picks datasets).
+    Validate(ValidateArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,13 +148,16 @@ enum GenCmd {
 /// The GEMM problem shape and kernel parameters.
 #[derive(Debug, Args)]
 struct Shape {
-    /// Rows of A and C (a multiple of --block-m).
+    /// Rows of A and C (any; TMA clips the last row block; a whole number
+    /// of row blocks with --persistent).
     #[arg(long, default_value_t = 4096)]
     m: u32,
-    /// Columns of B and C (a multiple of --block-n).
+    /// Columns of B and C (a multiple of 8: whole 16-byte rows for TMA;
+    /// the last column block is clipped).
     #[arg(long, default_value_t = 4096)]
     n: u32,
-    /// The reduction dimension (a multiple of --block-k).
+    /// The reduction dimension (a multiple of 8; the last K block is
+    /// clipped).
     #[arg(long, default_value_t = 4096)]
     k: u32,
     /// Tile rows (a multiple of 64 up to 256).
@@ -260,6 +270,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::TmaBw(g),
         } => g.run(),
         Cmd::Calibrate { what } => what.run(),
+        Cmd::Validate(v) => v.run(),
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;

@@ -10,7 +10,9 @@
 //! (a two-SM GPU, a small L2 and two HBM channels) so that they run in the
 //! RAM of a microcontroller, yet they touch every engine: TMA tensor loads
 //! and clipped stores, bulk copies, mbarrier transaction counts and
-//! phases, ring stages, named barriers, WGMMA groups, grouped CTA order,
+//! phases, ring stages, named barriers, WGMMA groups in both operand
+//! modes, `compute` on the shared SIMT units beside the tensor pipe,
+//! grouped CTA order,
 //! the fixed port and the whole memory hierarchy with its seeded proxy.
 //!
 //! The kernel is filled in place (it is about 47 KB) so that a caller
@@ -18,7 +20,7 @@
 
 use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
-use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode};
+use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode, Work};
 use crate::kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 
 /// Number of samples: two kernels, each on the fixed port and on the
@@ -358,7 +360,7 @@ fn tiles(k: &mut Kernel) -> Option<()> {
         &[
             Instr::LoopBegin {
                 count: three,
-                end: b + 10,
+                end: b + 12,
             },
             Instr::MbarExpectTx { bar, bytes: 256 },
             Instr::BulkLoad {
@@ -372,6 +374,10 @@ fn tiles(k: &mut Kernel) -> Option<()> {
                 n: 128,
                 mode: WgmmaMode::Ss,
             },
+            Instr::Wgmma {
+                n: 16,
+                mode: WgmmaMode::Rs,
+            },
             Instr::WgmmaCommit,
             Instr::TmaStore {
                 map: 0,
@@ -382,6 +388,14 @@ fn tiles(k: &mut Kernel) -> Option<()> {
                 threads: 256,
             },
             Instr::Bubble { cycles: 7 },
+            Instr::Compute {
+                work: Work {
+                    fp32: 640,
+                    mufu: 96,
+                    fp16: 0,
+                    int: 64,
+                },
+            },
             Instr::LoopEnd { begin: b },
             Instr::WgmmaWait { n: 0 },
             Instr::StoreWait { n: 0 },

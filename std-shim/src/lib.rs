@@ -9,8 +9,11 @@
 
 pub mod asm;
 pub mod calibrate;
+pub mod calibrate_sm;
 pub mod check;
 pub mod config;
+pub mod data;
+pub mod experiments;
 pub mod gantt;
 mod gantt_svg;
 pub mod gen;
@@ -19,3 +22,4 @@ pub mod report;
 pub mod run;
 pub mod svg;
 pub mod trace;
+pub mod validate;
