@@ -98,13 +98,21 @@ mod tests {
 
     #[test]
     fn the_chain_measures_the_wgmma_law() {
-        let cfg = GpuConfig::h800_pcie();
+        let mut cfg = GpuConfig::h800_pcie();
+        cfg.tensor_sustained_mhz = 0;
         let f = wgmma_figures(&cfg, 256, WgmmaMode::Ss).unwrap();
         assert_eq!(f.latency, 128.0);
         // No power limit: 114 SMs x 4096 FLOP/cycle at 1755 MHz, less the
         // few cycles around the chain.
         let peak = 114.0 * 4096.0 * 1755e6 / 1e12;
         assert!(f.tflops < peak && f.tflops > 0.99 * peak, "{}", f.tflops);
+        assert_eq!(f.clock_mhz, 1755);
+        // With the limit, the clock falls to about the sustained one (the
+        // pipe is busy all but the chain's last few cycles).
+        cfg.tensor_sustained_mhz = 1400;
+        let g = wgmma_figures(&cfg, 256, WgmmaMode::Ss).unwrap();
+        assert!((1400..1405).contains(&g.clock_mhz), "{}", g.clock_mhz);
+        assert!((g.tflops / f.tflops - g.clock_mhz as f64 / 1755.0).abs() < 1e-9);
         assert_eq!(wgmma_figures(&cfg, 8, WgmmaMode::Rs).unwrap().latency, 13.0);
         assert!(wgmma_chain(114, 12, WgmmaMode::Ss).is_err());
     }
