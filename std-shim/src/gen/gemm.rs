@@ -782,7 +782,14 @@ fn emit_store(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenE
     Ok(())
 }
 
-fn push_role(k: &mut Kernel, nm: &str, count: u32, regs: u32, start: u16) -> Result<(), GenError> {
+/// Declares the role `nm` whose program is the code from `start` to the end.
+pub(super) fn push_role(
+    k: &mut Kernel,
+    nm: &str,
+    count: u32,
+    regs: u32,
+    start: u16,
+) -> Result<(), GenError> {
     k.roles
         .push(Role {
             name: name(nm),

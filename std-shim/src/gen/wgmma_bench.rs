@@ -15,9 +15,9 @@
 //! whole GPU's FLOPs over the run's time at the clock the power limit
 //! sustains (`simfa_core::power`).
 
-use simfa_core::{GpuConfig, Instr, Kernel, Role, WgmmaMode};
+use simfa_core::{GpuConfig, Instr, Kernel, WgmmaMode};
 
-use super::gemm::{code, expr, name};
+use super::gemm::{code, expr, name, push_role};
 use super::{BenchError, GenError};
 use crate::run::simulate;
 
@@ -45,16 +45,7 @@ pub fn wgmma_chain(sms: u16, n: u16, mode: WgmmaMode) -> Result<Kernel, GenError
     code(&mut k, Instr::WgmmaCommit)?;
     code(&mut k, Instr::WgmmaWait { n: 0 })?;
     code(&mut k, Instr::Exit)?;
-    k.roles
-        .push(Role {
-            name: name("chain"),
-            count: 1,
-            regs: 168,
-            start: 0,
-            len: k.code.len() as u16,
-            stream: false,
-        })
-        .map_err(|_| GenError::Capacity("role table"))?;
+    push_role(&mut k, "chain", 1, 168, 0)?;
     k.validate().map_err(GenError::Invalid)?;
     Ok(k)
 }
