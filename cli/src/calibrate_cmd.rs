@@ -1,5 +1,5 @@
 //! The microbenchmark generators (`simfa gen pchase`, `simfa gen tma-bw`)
-//! and the calibration commands (`simfa calibrate pchase|tma-bw`).
+//! and the calibration commands (`simfa calibrate pchase|tma-bw|sm`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -8,8 +8,10 @@ use std::sync::Mutex;
 use clap::{Args, Subcommand, ValueEnum};
 use simfa_core::GpuConfig;
 use simfa_std::calibrate::{
-    calibrate_pchase, calibrate_tma_bw, read_pchase_csv, CalibError, PchaseOptions, TmaBwOptions,
+    calibrate_pchase, calibrate_tma_bw, pchase_rows, read_pchase_csv, CalibError, PchaseOptions,
+    TmaBwOptions,
 };
+use simfa_std::calibrate_sm::{calibrate_sm, SmOptions};
 use simfa_std::config::{load_config, preset};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
 use simfa_std::gen::tmabw::DEFAULT_TOTAL_BYTES;
@@ -97,6 +99,10 @@ pub struct CalGpuArgs {
     /// TOML configuration file: `preset = "..."` plus field overrides.
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
+    /// Memory model, over the preset's or file's: transaction (default),
+    /// line (the line-level reference) or fixed.
+    #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
+    memory: Option<simfa_core::config::MemoryModel>,
 }
 
 impl CalGpuArgs {
@@ -105,6 +111,7 @@ impl CalGpuArgs {
             (Some(path), _) => load_config(path).map_err(Failure::input),
             (None, name) => preset(name.as_deref().unwrap_or("h800-pcie")).map_err(Failure::input),
         }
+        .map(|c| crate::with_memory(c, self.memory))
     }
 }
 
@@ -114,8 +121,8 @@ pub enum CalibrateCmd {
     /// The TMA pointer-chase latency curve against a CSV of measurements
     /// (columns working_set_kb, regular_cycles, tma_cycles).
     Pchase {
-        /// The data, e.g. ../shared/reference/h800pcie_pointer_chase.csv.
-        csv: PathBuf,
+        /// The data (default: the shipped data/h800pcie_pointer_chase.csv).
+        csv: Option<PathBuf>,
         #[command(flatten)]
         gpu: CalGpuArgs,
         /// Print one JSON object on stdout.
@@ -150,6 +157,27 @@ pub enum CalibrateCmd {
         /// Move 16 MiB per cell: a smoke test.
         #[arg(long)]
         quick: bool,
+    },
+    /// Fit the SM compute model on the shipped data: the power-limited
+    /// clock of each GPU (tensor_sustained_mhz, on the clock, WGMMA and
+    /// GEMM data) and the tensor/SIMT register-file share (units.rf_share,
+    /// on the H100 FA3 ablation). Prints every fit with its residuals and
+    /// leave-one-out errors, and the values for the presets. Takes tens of
+    /// minutes.
+    Sm {
+        /// Print one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Batch of the FA3 ablation runs (the measured shape's is 4).
+        #[arg(long, value_name = "B", default_value_t = 1,
+              value_parser = clap::value_parser!(u32).range(1..=4096))]
+        fa3_batch: u32,
+        /// Fit only units.rf_share (the presets' clocks as they are).
+        #[arg(long)]
+        skip_clocks: bool,
+        /// Exit 1 unless the presets hold the fitted values.
+        #[arg(long)]
+        check: bool,
     },
 }
 
@@ -341,7 +369,11 @@ impl CalibrateCmd {
                 quick,
             } => {
                 let cfg = gpu.resolve()?;
-                let rows = read_pchase_csv(&csv).map_err(calib_failure)?;
+                let rows = match csv {
+                    Some(path) => read_pchase_csv(&path),
+                    None => pchase_rows(),
+                }
+                .map_err(calib_failure)?;
                 let mut opts = if quick {
                     PchaseOptions::quick()
                 } else {
@@ -392,6 +424,40 @@ impl CalibrateCmd {
                 } else {
                     out(&c.to_text())
                 }
+            }
+            CalibrateCmd::Sm {
+                json,
+                fa3_batch,
+                skip_clocks,
+                check,
+            } => {
+                let opts = SmOptions {
+                    fa3_batch: Some(fa3_batch),
+                    skip_clocks,
+                };
+                let counter = Counter::new(!json, "simulations of the fit under way");
+                let result = calibrate_sm(&opts, &|d, t| counter.update(d, t));
+                counter.finish();
+                let c = result.map_err(calib_failure)?;
+                if json {
+                    out(&format!("{}\n", c.to_json_pretty()))?;
+                } else {
+                    out(&c.to_text())?;
+                }
+                let diff = c.differences();
+                if check && !diff.is_empty() {
+                    let lines: Vec<String> = diff
+                        .iter()
+                        .map(|(g, k, have, want)| {
+                            format!("{g}: {k} is {have}, the fit gives {want}")
+                        })
+                        .collect();
+                    return Err(Failure::Sim(format!(
+                        "the presets differ from the fit:\n  {}",
+                        lines.join("\n  ")
+                    )));
+                }
+                Ok(())
             }
         }
     }

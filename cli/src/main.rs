@@ -20,16 +20,19 @@
 //! progress display is drawn on stderr if it is a terminal (not with
 //! `--json`).
 
+mod agreement_cmd;
 mod bench_cmd;
 mod calibrate_cmd;
 mod fa3_cmd;
 mod progress;
+mod validate_cmd;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use simfa_core::config::MemoryModel;
 use simfa_core::{GpuConfig, Kernel, PRESETS};
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
@@ -40,10 +43,12 @@ use simfa_std::report::Report;
 use simfa_std::run::{simulate_with_snapshots, RunError, Snapshots};
 use simfa_std::trace::{DramTrace, TraceFormat};
 
+use agreement_cmd::AgreementArgs;
 use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use fa3_cmd::Fa3Shape;
 use progress::Progress;
+use validate_cmd::ValidateArgs;
 
 /// Cycle-level simulator for Hopper TMA/WGMMA kernels.
 #[derive(Debug, Parser)]
@@ -101,11 +106,20 @@ enum Cmd {
     },
     /// List the built-in GPU presets.
     Presets,
-    /// Compare simulated microbenchmarks with published measurements.
+    /// Compare simulated microbenchmarks with published measurements, and
+    /// fit the model's parameters on them.
     Calibrate {
         #[command(subcommand)]
         what: CalibrateCmd,
     },
+    /// Run every published dataset the project ships against the presets:
+    /// points, MAPE, worst point, in-sample or held out. Takes tens of
+    /// minutes (--only picks datasets).
+    Validate(ValidateArgs),
+    /// Compare the transaction-level memory model with the line-level
+    /// reference on a fixed suite (FA3, GEMM, pointer chase, TMA
+    /// throughput), point by point.
+    Agreement(AgreementArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -141,13 +155,16 @@ enum GenCmd {
 /// The GEMM problem shape and kernel parameters.
 #[derive(Debug, Args)]
 struct Shape {
-    /// Rows of A and C (a multiple of --block-m).
+    /// Rows of A and C (any; TMA clips the last row block; a whole number
+    /// of row blocks with --persistent).
     #[arg(long, default_value_t = 4096)]
     m: u32,
-    /// Columns of B and C (a multiple of --block-n).
+    /// Columns of B and C (a multiple of 8: whole 16-byte rows for TMA;
+    /// the last column block is clipped).
     #[arg(long, default_value_t = 4096)]
     n: u32,
-    /// The reduction dimension (a multiple of --block-k).
+    /// The reduction dimension (a multiple of 8; the last K block is
+    /// clipped).
     #[arg(long, default_value_t = 4096)]
     k: u32,
     /// Tile rows (a multiple of 64 up to 256).
@@ -187,6 +204,26 @@ struct GpuArgs {
     /// TOML configuration file: `preset = "..."` plus field overrides.
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
+    /// Memory model, over the preset's or file's: transaction (default),
+    /// line (the line-level reference) or fixed.
+    #[arg(long, value_name = "MODEL", value_parser = parse_memory)]
+    memory: Option<MemoryModel>,
+}
+
+/// `--memory`'s values: a model's name (`hierarchy` is `line`).
+pub fn parse_memory(s: &str) -> Result<MemoryModel, String> {
+    MemoryModel::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = MemoryModel::ALL.iter().map(|m| m.name()).collect();
+        format!("unknown memory model {s:?} (one of {})", names.join(", "))
+    })
+}
+
+/// `cfg` with its memory model replaced by `memory` when given.
+pub fn with_memory(mut cfg: GpuConfig, memory: Option<MemoryModel>) -> GpuConfig {
+    if let Some(m) = memory {
+        cfg.memory = m;
+    }
+    cfg
 }
 
 /// A failure and the exit status it maps to.
@@ -260,6 +297,8 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::TmaBw(g),
         } => g.run(),
         Cmd::Calibrate { what } => what.run(),
+        Cmd::Validate(v) => v.run(),
+        Cmd::Agreement(a) => a.run(),
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
@@ -309,6 +348,7 @@ impl GpuArgs {
             (Some(path), _) => load_config(path).map_err(Failure::input),
             (None, name) => preset(name.as_deref().unwrap_or("h800")).map_err(Failure::input),
         }
+        .map(|c| with_memory(c, self.memory))
     }
 }
 

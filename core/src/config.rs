@@ -183,8 +183,14 @@ pub struct GpuConfig {
     pub name: String<24>,
     /// Number of SMs.
     pub sms: u16,
-    /// SM clock in MHz (reports convert cycles to time with it).
+    /// SM clock in MHz: the most the board runs at (reports convert cycles
+    /// to time with it, or with the lower clock the power limit sustains).
     pub clock_mhz: u32,
+    /// SM clock in MHz that the board's power limit sustains with the
+    /// tensor pipe doing its peak math every cycle; a run at a fraction `u`
+    /// of that sustains `tensor_sustained_mhz * u^(-1/3)`, at most
+    /// `clock_mhz` (see [`crate::power`]). 0: the limit never binds.
+    pub tensor_sustained_mhz: u32,
     /// Shared memory per SM, bytes.
     pub smem_per_sm: u32,
     /// Largest shared memory one CTA may use, bytes.
@@ -289,8 +295,9 @@ const L2_50MB: L2Config = L2Config {
 
 /// The tensor/SIMT interaction of every Hopper SM (the register file is
 /// the same silicon on all of them): the value `simfa calibrate sm` fitted
-/// on the H100 FA3 ablation (`data/`, README "Calibration").
-const RF_SHARE: Ratio = Ratio::new(3, 4);
+/// on the H100 FA3 kernel (28/32, `data/fa3_h100_ablation.csv`; README
+/// "Calibration and validation").
+const RF_SHARE: Ratio = Ratio::new(7, 8);
 
 /// TMA engines emit one line request per cycle with up to 256 in flight.
 const TMA_LINES: TmaLineConfig = TmaLineConfig {
@@ -313,6 +320,9 @@ impl GpuConfig {
             name: name("h800"),
             sms: 132,
             clock_mhz: 1830,
+            // `simfa calibrate sm`: about 1600 MHz at 865 TFLOP/s under
+            // sustained tensor load (data/clocks.csv).
+            tensor_sustained_mhz: 1600,
             smem_per_sm: 228 * 1024,
             smem_per_cta: 227 * 1024,
             regs_per_sm: 65536,
@@ -356,6 +366,8 @@ impl GpuConfig {
     pub fn h100() -> Self {
         GpuConfig {
             name: name("h100"),
+            // `simfa calibrate sm` on the cuBLAS GEMMs of data/gemm_dense.csv.
+            tensor_sustained_mhz: 1612,
             ..Self::h800()
         }
     }
@@ -371,6 +383,8 @@ impl GpuConfig {
         GpuConfig {
             name: name("h20"),
             sms: 78,
+            // `simfa calibrate sm` on the torch GEMMs of data/gemm_dense.csv.
+            tensor_sustained_mhz: 1740,
             wgmma_cycles_per_n: Ratio::new(79, 40),
             port: FixedPortConfig {
                 latency: 500,
@@ -385,6 +399,9 @@ impl GpuConfig {
     pub fn h200() -> Self {
         GpuConfig {
             name: name("h200"),
+            // `simfa calibrate sm`: about 1465 MHz at 708.5 TFLOP/s on a
+            // long BF16 GEMM at 700 W (data/clocks.csv).
+            tensor_sustained_mhz: 1412,
             port: FixedPortConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(4800, 132, 1830),
@@ -405,6 +422,9 @@ impl GpuConfig {
             name: name("h800-pcie"),
             sms: 114,
             clock_mhz: 1755,
+            // `simfa calibrate sm` on Luo et al.'s WGMMA throughputs at the
+            // 350 W cap (data/wgmma_h800pcie.csv).
+            tensor_sustained_mhz: 1377,
             port: FixedPortConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(2000, 114, 1755),

@@ -107,8 +107,20 @@ mod tests {
                 n: 128,
                 mode: crate::isa::WgmmaMode::Ss,
             },
+            Instr::Wgmma {
+                n: 64,
+                mode: crate::isa::WgmmaMode::Rs,
+            },
             Instr::WgmmaCommit,
             Instr::WgmmaWait { n: 0 },
+            Instr::Compute {
+                work: crate::isa::Work {
+                    fp32: 22528,
+                    mufu: 11264,
+                    fp16: 11264,
+                    int: u32::MAX,
+                },
+            },
             Instr::Exit,
         ] {
             k.code.push(i).unwrap();
@@ -119,7 +131,7 @@ mod tests {
                 count: 1,
                 regs: 128,
                 start: 0,
-                len: 8,
+                len: 10,
                 stream: false,
             })
             .unwrap();

@@ -66,6 +66,7 @@ pub mod kernel;
 pub mod mem;
 pub mod observer;
 pub mod port;
+pub mod power;
 pub mod queue;
 pub mod rand;
 pub mod samples;

@@ -10,28 +10,33 @@
 //! (a two-SM GPU, a small L2 and two HBM channels) so that they run in the
 //! RAM of a microcontroller, yet they touch every engine: TMA tensor loads
 //! and clipped stores, bulk copies, mbarrier transaction counts and
-//! phases, ring stages, named barriers, WGMMA groups, grouped CTA order,
-//! the fixed port and the whole memory hierarchy with its seeded proxy.
+//! phases, ring stages, named barriers, WGMMA groups in both operand
+//! modes, `compute` on the shared SIMT units beside the tensor pipe,
+//! grouped CTA order,
+//! the fixed port and both models of the memory hierarchy with its seeded
+//! proxy.
 //!
 //! The kernel is filled in place (it is about 47 KB) so that a caller
 //! without a heap can keep it in a `static`.
 
 use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
-use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode};
+use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode, Work};
 use crate::kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 
-/// Number of samples: two kernels, each on the fixed port and on the
-/// memory hierarchy.
-pub const SAMPLES: usize = 4;
+/// Number of samples: two kernels, each on the fixed port and on both
+/// models of the memory hierarchy (line-level and transaction-level).
+pub const SAMPLES: usize = 6;
 
 /// Name of sample `i` (`"?"` out of range).
 pub fn name(i: usize) -> &'static str {
     match i {
         0 => "ring/fixed",
-        1 => "ring/hierarchy",
-        2 => "tiles/fixed",
-        3 => "tiles/hierarchy",
+        1 => "ring/line",
+        2 => "ring/transaction",
+        3 => "tiles/fixed",
+        4 => "tiles/line",
+        5 => "tiles/transaction",
         _ => "?",
     }
 }
@@ -43,11 +48,11 @@ pub fn build(i: usize, k: &mut Kernel) -> Option<GpuConfig> {
         return None;
     }
     clear(k);
-    match i / 2 {
+    match i / 3 {
         0 => ring(k)?,
         _ => tiles(k)?,
     }
-    Some(config(i % 2 == 1))
+    Some(config(MODELS[i % 3]))
 }
 
 /// Folds the `(cycles, digest)` pairs of every sample, in order, into one
@@ -61,16 +66,19 @@ pub fn combine(results: &[(u64, u64)]) -> u64 {
     d.value()
 }
 
+/// The memory model of each sample of a kernel, in order.
+const MODELS: [MemoryModel; 3] = [
+    MemoryModel::Fixed,
+    MemoryModel::Line,
+    MemoryModel::Transaction,
+];
+
 /// A two-SM H800 with a small L2 (4 slices of 8 sets x 4 ways) and two
-/// HBM pseudo-channels; `hierarchy` picks the memory model.
-fn config(hierarchy: bool) -> GpuConfig {
+/// HBM pseudo-channels, under memory model `memory`.
+fn config(memory: MemoryModel) -> GpuConfig {
     let mut c = GpuConfig::h800();
     c.sms = 2;
-    c.memory = if hierarchy {
-        MemoryModel::Line
-    } else {
-        MemoryModel::Fixed
-    };
+    c.memory = memory;
     c.l2.slices = 4;
     c.l2.sets = 8;
     c.l2.ways = 4;
@@ -358,7 +366,7 @@ fn tiles(k: &mut Kernel) -> Option<()> {
         &[
             Instr::LoopBegin {
                 count: three,
-                end: b + 10,
+                end: b + 12,
             },
             Instr::MbarExpectTx { bar, bytes: 256 },
             Instr::BulkLoad {
@@ -372,6 +380,10 @@ fn tiles(k: &mut Kernel) -> Option<()> {
                 n: 128,
                 mode: WgmmaMode::Ss,
             },
+            Instr::Wgmma {
+                n: 16,
+                mode: WgmmaMode::Rs,
+            },
             Instr::WgmmaCommit,
             Instr::TmaStore {
                 map: 0,
@@ -382,6 +394,14 @@ fn tiles(k: &mut Kernel) -> Option<()> {
                 threads: 256,
             },
             Instr::Bubble { cycles: 7 },
+            Instr::Compute {
+                work: Work {
+                    fp32: 640,
+                    mufu: 96,
+                    fp16: 0,
+                    int: 64,
+                },
+            },
             Instr::LoopEnd { begin: b },
             Instr::WgmmaWait { n: 0 },
             Instr::StoreWait { n: 0 },

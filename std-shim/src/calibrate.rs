@@ -1,6 +1,7 @@
-//! Calibration against the published Hopper microbenchmarks of
-//! `reference/calibration.md`: the TMA pointer-chase latency curve (§1, a
-//! CSV file) and the TMA load throughput table (§2, embedded below).
+//! Calibration of the memory hierarchy against the published Hopper
+//! microbenchmarks shipped in `data/` ([`crate::data`]): the TMA
+//! pointer-chase latency curve (calibration.md §1) and the TMA load
+//! throughput table (§2). The SM side is fitted by [`crate::calibrate_sm`].
 //!
 //! Each point or cell is an independent deterministic simulation; they run
 //! in parallel on rayon's pool and are collected in input order, so the
@@ -88,6 +89,14 @@ pub enum CalibError {
         /// The cause.
         source: BenchError,
     },
+    /// A simulated point of a dataset failed.
+    #[error("{what}: {source}")]
+    Run {
+        /// The point.
+        what: String,
+        /// The cause.
+        source: BenchError,
+    },
     /// A throughput cell's simulation failed.
     #[error("{copy} with {blocks_per_sm} blocks per SM: {source}")]
     Cell {
@@ -106,86 +115,34 @@ impl CalibError {
     pub fn is_input_error(&self) -> bool {
         match self {
             CalibError::Io { .. } | CalibError::Parse { .. } | CalibError::Empty { .. } => true,
-            CalibError::Point { source, .. } | CalibError::Cell { source, .. } => {
-                source.is_input_error()
-            }
+            CalibError::Point { source, .. }
+            | CalibError::Cell { source, .. }
+            | CalibError::Run { source, .. } => source.is_input_error(),
         }
     }
 }
 
-/// Parses the pointer-chase CSV: `#` comment lines and blank lines are
-/// skipped, the first other line is the header, which must name the
-/// [`CSV_COLUMNS`] (in any order); every data row has as many fields as
-/// the header, with positive finite numbers in those columns. `origin`
-/// names the file in errors.
+/// Parses the pointer-chase CSV (a [`crate::data::Table`]): the header
+/// must name the [`CSV_COLUMNS`] (in any order), with positive finite
+/// numbers in those columns. `origin` names the file in errors.
 pub fn parse_pchase_csv(text: &str, origin: &str) -> Result<Vec<ChaseRow>, CalibError> {
-    let err = |line: usize, problem: String| CalibError::Parse {
-        origin: origin.to_string(),
-        line,
-        problem,
-    };
-    let mut header: Option<(usize, [usize; 3])> = None;
-    let mut rows = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = i + 1;
-        let l = raw.trim();
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let fields: Vec<&str> = l.split(',').map(str::trim).collect();
-        let Some((width, cols)) = header else {
-            let mut cols = [0usize; 3];
-            for (c, want) in cols.iter_mut().zip(CSV_COLUMNS) {
-                *c = fields.iter().position(|f| *f == want).ok_or_else(|| {
-                    err(
-                        line,
-                        format!("the header lacks the column `{want}` (found `{l}`)"),
-                    )
-                })?;
-            }
-            header = Some((fields.len(), cols));
-            continue;
-        };
-        if fields.len() != width {
-            return Err(err(
-                line,
-                format!("expected {width} fields, found {}", fields.len()),
-            ));
-        }
-        let mut v = [0f64; 3];
-        for ((x, &c), name) in v.iter_mut().zip(&cols).zip(CSV_COLUMNS) {
-            let f = fields[c];
-            *x = f
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or_else(|| {
-                    err(
-                        line,
-                        format!("`{f}` in column {name} is not a positive number"),
-                    )
-                })?;
-        }
-        rows.push(ChaseRow {
-            line,
-            working_set_kb: v[0],
-            regular_cycles: v[1],
-            tma_cycles: v[2],
-        });
-    }
-    if header.is_none() {
-        return Err(CalibError::Parse {
-            origin: origin.to_string(),
-            line: text.lines().count().max(1),
-            problem: "no header line".into(),
-        });
-    }
-    if rows.is_empty() {
-        return Err(CalibError::Empty {
-            origin: origin.to_string(),
-        });
-    }
-    Ok(rows)
+    let t = crate::data::Table::parse(text, origin, &CSV_COLUMNS)?;
+    t.rows()
+        .map(|r| {
+            Ok(ChaseRow {
+                line: r.line,
+                working_set_kb: r.positive(CSV_COLUMNS[0])?,
+                regular_cycles: r.positive(CSV_COLUMNS[1])?,
+                tma_cycles: r.positive(CSV_COLUMNS[2])?,
+            })
+        })
+        .collect()
+}
+
+/// The shipped pointer-chase curve ([`crate::data::POINTER_CHASE`]).
+pub fn pchase_rows() -> Result<Vec<ChaseRow>, CalibError> {
+    let f = crate::data::POINTER_CHASE;
+    parse_pchase_csv(f.text, f.path)
 }
 
 /// Reads and parses a pointer-chase CSV file.
@@ -635,55 +592,60 @@ impl PchaseCalibration {
 }
 
 /// One row of the TMA throughput table.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TmaBwRow {
     /// Label as in `calibration.md`.
-    pub label: &'static str,
+    pub label: String,
     /// The copy (the table's KB is 1024 bytes: 0.5 KB = 128 fp32).
     pub copy: CopyKind,
     /// Measured GB/s with 1, 2, 3 and 4 blocks per SM.
     pub gbps: [f64; 4],
 }
 
-/// TMA load throughput on the H800 PCIe (114 SMs, 4 GiB moved), GB/s for
-/// 1..4 blocks per SM (114, 228, 342, 456 blocks).
-///
-/// Source: `reference/calibration.md` §2, "TMA load throughput (H800 PCIe,
-/// 114 SMs, 4 GiB moved)", from the public Hopper microbenchmark suite of
-/// Luo et al. (IPDPS 2024), NewFeatures/TMA/Throughput logs. Tensor copies
-/// are fp32.
-pub const TMA_BW_TABLE: [TmaBwRow; 6] = [
-    TmaBwRow {
-        label: "bulk 1 KB",
-        copy: CopyKind::Bulk { bytes: 1024 },
-        gbps: [223.0, 437.0, 640.0, 830.0],
-    },
-    TmaBwRow {
-        label: "bulk 8 KB",
-        copy: CopyKind::Bulk { bytes: 8192 },
-        gbps: [1229.0, 1729.0, 1811.0, 1803.0],
-    },
-    TmaBwRow {
-        label: "bulk 16 KB",
-        copy: CopyKind::Bulk { bytes: 16384 },
-        gbps: [1708.0, 1807.0, 1820.0, 1826.0],
-    },
-    TmaBwRow {
-        label: "1-D 0.5 KB (128 fp32)",
-        copy: CopyKind::Tensor1d { boxdim: [128] },
-        gbps: [109.0, 216.0, 322.0, 426.0],
-    },
-    TmaBwRow {
-        label: "2-D 32x32 fp32 (4 KB)",
-        copy: CopyKind::Tensor2d { boxdim: [32, 32] },
-        gbps: [631.0, 1126.0, 1473.0, 1645.0],
-    },
-    TmaBwRow {
-        label: "3-D 8x8x4 fp32 (1 KB)",
-        copy: CopyKind::Tensor3d { boxdim: [8, 8, 4] },
-        gbps: [170.0, 328.0, 475.0, 617.0],
-    },
-];
+/// The TMA load throughput table ([`crate::data::TMA_THROUGHPUT`]: the H800
+/// PCIe, 114 SMs, GB/s for 1..4 blocks per SM): `kind` is `bulk` (with the
+/// bytes per copy as `shape`), `1d`, `2d` or `3d` (fp32 boxes, `AxBxC`).
+pub fn tma_bw_table() -> Result<Vec<TmaBwRow>, CalibError> {
+    let cols = [
+        "copy", "kind", "shape", "gbps_1", "gbps_2", "gbps_3", "gbps_4",
+    ];
+    let t = crate::data::Table::of(crate::data::TMA_THROUGHPUT, &cols)?;
+    t.rows()
+        .map(|r| {
+            let kind = r.one_of("kind", &["bulk", "1d", "2d", "3d"])?;
+            let bad = || CalibError::Parse {
+                origin: crate::data::TMA_THROUGHPUT.path.into(),
+                line: r.line,
+                problem: format!("`{}` is not a {kind} copy shape", r.text("shape")),
+            };
+            let dims: Vec<u32> = r
+                .text("shape")
+                .split('x')
+                .map(|d| d.parse::<u32>().ok().filter(|v| *v > 0))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?;
+            let copy = match (kind, dims.as_slice()) {
+                ("bulk", [b]) => CopyKind::Bulk { bytes: *b },
+                ("1d", [a]) => CopyKind::Tensor1d { boxdim: [*a] },
+                ("2d", [a, b]) => CopyKind::Tensor2d { boxdim: [*a, *b] },
+                ("3d", [a, b, c]) => CopyKind::Tensor3d {
+                    boxdim: [*a, *b, *c],
+                },
+                _ => return Err(bad()),
+            };
+            Ok(TmaBwRow {
+                label: r.text("copy").to_string(),
+                copy,
+                gbps: [
+                    r.positive("gbps_1")?,
+                    r.positive("gbps_2")?,
+                    r.positive("gbps_3")?,
+                    r.positive("gbps_4")?,
+                ],
+            })
+        })
+        .collect()
+}
 
 /// Options of a throughput calibration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -756,7 +718,8 @@ pub fn calibrate_tma_bw(
     opts: &TmaBwOptions,
     progress: ProgressFn<'_>,
 ) -> Result<TmaBwCalibration, CalibError> {
-    let all: Vec<(&TmaBwRow, u32)> = TMA_BW_TABLE
+    let table = tma_bw_table()?;
+    let all: Vec<(&TmaBwRow, u32)> = table
         .iter()
         .flat_map(|r| (1..=4u32).map(move |b| (r, b)))
         .collect();
@@ -1107,9 +1070,12 @@ mod tests {
 
     #[test]
     fn tma_bw_table_and_quick_run() {
-        assert_eq!(TMA_BW_TABLE.len(), 6);
+        let table = tma_bw_table().unwrap();
+        assert_eq!(table.len(), 6);
+        assert_eq!(table[4].label, "2-D 32x32 fp32 (4 KB)");
+        assert_eq!(table[4].gbps, [631.0, 1126.0, 1473.0, 1645.0]);
         let cfg = GpuConfig::h800_pcie();
-        let sizes: Vec<u64> = TMA_BW_TABLE
+        let sizes: Vec<u64> = table
             .iter()
             .map(|r| TmaBwParams::new(r.copy, 1, &cfg).tile_bytes())
             .collect();

@@ -7,10 +7,14 @@
 //! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
 //! and the read-after-transfer consistency checker ([`check`]).
 
+pub mod agreement;
 pub mod asm;
 pub mod calibrate;
+pub mod calibrate_sm;
 pub mod check;
 pub mod config;
+pub mod data;
+pub mod experiments;
 pub mod gantt;
 mod gantt_svg;
 pub mod gen;
@@ -19,3 +23,4 @@ pub mod report;
 pub mod run;
 pub mod svg;
 pub mod trace;
+pub mod validate;

@@ -35,6 +35,12 @@ pub struct Report {
     pub cycles: u64,
     /// Kernel duration in microseconds (`cycles / clock_mhz`).
     pub time_us: f64,
+    /// The SM clock the time is at, MHz: the configuration's clock, or the
+    /// lower one its power limit sustains for this run's tensor activity
+    /// (`simfa_core::power`).
+    pub clock_mhz: u32,
+    /// True when the power limit set `clock_mhz` below the configured clock.
+    pub power_limited: bool,
     /// Digest of the event stream: 16 lowercase hex digits.
     pub digest: String,
     /// CTAs in the grid.
@@ -43,8 +49,12 @@ pub struct Report {
     pub instructions: u64,
     /// WGMMAs executed.
     pub wgmmas: u64,
-    /// FLOPs of the WGMMAs (`2 * 64 * N * 16` each).
+    /// FLOPs of the work: the WGMMAs' (`wgmma_flops`), or the workload's
+    /// own count (see `flops_source`).
     pub flops: u64,
+    /// FLOPs of the WGMMAs issued (`2 * 64 * N * 16` each): the tensor
+    /// pipe's math, which sets the power-limited clock.
+    pub wgmma_flops: u64,
     /// Achieved tensor throughput in TFLOPS (`flops / time`).
     pub tflops: f64,
     /// Engine activity.
@@ -53,6 +63,9 @@ pub struct Report {
     pub stall_cycles: u64,
     /// Cycles WarpGroups spent in bubbles, summed over WarpGroups.
     pub bubble_cycles: u64,
+    /// Cycles WarpGroups spent in `compute` instructions on the SM's shared
+    /// units, summed over WarpGroups.
+    pub compute_cycles: u64,
     /// Bytes loaded through TMA and bulk copies.
     pub bytes_loaded: u64,
     /// Bytes stored through TMA and bulk copies.
@@ -103,10 +116,11 @@ impl Report {
         let s = &outcome.summary;
         let st = &s.stats;
         let cycles = s.cycles;
-        let time_us = if cfg.clock_mhz == 0 {
+        let clock_mhz = simfa_core::power::sustained_clock_mhz(cfg, outcome.flops, cycles);
+        let time_us = if clock_mhz == 0 {
             0.0
         } else {
-            cycles as f64 / cfg.clock_mhz as f64
+            cycles as f64 / clock_mhz as f64
         };
         // flops / (time_us * 1e-6 s) / 1e12 = flops / (time_us * 1e6)
         let tflops = if time_us > 0.0 {
@@ -125,11 +139,14 @@ impl Report {
             kernel: kernel.name.to_string(),
             cycles,
             time_us,
+            clock_mhz,
+            power_limited: clock_mhz < cfg.clock_mhz,
             digest: format_digest(s.digest),
             ctas: outcome.ctas,
             instructions: st.instructions,
             wgmmas: st.wgmmas,
             flops: outcome.flops,
+            wgmma_flops: outcome.flops,
             tflops,
             engines: Engines {
                 tensor_busy_cycles: st.tensor_busy_cycles,
@@ -139,6 +156,7 @@ impl Report {
             },
             stall_cycles: st.stall_cycles,
             bubble_cycles: st.bubble_cycles,
+            compute_cycles: st.compute_cycles,
             bytes_loaded: st.bytes_loaded,
             memory_model: cfg.memory.name().to_string(),
             tma_lines: st.tma_lines,
@@ -188,7 +206,17 @@ impl Report {
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
             (
                 "cycles",
-                format!("{} ({:.3} us)", self.cycles, self.time_us),
+                format!(
+                    "{} ({:.3} us at {} MHz{})",
+                    self.cycles,
+                    self.time_us,
+                    self.clock_mhz,
+                    if self.power_limited {
+                        ", power-limited"
+                    } else {
+                        ""
+                    }
+                ),
             ),
             ("digest", self.digest.clone()),
             ("ctas", self.ctas.to_string()),

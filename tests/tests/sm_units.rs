@@ -36,6 +36,24 @@ fn computes(works: &[Work]) -> simfa_core::Kernel {
     b.finish()
 }
 
+/// WarpGroup 0 issues `wgmmas` m64n256k16, commits and waits; WarpGroup 1
+/// issues one `compute` of `w`.
+fn gemm_beside(wgmmas: usize, w: Work) -> simfa_core::Kernel {
+    let mut b = Builder::new("tensor+simt", [1, 1, 1]);
+    b.role("gemm", 1, 64);
+    for _ in 0..wgmmas {
+        b.op(Instr::Wgmma {
+            n: 256,
+            mode: WgmmaMode::Ss,
+        });
+    }
+    b.op(Instr::WgmmaCommit);
+    b.op(Instr::WgmmaWait { n: 0 });
+    b.role("simt", 1, 64);
+    b.op(Instr::Compute { work: w });
+    b.finish()
+}
+
 /// 1024 MUFU operations at 16 per cycle take 64 cycles alone: compute at
 /// 0, woken at 64, exit at 64, the kernel ends at 65.
 ///
@@ -101,21 +119,7 @@ fn phases_of_one_compute_are_serial() {
 /// full rate even with 7/8 of issue taken: 1024 operations, 64 cycles.
 #[test]
 fn a_busy_tensor_pipe_slows_issue_bound_simt_work() {
-    let mut b = Builder::new("tensor+simt", [1, 1, 1]);
-    b.role("gemm", 1, 64);
-    for _ in 0..2 {
-        b.op(Instr::Wgmma {
-            n: 256,
-            mode: WgmmaMode::Ss,
-        });
-    }
-    b.op(Instr::WgmmaCommit);
-    b.op(Instr::WgmmaWait { n: 0 });
-    b.role("softmax", 1, 64);
-    b.op(Instr::Compute {
-        work: work(16384, 0, 0, 0),
-    });
-    let k = b.finish();
+    let k = gemm_beside(2, work(16384, 0, 0, 0));
     let s = run(&cfg(Ratio::new(1, 2)), &k).unwrap();
     assert_eq!(s.stats.compute_cycles, 258 - 4);
     assert_eq!(s.cycles, 259);
@@ -125,19 +129,7 @@ fn a_busy_tensor_pipe_slows_issue_bound_simt_work() {
     assert_eq!(s.stats.compute_cycles, 128);
     assert_eq!(s.cycles, 258);
 
-    let mut b = Builder::new("tensor+mufu", [1, 1, 1]);
-    b.role("gemm", 1, 64);
-    b.op(Instr::Wgmma {
-        n: 256,
-        mode: WgmmaMode::Ss,
-    });
-    b.op(Instr::WgmmaCommit);
-    b.op(Instr::WgmmaWait { n: 0 });
-    b.role("exp", 1, 64);
-    b.op(Instr::Compute {
-        work: work(0, 1024, 0, 0),
-    });
-    let s = run(&cfg(Ratio::new(7, 8)), &b.finish()).unwrap();
+    let s = run(&cfg(Ratio::new(7, 8)), &gemm_beside(1, work(0, 1024, 0, 0))).unwrap();
     assert_eq!(s.stats.compute_cycles, 64);
 }
 
@@ -153,19 +145,7 @@ fn the_h20_pipe_takes_its_share_in_proportion() {
     let mut c = GpuConfig::h20();
     c.memory = MemoryModel::Fixed;
     c.units.rf_share = Ratio::new(79, 80);
-    let mut b = Builder::new("h20", [1, 1, 1]);
-    b.role("gemm", 1, 64);
-    b.op(Instr::Wgmma {
-        n: 256,
-        mode: WgmmaMode::Ss,
-    });
-    b.op(Instr::WgmmaCommit);
-    b.op(Instr::WgmmaWait { n: 0 });
-    b.role("softmax", 1, 64);
-    b.op(Instr::Compute {
-        work: work(16384, 0, 0, 0),
-    });
-    let s = run(&c, &b.finish()).unwrap();
+    let s = run(&c, &gemm_beside(1, work(16384, 0, 0, 0))).unwrap();
     assert_eq!(s.stats.compute_cycles, 171);
     assert_eq!(s.cycles, 508);
 }

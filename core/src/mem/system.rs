@@ -957,7 +957,11 @@ impl<'a> MemorySystem<'a> {
         self.mshr.remove(line);
         let mut id = leader;
         let mut any_far = false;
-        while id != NIL {
+        // A chain is at most every request long; only a damaged snapshot
+        // could make it a loop, and that stops here.
+        let mut left = self.reqs.len();
+        while id != NIL && left > 0 {
+            left -= 1;
             let next = self.reqs[id as usize].ms_next;
             let served = self.note_served(sink, line, slice, false, t, t);
             any_far |= self.reqs[id as usize].far;
@@ -969,15 +973,19 @@ impl<'a> MemorySystem<'a> {
             self.stats.far_reads += 1;
             self.maybe_shadow(t, slice, key);
         }
-        self.slices[slice as usize].mshrs_used -= 1;
+        // Saturating: only a damaged snapshot holds a fill with no MSHR.
+        let used = &mut self.slices[slice as usize].mshrs_used;
+        *used = used.saturating_sub(1);
         // Waiting requests retry in order while an MSHR is free: one that
         // now hits or merges leaves the MSHR free for the next (waking only
         // one would strand the rest until another fill on this slice).
+        let mut left = self.reqs.len();
         loop {
             let s = &mut self.slices[slice as usize];
-            if s.wait_head == NIL || s.mshrs_used >= self.cfg.mshrs {
+            if s.wait_head == NIL || s.mshrs_used >= self.cfg.mshrs || left == 0 {
                 break;
             }
+            left -= 1;
             let w = s.wait_head;
             s.wait_head = self.reqs[w as usize].wait_next;
             if s.wait_head == NIL {
@@ -1134,7 +1142,16 @@ impl MemorySystem<'_> {
             MemEv::Arrive { req, slice, .. } => req as usize >= nreq || slice as usize >= nslice,
             MemEv::Respond { req } | MemEv::Fill { req } => req as usize >= nreq,
         });
-        if bad_event || self.free.iter().any(|&f| f as usize >= nreq) {
+        let bad_link = |l: u32| l != NIL && l as usize >= nreq;
+        let bad_req = self
+            .reqs
+            .iter()
+            .any(|q| bad_link(q.co_next) || bad_link(q.ms_next) || bad_link(q.wait_next));
+        let bad_wait = self
+            .slices
+            .iter()
+            .any(|s| bad_link(s.wait_head) || bad_link(s.wait_tail));
+        if bad_event || bad_req || bad_wait || self.free.iter().any(|&f| f as usize >= nreq) {
             return Err(corrupt("memory request"));
         }
         self.dram.load_state(r)?;

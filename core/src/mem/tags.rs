@@ -511,8 +511,26 @@ impl TagArray<'_> {
         &mut self,
         r: &mut crate::codec::Reader<'_>,
     ) -> Result<(), crate::codec::SnapshotError> {
-        self.occ = r.val()?;
+        let occ: [u32; KINDS] = r.val()?;
         r.slice(self.slots)?;
+        // The per-kind counts must be what the slots hold: a damaged kind
+        // would index past the counters, a damaged count would underflow.
+        let mut counted = [0u32; KINDS];
+        for way in self.slots.iter().filter(|w| w.meta.valid) {
+            let k = way.meta.kind as usize;
+            if k >= KINDS {
+                return Err(crate::codec::SnapshotError::Corrupt {
+                    what: "tag array line kind",
+                });
+            }
+            counted[k] += 1;
+        }
+        if counted != occ {
+            return Err(crate::codec::SnapshotError::Corrupt {
+                what: "tag array occupancy",
+            });
+        }
+        self.occ = occ;
         for (f, way) in self.fps.iter_mut().zip(self.slots.iter()) {
             *f = fingerprint(way.tag);
         }

@@ -129,10 +129,11 @@ fn instr(r: &mut Rng, depth: usize) -> String {
         11 => format!("stage.release {}", decl_ref(r, "ring", 3, depth)),
         12 => {
             let n = 8 * (1 + r.below(32));
+            let mode = ["", " ss", " rs"][r.below(3) as usize];
             if r.below(2) == 0 {
-                format!("wgmma {n}")
+                format!("wgmma {n}{mode}")
             } else {
-                format!("wgmma m64n{n}k16")
+                format!("wgmma m64n{n}k16{mode}")
             }
         }
         13 => "wgmma.commit".to_string(),
@@ -149,13 +150,21 @@ fn instr(r: &mut Rng, depth: usize) -> String {
                 128 * (1 + r.below(8))
             )
         }
-        _ => {
-            if r.below(2) == 0 {
-                format!("bubble {}", r.below(1 << 32))
-            } else {
-                "exit".to_string()
+        _ => match r.below(3) {
+            0 => format!("bubble {}", r.below(1 << 32)),
+            1 => {
+                // One to four classes, in any order, zero and huge counts.
+                let mut classes = vec!["fp32", "mufu", "fp16", "int"];
+                let mut parts = Vec::new();
+                for _ in 0..1 + r.below(4) {
+                    let c = classes.remove(r.below(classes.len() as u64) as usize);
+                    let ops = [0, 1, r.below(1 << 20), (1 << 32) - 1][r.below(4) as usize];
+                    parts.push(format!("{c}={ops}"));
+                }
+                format!("compute {}", parts.join(" "))
             }
-        }
+            _ => "exit".to_string(),
+        },
     }
 }
 

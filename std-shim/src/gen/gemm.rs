@@ -27,10 +27,16 @@
 //!     wgmma.wait 0
 //!     bubble ITER              ; only when iter_bubble > 0
 //! }
+//! compute fp16=BM*BN          ; the FP32 accumulator to FP16
 //! tma.store C, [cx*BN, cy*BM]
 //! store.wait 0
 //! exit
 //! ```
+//!
+//! M, N and K need not be multiples of the tile: the grid and the K loop
+//! round up and TMA clips the edge tiles (their loads complete the full
+//! box's bytes, zero-filled, as on the hardware); N and K must be multiples
+//! of 8 so that rows are whole 16-byte units, as TMA's strides need.
 //!
 //! # The pipelined kernel (`stages >= 2`)
 //!
@@ -50,6 +56,7 @@
 //! }                                      stage.release empty[s]
 //! exit                                   bubble ITER
 //!                                    }
+//!                                    compute fp16=BM/consumers*BN
 //!                                    tma.store C, [cx*BN, cy*BM + wg*BM/consumers]
 //!                                    store.wait 0
 //!                                    exit
@@ -208,12 +215,21 @@ fn bad(param: &'static str, problem: String) -> GenError {
     GenError::BadParam { param, problem }
 }
 
-fn check(dim: &'static str, value: u32, tile: u32) -> Result<(), GenError> {
+/// A problem dimension: non-zero and, when it is the row length of a
+/// tensor (`row` true: N and K), a whole number of 16-byte units, as TMA
+/// needs for its global strides. It need not be a multiple of the tile:
+/// edge tiles are clipped by TMA.
+fn check(dim: &'static str, value: u32, row: bool) -> Result<(), GenError> {
     if value == 0 {
         return Err(GenError::Zero { dim });
     }
-    if value % tile != 0 {
-        return Err(GenError::NotMultiple { dim, value, tile });
+    let per16 = 16 / ELEM_BYTES;
+    if row && value % per16 != 0 {
+        return Err(GenError::NotMultiple {
+            dim,
+            value,
+            tile: per16,
+        });
     }
     Ok(())
 }
@@ -259,14 +275,14 @@ impl GemmParams {
         c.apply(self)
     }
 
-    /// Tile rows of C (`M / block_m`).
+    /// Tile rows of C (`ceil(M / block_m)`; the last may be clipped).
     pub fn tiles_m(&self) -> u32 {
-        self.m / self.block_m.max(1)
+        self.m.div_ceil(self.block_m.max(1))
     }
 
-    /// Tile columns of C (`N / block_n`).
+    /// Tile columns of C (`ceil(N / block_n)`; the last may be clipped).
     pub fn tiles_n(&self) -> u32 {
-        self.n / self.block_n.max(1)
+        self.n.div_ceil(self.block_n.max(1))
     }
 
     /// Output tiles.
@@ -274,9 +290,10 @@ impl GemmParams {
         self.tiles_m() as u64 * self.tiles_n() as u64
     }
 
-    /// Main-loop iterations per tile (`K / block_k`).
+    /// Main-loop iterations per tile (`ceil(K / block_k)`; the last may be
+    /// clipped).
     pub fn k_iters(&self) -> u32 {
-        self.k / self.block_k.max(1)
+        self.k.div_ceil(self.block_k.max(1))
     }
 
     /// CTAs launched: one per tile, or `min(ctas, tiles)` when persistent.
@@ -345,9 +362,9 @@ impl GemmParams {
         check_block("block_m", self.block_m, WGMMA_M)?;
         check_block("block_n", self.block_n, 8)?;
         check_block("block_k", self.block_k, WGMMA_K)?;
-        check("M", self.m, self.block_m)?;
-        check("N", self.n, self.block_n)?;
-        check("K", self.k, self.block_k)?;
+        check("M", self.m, false)?;
+        check("N", self.n, true)?;
+        check("K", self.k, true)?;
         if !(1..=MAX_STAGES).contains(&self.stages) {
             return Err(bad(
                 "stages",
@@ -395,6 +412,15 @@ impl GemmParams {
                         "{} does not divide the {} row blocks (M / block_m), as a persistent kernel needs",
                         self.group_m,
                         self.tiles_m()
+                    ),
+                ));
+            }
+            if self.m % self.block_m != 0 {
+                return Err(bad(
+                    "M",
+                    format!(
+                        "a persistent kernel views the rows as whole row blocks, so M = {} must be a multiple of block_m = {} (a non-persistent kernel clips the last row block)",
+                        self.m, self.block_m
                     ),
                 ));
             }
@@ -728,8 +754,20 @@ fn emit_mma(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenErr
     Ok(())
 }
 
-/// The epilogue of one tile: (persistent: drain the previous store) store C.
+/// The epilogue of one tile: convert the WarpGroup's FP32 accumulator to
+/// FP16 on the SM's shared units (one FP16 result per element), then
+/// (persistent: drain the previous store) store C.
 fn emit_store(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
+    let elems = p.rows_per_consumer() * p.block_n;
+    code(
+        k,
+        Instr::Compute {
+            work: simfa_core::Work {
+                fp16: elems,
+                ..simfa_core::Work::default()
+            },
+        },
+    )?;
     if p.persistent {
         code(k, Instr::StoreWait { n: 0 })?;
     }
@@ -744,7 +782,14 @@ fn emit_store(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenE
     Ok(())
 }
 
-fn push_role(k: &mut Kernel, nm: &str, count: u32, regs: u32, start: u16) -> Result<(), GenError> {
+/// Declares the role `nm` whose program is the code from `start` to the end.
+pub(super) fn push_role(
+    k: &mut Kernel,
+    nm: &str,
+    count: u32,
+    regs: u32,
+    start: u16,
+) -> Result<(), GenError> {
     k.roles
         .push(Role {
             name: name(nm),

@@ -7,12 +7,15 @@ use simfa_core::isa::EvalCtx;
 use simfa_core::{Cycle, Event, GpuConfig, Observer};
 
 /// The generator as it was before the tile, pipeline and persistence
-/// parameters: the default kernel must stay byte-identical to it (the
-/// golden digests depend on it).
+/// parameters (plus the epilogue's `compute` of the FP16 conversion): the
+/// default kernel must stay byte-identical to it (the golden digests depend
+/// on it).
 fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
-    check("M", p.m, 128)?;
-    check("N", p.n, 128)?;
-    check("K", p.k, 64)?;
+    for (dim, value, tile) in [("M", p.m, 128), ("N", p.n, 128), ("K", p.k, 64)] {
+        if value % tile != 0 {
+            return Err(GenError::NotMultiple { dim, value, tile });
+        }
+    }
     let mut k = Kernel {
         name: name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
         grid: [p.n / 128, p.m / 128, 1],
@@ -123,6 +126,15 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     k.code[begin as usize] = Instr::LoopBegin { count: trips, end };
     code(
         &mut k,
+        Instr::Compute {
+            work: simfa_core::Work {
+                fp16: 128 * 128,
+                ..Default::default()
+            },
+        },
+    )?;
+    code(
+        &mut k,
         Instr::TmaStore {
             map: c,
             coords: [col, row, zero, zero, zero],
@@ -153,8 +165,9 @@ fn shape_and_program() {
     assert_eq!(k.roles[0].name.as_str(), "main");
     assert_eq!(k.roles[0].regs, 168);
     assert_eq!(k.smem_bytes, 65536);
-    // loop begin + 15 per iteration + loop end + store, store.wait, exit
-    assert_eq!(k.code.len(), 1 + 15 + 1 + 3);
+    // loop begin + 15 per iteration + loop end + compute, store,
+    // store.wait, exit
+    assert_eq!(k.code.len(), 1 + 15 + 1 + 4);
     assert_eq!(k.roles[0].len as usize, k.code.len());
     assert_eq!(
         k.code
@@ -221,20 +234,37 @@ fn bad_shapes() {
         gemm(&GemmParams::new(0, 128, 64)).unwrap_err(),
         GenError::Zero { dim: "M" }
     );
-    let e = gemm(&GemmParams::new(128, 200, 64)).unwrap_err();
+    // Rows of N and K elements must be whole 16-byte units (TMA strides).
+    let e = gemm(&GemmParams::new(128, 201, 64)).unwrap_err();
     assert_eq!(
         e,
         GenError::NotMultiple {
             dim: "N",
-            value: 200,
-            tile: 128
+            value: 201,
+            tile: 8
         }
     );
-    assert!(e.to_string().contains("N = 200"), "{e}");
-    let e = gemm(&GemmParams::new(100, 128, 64)).unwrap_err();
-    assert!(matches!(e, GenError::NotMultiple { dim: "M", .. }));
-    let e = gemm(&GemmParams::new(128, 128, 96)).unwrap_err();
-    assert!(matches!(e, GenError::NotMultiple { dim: "K", .. }));
+    assert!(e.to_string().contains("N = 201"), "{e}");
+    let e = gemm(&GemmParams::new(128, 128, 100)).unwrap_err();
+    assert!(matches!(
+        e,
+        GenError::NotMultiple {
+            dim: "K",
+            tile: 8,
+            ..
+        }
+    ));
+    // Any M, and N, K off the tile: the edge tiles are clipped.
+    let k = gemm(&GemmParams::new(100, 200, 96)).unwrap();
+    assert_eq!(k.grid, [2, 1, 1]);
+    // A persistent kernel needs whole row blocks.
+    let e = gemm(&GemmParams {
+        persistent: true,
+        stages: 2,
+        ..GemmParams::new(100, 256, 64)
+    })
+    .unwrap_err();
+    assert!(e.to_string().starts_with("M"), "{e}");
     // 2^25 x 2^25 tiles: the grid is too large.
     let big = u32::MAX / 128 * 128;
     assert!(matches!(
@@ -257,8 +287,8 @@ fn runs_and_loads_match_expect_tx() {
     assert_eq!(s.bytes_loaded, 4 * 4 * 32768);
     assert_eq!(s.bytes_stored, 4 * 32768);
     assert_eq!(out.flops, 2 * 256 * 256 * 256);
-    // loop begin/end are not counted: 15 per iteration + 3.
-    assert_eq!(s.instructions, 4 * (4 * 15 + 3));
+    // loop begin/end are not counted: 15 per iteration + 4.
+    assert_eq!(s.instructions, 4 * (4 * 15 + 4));
 }
 
 #[test]
@@ -278,13 +308,15 @@ fn default_kernel_is_byte_identical_to_the_legacy_generator() {
             crate::load::encode_kernel(&legacy_gemm(&p).unwrap())
         );
     }
-    // Errors are the same too.
-    for p in [
-        GemmParams::new(100, 128, 64),
-        GemmParams::new(128, 0, 64),
-        GemmParams::new(128, 128, 96),
-    ] {
-        assert_eq!(gemm(&p).unwrap_err(), legacy_gemm(&p).unwrap_err());
+    // A zero dimension is refused by both; shapes off the tile, which the
+    // legacy generator refused, are clipped edge tiles now.
+    assert_eq!(
+        gemm(&GemmParams::new(128, 0, 64)).unwrap_err(),
+        GenError::Zero { dim: "N" }
+    );
+    for p in [GemmParams::new(100, 128, 64), GemmParams::new(128, 128, 96)] {
+        assert!(legacy_gemm(&p).is_err());
+        assert!(gemm(&p).is_ok());
     }
 }
 
@@ -333,6 +365,7 @@ fn expected_issues(p: &GemmParams) -> BTreeMap<(u8, &'static str), u64> {
     put(mma_role, "wgmma.commit", it * c);
     put(mma_role, "wgmma.wait", it * c);
     put(mma_role, "bubble", (it * iter_b + ctas * pro_b) * c);
+    put(mma_role, "compute", t * c);
     put(mma_role, "tma.store", t * c);
     put(mma_role, "store.wait", drains * c);
     put(mma_role, "exit", ctas * c);
@@ -793,16 +826,9 @@ fn bad_params_name_the_parameter() {
         );
         assert!(e.to_string().starts_with(param), "{e}");
     }
-    // Shapes not a multiple of the chosen tile name the dimension.
-    let e = gemm(&GemmParams { block_n: 96, ..p }).unwrap_err();
-    assert_eq!(
-        e,
-        GenError::NotMultiple {
-            dim: "N",
-            value: 512,
-            tile: 96
-        }
-    );
+    // Shapes not a multiple of the chosen tile get a clipped edge tile.
+    let k = gemm(&GemmParams { block_n: 96, ..p }).unwrap();
+    assert_eq!(k.grid[0], 512u32.div_ceil(96));
     // Limits are reachable: 128 x 256 with 2 consumers, 3 stages.
     let q = GemmParams {
         block_n: 256,
@@ -837,4 +863,27 @@ fn calibration_bubbles() {
     let (cal, _) = run(&p);
     assert!(cal.summary.cycles >= plain.summary.cycles + 4314 + 8 * 330);
     assert_eq!(Calibration::NONE.apply(p), GemmParams::new(256, 256, 512));
+}
+
+/// Edge tiles: a 200 x 136 x 104 GEMM on 128 x 128 x 64 tiles is 2 x 2
+/// tiles of 2 K iterations, every WGMMA of the full tiles issued (the
+/// hardware computes whole tiles), the stores clipped to the 200 x 136
+/// FP16 elements of C, and the loads completing their full boxes while the
+/// memory system moves only the in-bounds rows.
+#[test]
+fn edge_tiles_are_clipped_by_tma() {
+    let p = GemmParams::new(200, 136, 104);
+    let k = gemm(&p).unwrap();
+    assert_eq!(k.grid, [2, 2, 1]);
+    let mut cfg = GpuConfig::h800();
+    cfg.memory = simfa_core::config::MemoryModel::Fixed;
+    let out = crate::run::simulate(&cfg, &k, &mut ()).unwrap();
+    let s = out.summary.stats;
+    assert_eq!(s.wgmmas, 4 * 2 * 8);
+    assert_eq!(s.bytes_stored, 200 * 136 * 2);
+    // 4 CTAs x 2 iterations x (128x64 + 64x128) elements, full boxes.
+    assert_eq!(s.bytes_loaded, 4 * 2 * (128 * 64 + 64 * 128) * 2);
+    let whole = gemm(&GemmParams::new(256, 256, 128)).unwrap();
+    let w = crate::run::simulate(&cfg, &whole, &mut ()).unwrap();
+    assert_eq!(w.summary.stats.wgmmas, s.wgmmas);
 }

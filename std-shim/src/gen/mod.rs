@@ -15,6 +15,7 @@ pub mod gemm;
 pub mod gemm_sweep;
 pub mod pchase;
 pub mod tmabw;
+pub mod wgmma_bench;
 
 pub use fa3::{fa3, Fa3Params, Variant};
 pub use gemm::{gemm, Calibration, GemmParams};

@@ -51,9 +51,9 @@
 //! expect_tx-to-expect_tx period, and the figure is that span divided by
 //! `M`.
 
-use simfa_core::{Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Op, Ref, Role};
+use simfa_core::{Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Op, Ref};
 
-use super::gemm::{code, expr, name};
+use super::gemm::{code, expr, name, push_role};
 use super::{BenchError, GenError};
 
 /// Default byte distance between chased lines.
@@ -262,16 +262,7 @@ pub fn pchase(p: &PchaseParams) -> Result<Kernel, GenError> {
         k.code[begin as usize] = Instr::LoopBegin { count, end };
     }
     code(&mut k, Instr::Exit)?;
-    k.roles
-        .push(Role {
-            name: name("chase"),
-            count: 1,
-            regs: REGS,
-            start: 0,
-            len: k.code.len() as u16,
-            stream: false,
-        })
-        .map_err(|_| GenError::Capacity("role table"))?;
+    push_role(&mut k, "chase", 1, REGS as u32, 0)?;
     k.validate().map_err(GenError::Invalid)?;
     Ok(k)
 }

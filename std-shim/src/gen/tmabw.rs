@@ -28,9 +28,9 @@
 //! `y = ((t div 8) mod 8) * b1`, `z = (t div 64) * b2`. Bulk copies read
 //! `t * bytes`.
 
-use simfa_core::{Expr, GpuConfig, Instr, Kernel, MbarDecl, Ref, Role, TensorMap};
+use simfa_core::{Expr, GpuConfig, Instr, Kernel, MbarDecl, Ref, TensorMap};
 
-use super::gemm::{code, expr, name};
+use super::gemm::{code, expr, name, push_role};
 use super::{BenchError, GenError};
 
 /// Default bytes moved by the whole grid (the real benchmark: 4 GiB).
@@ -356,16 +356,7 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
     let end = code(&mut k, Instr::LoopEnd { begin })?;
     k.code[begin as usize] = Instr::LoopBegin { count: trips, end };
     code(&mut k, Instr::Exit)?;
-    k.roles
-        .push(Role {
-            name: name("load"),
-            count: 1,
-            regs: REGS,
-            start: 0,
-            len: k.code.len() as u16,
-            stream: false,
-        })
-        .map_err(|_| GenError::Capacity("role table"))?;
+    push_role(&mut k, "load", 1, REGS as u32, 0)?;
     k.validate().map_err(GenError::Invalid)?;
     Ok(k)
 }

@@ -126,7 +126,7 @@ impl P {
     /// `ceil(cycle * clock)`: the DRAM clock of SM cycle `cycle`
     /// ([`Ratio::mul_ceil`] in 64 bits while the product fits).
     #[inline]
-    fn to_clock(&self, cycle: u64) -> u64 {
+    fn clock_of(&self, cycle: u64) -> u64 {
         let (num, den) = (self.clock.num as u64, self.clock.den as u64);
         match cycle.checked_mul(num) {
             Some(x) if den > 0 => x.div_ceil(den),
@@ -137,7 +137,7 @@ impl P {
     /// `ceil(clock / ratio)`: the first SM cycle at or after DRAM clock
     /// `clock` ([`Ratio::div_ceil`] in 64 bits while the product fits).
     #[inline]
-    fn to_cycle(&self, clock: u64) -> u64 {
+    fn cycle_of(&self, clock: u64) -> u64 {
         let (num, den) = (self.clock.num as u64, self.clock.den as u64);
         match clock.checked_mul(den) {
             Some(x) if num > 0 => x.div_ceil(num),
@@ -299,7 +299,7 @@ impl<'a> Hbm<'a> {
     pub fn access(&mut self, now: u64, channel: u16, bank: usize, row: u32, write: bool) -> u64 {
         let p = self.p;
         let c = channel as usize;
-        let a = p.to_clock(now);
+        let a = p.clock_of(now);
         self.refresh_until(c, a);
         let bi = c * p.banks + bank;
         let g = c * p.groups + bank / p.bpg;
@@ -430,7 +430,7 @@ impl<'a> Hbm<'a> {
             ch.last_rd = ch.last_rd.max(last);
         }
         if past {
-            return p.to_cycle(end + p.ctrl);
+            return p.cycle_of(end + p.ctrl);
         }
         let b = &mut self.banks[bi];
         b.row = row;
@@ -441,7 +441,7 @@ impl<'a> Hbm<'a> {
             b.next_col = act + if write { p.rcdwr } else { p.rcdrd };
         }
         b.next_pre = b.next_pre.max(last + if write { p.wr_pre } else { p.rtp });
-        p.to_cycle(end + p.ctrl)
+        p.cycle_of(end + p.ctrl)
     }
 
     /// Writes the mutable state into a snapshot.
@@ -638,7 +638,11 @@ mod experiment {
             reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
         }
         let (h, d, hd, dd) = compare_all(&cfg, &reqs);
-        std::println!("bw trace: hbm {h:.0} dram {d:.0}; last hbm {} dram {}", hd.iter().max().unwrap(), dd.iter().max().unwrap());
+        std::println!(
+            "bw trace: hbm {h:.0} dram {d:.0}; last hbm {} dram {}",
+            hd.iter().max().unwrap(),
+            dd.iter().max().unwrap()
+        );
     }
 
     #[test]

@@ -365,6 +365,7 @@ impl<'a> ChunkTable<'a> {
     /// Makes `p` resident in slice `slice` as most recently used, evicting
     /// least recently used entries of its set (each handed to `evicted`)
     /// until it fits. The caller has checked it is not resident.
+    #[allow(clippy::too_many_arguments)]
     pub fn insert(
         &mut self,
         slice: usize,

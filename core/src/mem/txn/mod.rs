@@ -665,6 +665,7 @@ impl Model<'_> {
     }
 
     /// Inserts chunk `p` into `slice`, writing back what it evicts.
+    #[allow(clippy::too_many_arguments)]
     fn insert(
         &mut self,
         t: u64,

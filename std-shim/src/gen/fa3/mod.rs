@@ -68,11 +68,13 @@ pub enum Variant {
     /// overlap.
     #[default]
     Full,
-    /// No intra-WarpGroup overlap: each consumer waits for S before its
-    /// softmax and for P V before the next block.
+    /// No intra-WarpGroup overlap, as the 2024 FA3 release's loop without
+    /// it: each consumer waits for S before its softmax and for P V before
+    /// the next block; the ping-pong orders the S GEMMs.
     NoOverlap,
     /// No warp specialisation: no producer WarpGroup; the first consumer
-    /// issues the loads itself, one block ahead.
+    /// issues the loads itself, one block ahead, and with every WarpGroup
+    /// running the same program there is no ping-pong.
     NoWs,
 }
 

@@ -1,0 +1,73 @@
+//! `simfa validate`: every shipped dataset against the presets.
+
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+
+use clap::Args;
+use simfa_std::validate::{validate, ValidateOptions, DATASETS};
+
+use crate::{out, Failure};
+
+/// `simfa validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Print one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Run only this dataset (repeatable): pchase, tma-bw, wgmma-latency,
+    /// wgmma-tflops, clocks, gemm-h100, gemm-h20, fa3-h100-ablation,
+    /// fa3-h100-ratios, fa3-h20.
+    #[arg(long, value_name = "DATASET")]
+    only: Vec<String>,
+    /// Batch of the FA3 ablation (default: the measured 4).
+    #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    fa3_batch: Option<u32>,
+}
+
+impl ValidateArgs {
+    pub fn run(self) -> Result<(), Failure> {
+        for o in &self.only {
+            if !DATASETS.contains(&o.as_str()) {
+                return Err(Failure::Input(format!(
+                    "--only {o}: unknown dataset (one of {})",
+                    DATASETS.join(", ")
+                )));
+            }
+        }
+        let opts = ValidateOptions {
+            only: self.only,
+            fa3_batch: self.fa3_batch,
+            ..ValidateOptions::default()
+        };
+        let show = !self.json && std::io::stderr().is_terminal();
+        let width = Mutex::new(0usize);
+        let progress = |name: &str, done: usize, total: usize| {
+            if !show {
+                return;
+            }
+            let line = format!("validating {name}: {done}/{total}");
+            let mut w = width.lock().unwrap_or_else(|e| e.into_inner());
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r{line:<w$}", w = *w);
+            let _ = err.flush();
+            *w = line.len();
+        };
+        let result = validate(&opts, &progress);
+        if show {
+            let w = *width.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = write!(std::io::stderr(), "\r{:w$}\r", "");
+        }
+        let v = result.map_err(|e| {
+            if e.is_input_error() {
+                Failure::Input(e.to_string())
+            } else {
+                Failure::Sim(e.to_string())
+            }
+        })?;
+        if self.json {
+            out(&format!("{}\n", v.to_json_pretty()))
+        } else {
+            out(&v.to_text())
+        }
+    }
+}

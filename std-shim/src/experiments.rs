@@ -1,0 +1,166 @@
+//! The published experiments of [`crate::data`] re-created as simfa runs:
+//! which kernel stands for each measured one, and how its figure is read
+//! off the run. [`crate::calibrate_sm`] fits on them and
+//! [`crate::validate`] checks every dataset with them, so both measure the
+//! same way.
+//!
+//! Times and rates come from [`Report`]: cycles at the clock the
+//! configuration's power limit sustains for the run's tensor activity.
+
+use rayon::prelude::*;
+use simfa_core::GpuConfig;
+
+use crate::calibrate::CalibError;
+use crate::data::{Fa3Point, GemmPoint};
+use crate::gen::fa3::{fa3, Fa3Params, Variant};
+use crate::gen::{gemm, BenchError, GemmParams};
+use crate::report::Report;
+use crate::run::simulate;
+
+/// The generator's closest configuration to the cuBLAS/torch kernels the
+/// GEMM data measured: 128 x 256 x 64 tiles (128 x 128 when those fill the
+/// SMs' waves better, as the libraries' heuristics pick smaller tiles for
+/// small problems), a producer and two consumer WarpGroups over a 3-stage ring
+/// (what fits beside the staged C tile), persistent over the SMs with
+/// grouped rasterisation (8 row blocks, or the largest of 4, 2, 1 that
+/// divides them); a non-persistent kernel when M is not a whole number of
+/// row blocks.
+pub fn closest_gemm(cfg: &GpuConfig, [m, n, k]: [u32; 3]) -> GemmParams {
+    let wide = GemmParams {
+        block_m: 128,
+        block_n: 256,
+        block_k: 64,
+        stages: 3,
+        consumers: 2,
+        ctas: cfg.sms as u32,
+        ..GemmParams::new(m, n, k)
+    };
+    let narrow = GemmParams {
+        block_n: 128,
+        ..wide
+    };
+    // The share of the SMs' last wave that has a tile, compared exactly:
+    // tiles / (waves * sms).
+    let sms = cfg.sms.max(1) as u64;
+    let fill = |p: &GemmParams| (p.tiles(), p.tiles().div_ceil(sms) * sms);
+    let ((wt, ws), (nt, ns)) = (fill(&wide), fill(&narrow));
+    let base = if nt * ws > wt * ns { narrow } else { wide };
+    if m % base.block_m != 0 {
+        return base;
+    }
+    let rows = base.tiles_m();
+    let group_m = [8, 4, 2, 1]
+        .into_iter()
+        .find(|g| rows % g == 0)
+        .unwrap_or(1);
+    GemmParams {
+        persistent: true,
+        group_m,
+        ..base
+    }
+}
+
+/// Runs the closest GEMM for `shape` on `cfg`.
+pub fn run_gemm(cfg: &GpuConfig, shape: [u32; 3]) -> Result<Report, BenchError> {
+    let p = closest_gemm(cfg, shape);
+    let k = gemm(&p)?;
+    let out = simulate(cfg, &k, &mut ())?;
+    Ok(Report::new(cfg, &k, &out).with_workload_flops(p.flops()))
+}
+
+/// The FA3 parameters of a measured point, with `batch` instead of the
+/// measured batch when given (the per-CTA pipeline is the same; a smaller
+/// batch is cheaper to simulate).
+pub fn fa3_params(p: &Fa3Point, batch: Option<u32>) -> Fa3Params {
+    Fa3Params {
+        batch: batch.unwrap_or(p.batch),
+        heads: p.heads,
+        kv_heads: p.heads,
+        seqlen_q: p.seqlen,
+        seqlen_kv: p.seqlen,
+        hdim: p.hdim,
+        causal: p.causal,
+        variant: Variant::from_name(&p.variant).unwrap_or_default(),
+    }
+}
+
+/// Runs FA3 for `p` on `cfg`; the report counts FA3's useful FLOPs.
+pub fn run_fa3(cfg: &GpuConfig, p: &Fa3Params) -> Result<Report, BenchError> {
+    let (k, _) = fa3(p, cfg)?;
+    let out = simulate(cfg, &k, &mut ())?;
+    Ok(Report::new(cfg, &k, &out).with_workload_flops(p.flops()))
+}
+
+/// Runs `jobs` in parallel (results in input order, whatever the number of
+/// threads), calling `progress(done, total)` as each ends.
+pub fn run_all<T: Sync, R: Send>(
+    jobs: &[T],
+    run: impl Fn(&T) -> Result<R, CalibError> + Sync,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Vec<R>, CalibError> {
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let total = jobs.len();
+    let out: Vec<Result<R, CalibError>> = jobs
+        .par_iter()
+        .with_max_len(1)
+        .map(|j| {
+            let r = run(j);
+            progress(
+                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+                total,
+            );
+            r
+        })
+        .collect();
+    out.into_iter().collect()
+}
+
+/// A failed run of a dataset's point, as a calibration error naming it.
+pub fn point_error(what: String, source: BenchError) -> CalibError {
+    CalibError::Run { what, source }
+}
+
+/// A label for a GEMM point, e.g. `h100 cublas-bf16 4096x4096x4096`.
+pub fn gemm_label(p: &GemmPoint) -> String {
+    format!(
+        "{} {} {}x{}x{}",
+        p.gpu, p.kernel, p.shape[0], p.shape[1], p.shape[2]
+    )
+}
+
+/// A label for an FA3 point, e.g. `d128 causal b2 s2048 h16 full`.
+pub fn fa3_label(p: &Fa3Point) -> String {
+    format!(
+        "d{}{} b{} s{} h{} {}",
+        p.hdim,
+        if p.causal { " causal" } else { "" },
+        p.batch,
+        p.seqlen,
+        p.heads,
+        p.variant
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closest_gemm_fits_and_groups() {
+        let cfg = GpuConfig::h100();
+        for s in [1024, 2048, 4096, 6144, 8192, 10240, 12288] {
+            let p = closest_gemm(&cfg, [s, s, s]);
+            assert!(p.persistent && p.validate().is_ok(), "{s}");
+            assert_eq!(p.tiles_m() % p.group_m, 0);
+        }
+        assert_eq!(closest_gemm(&cfg, [4096, 4096, 4096]).group_m, 8);
+        assert_eq!(closest_gemm(&cfg, [4096, 4096, 4096]).block_n, 256);
+        // 8 x 4 wide tiles would leave 100 of 132 SMs idle.
+        assert_eq!(closest_gemm(&cfg, [1024, 1024, 1024]).block_n, 128);
+        // 128 wide tiles fill 97% of one wave, as 256 narrow ones do of two.
+        assert_eq!(closest_gemm(&cfg, [2048, 2048, 13312]).block_n, 256);
+        assert_eq!(closest_gemm(&cfg, [384, 256, 64]).group_m, 1);
+        let odd = closest_gemm(&cfg, [1000, 1000, 1000]);
+        assert!(!odd.persistent && odd.validate().is_ok());
+    }
+}

@@ -1,0 +1,505 @@
+//! `simfa validate`: every published dataset the project ships
+//! ([`crate::data`]), simulated with the presets as they are, and compared
+//! point by point: per dataset the points, the MAPE, the worst point, and
+//! whether the dataset was used to fit a parameter (in-sample) or not
+//! (held out). The README's accuracy table comes from this command.
+//!
+//! | dataset | preset | figure | status |
+//! |---|---|---|---|
+//! | `pchase` | h800-pcie | cycles per hop | in-sample (L2 latencies, associativity, proxy) |
+//! | `tma-bw` | h800-pcie | GB/s | held out |
+//! | `wgmma-latency` | h800-pcie | cycles per WGMMA | in-sample (the 13-cycle floor) |
+//! | `wgmma-tflops` | h800-pcie | TFLOP/s | in-sample (`tensor_sustained_mhz`) |
+//! | `clocks` | h800, h200 | sustained MHz | in-sample (`tensor_sustained_mhz`) |
+//! | `gemm-h100`, `gemm-h20` | h100, h20 | TFLOP/s | in-sample (`tensor_sustained_mhz`) |
+//! | `fa3-h100-ablation` | h100 | TFLOP/s | in-sample (`units.rf_share`, on the full kernel) |
+//! | `fa3-h100-ratios` | h100 | the variants' time over the full kernel's | held out |
+//! | `fa3-h20` | h20 | TFLOP/s | held out |
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use simfa_core::{GpuConfig, WgmmaMode};
+
+use crate::calibrate::{
+    calibrate_pchase, calibrate_tma_bw, error_percent, mape, pchase_rows, CalibError,
+    PchaseOptions, TmaBwOptions,
+};
+use crate::data;
+use crate::experiments::{
+    fa3_label, fa3_params, gemm_label, point_error, run_all, run_fa3, run_gemm,
+};
+use crate::gen::wgmma_bench::wgmma_figures;
+
+/// The datasets, in the order they run.
+pub const DATASETS: [&str; 10] = [
+    "pchase",
+    "tma-bw",
+    "wgmma-latency",
+    "wgmma-tflops",
+    "clocks",
+    "gemm-h100",
+    "gemm-h20",
+    "fa3-h100-ablation",
+    "fa3-h100-ratios",
+    "fa3-h20",
+];
+
+/// One point of a dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Point {
+    /// The point.
+    pub label: String,
+    /// Measured figure.
+    pub measured: f64,
+    /// Simulated figure.
+    pub simulated: f64,
+    /// Signed error, percent.
+    pub error_percent: f64,
+}
+
+/// The comparison of one dataset.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Dataset {
+    /// Its name (see [`DATASETS`]).
+    pub name: String,
+    /// The data file it comes from.
+    pub data: String,
+    /// The preset it ran on.
+    pub gpu: String,
+    /// What is compared.
+    pub figure: String,
+    /// `in-sample` or `held out`.
+    pub status: String,
+    /// What was fitted on it (empty when held out).
+    pub fitted: String,
+    /// MAPE, percent.
+    pub mape_percent: f64,
+    /// The point with the largest absolute error.
+    pub worst: Point,
+    /// Every point.
+    pub points: Vec<Point>,
+}
+
+/// Options of a validation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidateOptions {
+    /// Run only these datasets (all when empty).
+    pub only: Vec<String>,
+    /// Batch of the FA3 ablation (the measured 4 when `None`).
+    pub fa3_batch: Option<u32>,
+    /// Bytes per cell of the TMA throughput table (64 MiB by default).
+    pub tma_total_bytes: u64,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions {
+            only: Vec::new(),
+            fa3_batch: None,
+            tma_total_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The result of `simfa validate`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Validation {
+    /// Every dataset run.
+    pub datasets: Vec<Dataset>,
+}
+
+fn dataset(
+    name: &str,
+    data: &str,
+    gpu: &str,
+    figure: &str,
+    fitted: &str,
+    points: Vec<Point>,
+) -> Dataset {
+    let errs: Vec<f64> = points.iter().map(|p| p.error_percent).collect();
+    let worst = points
+        .iter()
+        .fold(None::<&Point>, |w, p| match w {
+            Some(w) if w.error_percent.abs() >= p.error_percent.abs() => Some(w),
+            _ => Some(p),
+        })
+        .cloned()
+        .unwrap_or(Point {
+            label: String::new(),
+            measured: 0.0,
+            simulated: 0.0,
+            error_percent: 0.0,
+        });
+    Dataset {
+        name: name.into(),
+        data: data.into(),
+        gpu: gpu.into(),
+        figure: figure.into(),
+        status: if fitted.is_empty() {
+            "held out"
+        } else {
+            "in-sample"
+        }
+        .into(),
+        fitted: fitted.into(),
+        mape_percent: mape(&errs).unwrap_or(0.0),
+        worst,
+        points,
+    }
+}
+
+fn point(label: String, measured: f64, simulated: f64) -> Point {
+    Point {
+        label,
+        measured,
+        simulated,
+        error_percent: error_percent(measured, simulated),
+    }
+}
+
+fn wgmma(which: &str, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, CalibError> {
+    let cfg = GpuConfig::h800_pcie();
+    let pts = data::wgmma_points()?;
+    let jobs: Vec<(u16, WgmmaMode, f64, f64)> = pts
+        .iter()
+        .flat_map(|p| {
+            [
+                (p.n, WgmmaMode::Ss, p.latency[0], p.tflops[0]),
+                (p.n, WgmmaMode::Rs, p.latency[1], p.tflops[1]),
+            ]
+        })
+        .collect();
+    let latency = which == "wgmma-latency";
+    let points = run_all(
+        &jobs,
+        |&(n, mode, lat, tf)| {
+            let label = format!("m64n{n}k16 {}", mode.name());
+            let f = wgmma_figures(&cfg, n, mode).map_err(|e| point_error(label.clone(), e))?;
+            Ok(if latency {
+                point(label, lat, f.latency)
+            } else {
+                point(label, tf, f.tflops)
+            })
+        },
+        progress,
+    )?;
+    Ok(if latency {
+        dataset(
+            which,
+            data::WGMMA.path,
+            "h800-pcie",
+            "cycles per WGMMA",
+            "wgmma_min_cycles (13, the RS floor)",
+            points,
+        )
+    } else {
+        dataset(
+            which,
+            data::WGMMA.path,
+            "h800-pcie",
+            "TFLOP/s",
+            "tensor_sustained_mhz",
+            points,
+        )
+    })
+}
+
+fn clocks() -> Result<Dataset, CalibError> {
+    let mut points = Vec::new();
+    for p in data::clock_points()? {
+        let cfg = GpuConfig::preset(&p.gpu).unwrap_or_else(GpuConfig::h800);
+        // The activity of the observed throughput at the observed clock,
+        // and the clock the preset's limit gives at that activity.
+        let cycles: u64 = 1 << 30;
+        let peak = cfg.sms as f64 * 4096.0 * cycles as f64;
+        let flops = (p.tflops * 1e6 / p.clock_mhz * cycles as f64).min(peak) as u64;
+        let f = simfa_core::power::sustained_clock_mhz(&cfg, flops, cycles);
+        points.push(point(
+            format!("{} at {} TFLOP/s ({})", p.gpu, p.tflops, p.source),
+            p.clock_mhz,
+            f as f64,
+        ));
+    }
+    Ok(dataset(
+        "clocks",
+        data::CLOCKS.path,
+        "h800, h200",
+        "sustained clock, MHz",
+        "tensor_sustained_mhz",
+        points,
+    ))
+}
+
+fn gemm(gpu: &str, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, CalibError> {
+    let cfg = GpuConfig::preset(gpu).unwrap_or_else(GpuConfig::h800);
+    let pts: Vec<_> = data::gemm_points()?
+        .into_iter()
+        .filter(|p| p.gpu == gpu)
+        .collect();
+    let points = run_all(
+        &pts,
+        |p| {
+            let r = run_gemm(&cfg, p.shape).map_err(|e| point_error(gemm_label(p), e))?;
+            Ok(point(gemm_label(p), p.tflops, r.tflops))
+        },
+        progress,
+    )?;
+    Ok(dataset(
+        &format!("gemm-{gpu}"),
+        data::GEMM_DENSE.path,
+        gpu,
+        "TFLOP/s (128x256x64 tiles, 2 consumers, 3 stages, persistent, grouped)",
+        "tensor_sustained_mhz",
+        points,
+    ))
+}
+
+/// The ablation's TFLOP/s and the variants' time ratios to the full kernel.
+fn ablation(
+    batch: Option<u32>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Dataset, Dataset), CalibError> {
+    let cfg = GpuConfig::h100();
+    let pts = data::fa3_h100_ablation_points()?;
+    let sims = run_all(
+        &pts,
+        |p| {
+            run_fa3(&cfg, &fa3_params(p, batch))
+                .map(|r| r.tflops)
+                .map_err(|e| point_error(fa3_label(p), e))
+        },
+        progress,
+    )?;
+    let points = pts
+        .iter()
+        .zip(&sims)
+        .map(|(p, s)| point(fa3_label(&fa3_at(p, batch)), p.tflops, *s))
+        .collect();
+    let mut ratios = Vec::new();
+    for (p, s) in pts.iter().zip(&sims).skip(1) {
+        // time ratio = full TFLOP/s / variant TFLOP/s
+        ratios.push(point(
+            format!("{} / full", p.variant),
+            pts[0].tflops / p.tflops,
+            sims[0] / s,
+        ));
+    }
+    let figure = match batch {
+        Some(b) => format!("TFLOP/s (batch {b})"),
+        None => "TFLOP/s".into(),
+    };
+    Ok((
+        dataset(
+            "fa3-h100-ablation",
+            data::FA3_H100_ABLATION.path,
+            "h100",
+            &figure,
+            "units.rf_share, on the full kernel",
+            points,
+        ),
+        dataset(
+            "fa3-h100-ratios",
+            data::FA3_H100_ABLATION.path,
+            "h100",
+            "time over the full kernel's",
+            "",
+            ratios,
+        ),
+    ))
+}
+
+fn fa3_at(p: &data::Fa3Point, batch: Option<u32>) -> data::Fa3Point {
+    data::Fa3Point {
+        batch: batch.unwrap_or(p.batch),
+        ..p.clone()
+    }
+}
+
+fn fa3_h20(progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, CalibError> {
+    let cfg = GpuConfig::h20();
+    let pts = data::fa3_h20_points()?;
+    let points = run_all(
+        &pts,
+        |p| {
+            let r =
+                run_fa3(&cfg, &fa3_params(p, None)).map_err(|e| point_error(fa3_label(p), e))?;
+            Ok(point(fa3_label(p), p.tflops, r.tflops))
+        },
+        progress,
+    )?;
+    Ok(dataset(
+        "fa3-h20",
+        data::FA3_H20.path,
+        "h20",
+        "TFLOP/s",
+        "",
+        points,
+    ))
+}
+
+/// Runs the datasets `opts` selects. `progress(dataset, done, total)`
+/// reports the simulations of the dataset under way.
+pub fn validate(
+    opts: &ValidateOptions,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<Validation, CalibError> {
+    for o in &opts.only {
+        if !DATASETS.contains(&o.as_str()) {
+            return Err(CalibError::Parse {
+                origin: "--only".into(),
+                line: 1,
+                problem: format!("unknown dataset `{o}` (one of {})", DATASETS.join(", ")),
+            });
+        }
+    }
+    let want = |n: &str| opts.only.is_empty() || opts.only.iter().any(|o| o == n);
+    let mut out = Vec::new();
+    for name in DATASETS {
+        if !want(name) {
+            continue;
+        }
+        let p = |d: usize, t: usize| progress(name, d, t);
+        match name {
+            "pchase" => {
+                let cfg = GpuConfig::h800_pcie();
+                let rows = pchase_rows()?;
+                let c = calibrate_pchase(&cfg, &rows, &PchaseOptions::default(), &p)?;
+                let points = c
+                    .points
+                    .iter()
+                    .map(|x| point(format!("{} kB", x.working_set_kb), x.measured, x.simulated))
+                    .collect();
+                out.push(dataset(
+                    name,
+                    data::POINTER_CHASE.path,
+                    "h800-pcie",
+                    "TMA cycles per hop",
+                    "l2 latencies, associativity, proxy",
+                    points,
+                ));
+            }
+            "tma-bw" => {
+                let cfg = GpuConfig::h800_pcie();
+                let o = TmaBwOptions {
+                    total_bytes: opts.tma_total_bytes,
+                    cells: None,
+                };
+                let c = calibrate_tma_bw(&cfg, &o, &p)?;
+                let points = c
+                    .cells
+                    .iter()
+                    .map(|x| {
+                        point(
+                            format!("{}, {} blocks/SM", x.copy, x.blocks_per_sm),
+                            x.measured,
+                            x.simulated,
+                        )
+                    })
+                    .collect();
+                out.push(dataset(
+                    name,
+                    data::TMA_THROUGHPUT.path,
+                    "h800-pcie",
+                    "GB/s",
+                    "",
+                    points,
+                ));
+            }
+            "wgmma-latency" | "wgmma-tflops" => out.push(wgmma(name, &p)?),
+            "clocks" => out.push(clocks()?),
+            "gemm-h100" => out.push(gemm("h100", &p)?),
+            "gemm-h20" => out.push(gemm("h20", &p)?),
+            "fa3-h100-ablation" => {
+                let (a, r) = ablation(opts.fa3_batch, &p)?;
+                out.push(a);
+                if want("fa3-h100-ratios") {
+                    out.push(r);
+                }
+            }
+            "fa3-h100-ratios" => {
+                if !want("fa3-h100-ablation") {
+                    out.push(ablation(opts.fa3_batch, &p)?.1);
+                }
+            }
+            _ => out.push(fa3_h20(&p)?),
+        }
+    }
+    Ok(Validation { datasets: out })
+}
+
+impl Validation {
+    /// The result as pretty JSON.
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a validation always serialises")
+    }
+
+    /// A table, one dataset per line, then every point of the small ones.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:<18} {:<10} {:>6} {:>8}  {:<10} worst point",
+            "dataset", "gpu", "points", "MAPE", "status"
+        );
+        for d in &self.datasets {
+            let _ = writeln!(
+                s,
+                "{:<18} {:<10} {:>6} {:>7.1}%  {:<10} {:+.1}% ({})",
+                d.name,
+                d.gpu,
+                d.points.len(),
+                d.mape_percent,
+                d.status,
+                d.worst.error_percent,
+                d.worst.label
+            );
+        }
+        for d in self.datasets.iter().filter(|d| d.points.len() <= 12) {
+            let _ = writeln!(s, "\n{} ({}, {}):", d.name, d.data, d.figure);
+            for p in &d.points {
+                let _ = writeln!(
+                    s,
+                    "    {:<44} measured {:>9.3}  simulated {:>9.3}  {:+6.1}%",
+                    p.label, p.measured, p.simulated, p.error_percent
+                );
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_datasets_are_named() {
+        let o = ValidateOptions {
+            only: vec!["nope".into()],
+            ..ValidateOptions::default()
+        };
+        let e = validate(&o, &|_, _, _| {}).unwrap_err().to_string();
+        assert!(e.contains("unknown dataset `nope`"), "{e}");
+    }
+
+    #[test]
+    fn the_small_datasets_validate() {
+        let o = ValidateOptions {
+            only: vec!["wgmma-latency".into(), "clocks".into()],
+            ..ValidateOptions::default()
+        };
+        let v = validate(&o, &|_, _, _| {}).unwrap();
+        assert_eq!(v.datasets.len(), 2);
+        let lat = &v.datasets[0];
+        assert_eq!(lat.points.len(), 12);
+        // The WGMMA law reproduces Luo et al.'s latencies exactly.
+        assert_eq!(lat.mape_percent, 0.0, "{}", v.to_text());
+        assert_eq!(lat.status, "in-sample");
+        let t = v.to_text();
+        assert!(
+            t.contains("wgmma-latency") && t.contains("m64n8k16 rs"),
+            "{t}"
+        );
+    }
+}
