@@ -109,6 +109,18 @@ fn fa3_resumes_hierarchy() {
 }
 
 #[test]
+fn gemm_resumes_transaction() {
+    let c = cfg(MemoryModel::Transaction);
+    check_resumes(&c, &small_gemm());
+}
+
+#[test]
+fn fa3_resumes_transaction() {
+    let c = cfg(MemoryModel::Transaction);
+    check_resumes(&c, &small_fa3(&c));
+}
+
+#[test]
 fn a_resumed_run_can_be_saved_and_resumed_again() {
     let c = cfg(MemoryModel::Line);
     let k = small_gemm();
@@ -231,7 +243,11 @@ fn a_resealed_damaged_snapshot_never_panics_when_run() {
     // A low watchdog bounds runs a damaged loop counter would stretch.
     let mut failures = Vec::new();
     let mut cases = 0;
-    for (memory, step) in [(MemoryModel::Fixed, 3), (MemoryModel::Line, 9)] {
+    for (memory, step) in [
+        (MemoryModel::Fixed, 3),
+        (MemoryModel::Line, 9),
+        (MemoryModel::Transaction, 9),
+    ] {
         // A small GPU keeps the snapshot (and each restore) small.
         let mut c = cfg(memory);
         c.sms = 8;
