@@ -24,6 +24,13 @@ pub struct BenchArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Memory model: transaction (default), line or fixed.
+    #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
+    memory: Option<simfa_core::config::MemoryModel>,
+    /// Runs of each workload; the table shows the median wall time.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: u32,
 }
 
 /// One measured run.
@@ -45,13 +52,29 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn measure(name: String, cfg: &GpuConfig, k: &Kernel) -> Result<Row, Failure> {
-    let t = Instant::now();
-    let out = simulate(cfg, k, &mut ()).map_err(|e| Failure::Sim(e.to_string()))?;
-    let wall_s = t.elapsed().as_secs_f64();
-    let cycles = out.summary.cycles;
-    Ok(Row {
-        workload: name,
+/// Simulates `k` `runs` times; the row holds the median wall time.
+fn measure(name: String, cfg: &GpuConfig, k: &Kernel, runs: u32) -> Result<Row, Failure> {
+    let mut walls = Vec::new();
+    let mut last = None;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let out = simulate(cfg, k, &mut ()).map_err(|e| Failure::Sim(e.to_string()))?;
+        walls.push(t.elapsed().as_secs_f64());
+        last = Some(out);
+    }
+    let out = last.ok_or_else(|| Failure::Input("--runs must be at least 1".into()))?;
+    Ok(row(
+        name,
+        out.summary.cycles,
+        median(&mut walls),
+        out.arena_bytes,
+    ))
+}
+
+/// A row from a median wall time.
+fn row(workload: String, cycles: u64, wall_s: f64, arena_bytes: usize) -> Row {
+    Row {
+        workload,
         cycles,
         wall_s,
         cycles_per_s: if wall_s > 0.0 {
@@ -59,8 +82,8 @@ fn measure(name: String, cfg: &GpuConfig, k: &Kernel) -> Result<Row, Failure> {
         } else {
             0.0
         },
-        arena_bytes: out.arena_bytes,
-    })
+        arena_bytes,
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -75,7 +98,7 @@ fn median(v: &mut [f64]) -> f64 {
 impl BenchArgs {
     /// Runs the benchmark and prints its table.
     pub fn run(&self) -> Result<(), Failure> {
-        let cfg = GpuConfig::h800();
+        let cfg = crate::with_memory(GpuConfig::h800(), self.memory);
         let mut rows = Vec::new();
         let p = Fa3Params {
             heads: 64,
@@ -85,23 +108,29 @@ impl BenchArgs {
             ..Fa3Params::default()
         };
         let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
-        eprintln!("bench: fa3 llama3-70b {} tokens on h800 ...", self.seqlen);
+        eprintln!(
+            "bench: fa3 llama3-70b {} tokens on h800, {} memory, {} run(s) ...",
+            self.seqlen, cfg.memory, self.runs
+        );
         rows.push(measure(
             format!("fa3 llama3-70b s={}", self.seqlen),
             &cfg,
             &k,
+            self.runs,
         )?);
         if !self.skip_gemm {
             for g in simfa_std::gen::sweep_shapes() {
                 eprintln!("bench: gemm {}x{}x{} ...", g.m, g.n, g.k);
-                let r = sweep_row(&cfg, &g).map_err(|e| Failure::Sim(e.to_string()))?;
-                rows.push(Row {
-                    workload: format!("gemm {}x{}x{}", g.m, g.n, g.k),
-                    cycles: r.cycles,
-                    wall_s: r.wall_s,
-                    cycles_per_s: r.cycles_per_wall_s,
-                    arena_bytes: r.arena_bytes,
-                });
+                let mut walls = Vec::new();
+                let mut last = None;
+                for _ in 0..self.runs {
+                    let r = sweep_row(&cfg, &g).map_err(|e| Failure::Sim(e.to_string()))?;
+                    walls.push(r.wall_s);
+                    last = Some(r);
+                }
+                let r = last.ok_or_else(|| Failure::Input("--runs must be at least 1".into()))?;
+                let name = format!("gemm {}x{}x{}", g.m, g.n, g.k);
+                rows.push(row(name, r.cycles, median(&mut walls), r.arena_bytes));
             }
         }
         let peak = peak_rss_bytes();
@@ -109,6 +138,8 @@ impl BenchArgs {
         let gemm_median = median(&mut gemm_rates);
         if self.json {
             let v = serde_json::json!({
+                "memory_model": cfg.memory.name(),
+                "runs_per_workload": self.runs,
                 "runs": rows,
                 "fa3_cycles_per_s": rows[0].cycles_per_s,
                 "gemm_median_cycles_per_s": gemm_median,
@@ -118,8 +149,8 @@ impl BenchArgs {
             return crate::out(&format!("{text}\n"));
         }
         let mut s = format!(
-            "{:<28} {:>10} {:>9} {:>12} {:>10}\n",
-            "workload", "cycles", "wall s", "cycles/s", "arena MB"
+            "memory model: {}; median of {} run(s) each\n{:<28} {:>10} {:>9} {:>12} {:>10}\n",
+            cfg.memory, self.runs, "workload", "cycles", "wall s", "cycles/s", "arena MB"
         );
         for r in &rows {
             s.push_str(&format!(

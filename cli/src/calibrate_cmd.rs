@@ -99,6 +99,10 @@ pub struct CalGpuArgs {
     /// TOML configuration file: `preset = "..."` plus field overrides.
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
+    /// Memory model, over the preset's or file's: transaction (default),
+    /// line (the line-level reference) or fixed.
+    #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
+    memory: Option<simfa_core::config::MemoryModel>,
 }
 
 impl CalGpuArgs {
@@ -107,6 +111,7 @@ impl CalGpuArgs {
             (Some(path), _) => load_config(path).map_err(Failure::input),
             (None, name) => preset(name.as_deref().unwrap_or("h800-pcie")).map_err(Failure::input),
         }
+        .map(|c| crate::with_memory(c, self.memory))
     }
 }
 

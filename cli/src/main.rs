@@ -20,6 +20,7 @@
 //! progress display is drawn on stderr if it is a terminal (not with
 //! `--json`).
 
+mod agreement_cmd;
 mod bench_cmd;
 mod calibrate_cmd;
 mod fa3_cmd;
@@ -31,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use simfa_core::config::MemoryModel;
 use simfa_core::{GpuConfig, Kernel, PRESETS};
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
@@ -41,6 +43,7 @@ use simfa_std::report::Report;
 use simfa_std::run::{simulate_with_snapshots, RunError, Snapshots};
 use simfa_std::trace::{DramTrace, TraceFormat};
 
+use agreement_cmd::AgreementArgs;
 use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use fa3_cmd::Fa3Shape;
@@ -113,6 +116,10 @@ enum Cmd {
     /// points, MAPE, worst point, in-sample or held out. Takes tens of
     /// minutes (--only picks datasets).
     Validate(ValidateArgs),
+    /// Compare the transaction-level memory model with the line-level
+    /// reference on a fixed suite (FA3, GEMM, pointer chase, TMA
+    /// throughput), point by point.
+    Agreement(AgreementArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -197,6 +204,26 @@ struct GpuArgs {
     /// TOML configuration file: `preset = "..."` plus field overrides.
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
+    /// Memory model, over the preset's or file's: transaction (default),
+    /// line (the line-level reference) or fixed.
+    #[arg(long, value_name = "MODEL", value_parser = parse_memory)]
+    memory: Option<MemoryModel>,
+}
+
+/// `--memory`'s values: a model's name (`hierarchy` is `line`).
+pub fn parse_memory(s: &str) -> Result<MemoryModel, String> {
+    MemoryModel::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = MemoryModel::ALL.iter().map(|m| m.name()).collect();
+        format!("unknown memory model {s:?} (one of {})", names.join(", "))
+    })
+}
+
+/// `cfg` with its memory model replaced by `memory` when given.
+pub fn with_memory(mut cfg: GpuConfig, memory: Option<MemoryModel>) -> GpuConfig {
+    if let Some(m) = memory {
+        cfg.memory = m;
+    }
+    cfg
 }
 
 /// A failure and the exit status it maps to.
@@ -271,6 +298,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         } => g.run(),
         Cmd::Calibrate { what } => what.run(),
         Cmd::Validate(v) => v.run(),
+        Cmd::Agreement(a) => a.run(),
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
@@ -320,6 +348,7 @@ impl GpuArgs {
             (Some(path), _) => load_config(path).map_err(Failure::input),
             (None, name) => preset(name.as_deref().unwrap_or("h800")).map_err(Failure::input),
         }
+        .map(|c| with_memory(c, self.memory))
     }
 }
 

@@ -345,3 +345,60 @@ fn dram_trace_lists_every_request() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("DRAM trace"), "{}", stderr(&o));
 }
+
+#[test]
+fn memory_flag_picks_the_model_and_the_report_names_it() {
+    let mut cycles = Vec::new();
+    for (flag, name) in [
+        (None, "transaction"),
+        (Some("line"), "line"),
+        (Some("hierarchy"), "line"),
+        (Some("fixed"), "fixed"),
+    ] {
+        let mut args = vec!["gemm", "--m", "256", "--n", "256", "--k", "256", "--json"];
+        if let Some(f) = flag {
+            args.extend(["--memory", f]);
+        }
+        let j = json(&simfa(&args));
+        assert_eq!(j["memory_model"], name, "{flag:?}");
+        cycles.push(j["cycles"].as_u64().unwrap());
+    }
+    // The alias runs the same model; the fixed port is another one.
+    assert_eq!(cycles[1], cycles[2]);
+    assert_ne!(cycles[1], cycles[3]);
+    // A --memory flag overrides a configuration file's choice.
+    let dir = Scratch::new("memory-flag");
+    let toml = dir.path("line.toml");
+    std::fs::write(&toml, "preset = \"h800\"\nmemory = \"line\"\n").unwrap();
+    let args = ["gemm", "--m", "256", "--n", "256", "--k", "256", "--json"];
+    let mut with_file = args.to_vec();
+    with_file.extend(["--config", s(&toml)]);
+    assert_eq!(json(&simfa(&with_file))["memory_model"], "line");
+    with_file.extend(["--memory", "transaction"]);
+    assert_eq!(json(&simfa(&with_file))["memory_model"], "transaction");
+}
+
+#[test]
+fn unknown_memory_model_exits_2_and_names_the_choices() {
+    let o = simfa(&[
+        "gemm", "--m", "128", "--n", "128", "--k", "64", "--memory", "cache",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("cache") && e.contains("transaction, line, fixed"),
+        "{e}"
+    );
+}
+
+#[test]
+fn agreement_quick_prints_both_models_per_point() {
+    let j = json(&simfa(&["agreement", "--quick", "--json"]));
+    let points = j["points"].as_array().unwrap();
+    assert_eq!(points.len(), 29, "{j}");
+    for p in points {
+        assert!(p["line"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["transaction"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert!(j["max_abs_error_percent"].as_f64().unwrap() < 12.0, "{j}");
+}

@@ -10,21 +10,69 @@ use heapless::String;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
-use crate::mem::config::{L2Config, ProxyConfig, TmaLineConfig};
+use crate::mem::config::{L2Config, ProxyConfig, TmaLineConfig, TxnConfig};
 use crate::mem::dram::DramConfig;
 use crate::mem::hash::SliceHash;
 use crate::time::Ratio;
 
-/// Which memory model serves the TMA engines.
+/// Which memory model serves the TMA engines. All three read the same
+/// [`GpuConfig::l2`], [`GpuConfig::dram`] and [`GpuConfig::tma`] (the
+/// fixed port reads [`GpuConfig::port`] instead).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MemoryModel {
+    /// The transaction-level hierarchy (`crate::mem::txn`): whole TMA
+    /// operations timed in closed form against reservation calendars of
+    /// the slices and HBM channels, L2 residency per chunk of lines. Fast
+    /// enough for sweeps; checked against [`MemoryModel::Line`].
+    #[default]
+    Transaction,
+    /// The line-level hierarchy, the reference: every 128-byte line
+    /// through coalescers, the partitioned L2 with MSHRs and FR-FCFS HBM
+    /// controllers with JEDEC command timing. Configuration files may
+    /// still call it `"hierarchy"`.
+    #[serde(alias = "hierarchy")]
+    Line,
     /// The fixed-latency, fixed-bandwidth port ([`GpuConfig::port`]).
     Fixed,
-    /// The calibrated hierarchy: line requests through coalescers, the
-    /// partitioned L2 ([`GpuConfig::l2`]) and HBM ([`GpuConfig::dram`]).
-    #[default]
-    Hierarchy,
+}
+
+impl MemoryModel {
+    /// Every model, in declaration order.
+    pub const ALL: [MemoryModel; 3] = [
+        MemoryModel::Transaction,
+        MemoryModel::Line,
+        MemoryModel::Fixed,
+    ];
+
+    /// The name configuration files, `--memory` and reports use:
+    /// `"transaction"`, `"line"` or `"fixed"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MemoryModel::Transaction => "transaction",
+            MemoryModel::Line => "line",
+            MemoryModel::Fixed => "fixed",
+        }
+    }
+
+    /// The model called `name` (`"hierarchy"` is [`MemoryModel::Line`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "hierarchy" => Some(MemoryModel::Line),
+            _ => MemoryModel::ALL.into_iter().find(|m| m.name() == name),
+        }
+    }
+
+    /// True for the two models of the L2/HBM hierarchy.
+    pub const fn is_hierarchy(self) -> bool {
+        matches!(self, MemoryModel::Transaction | MemoryModel::Line)
+    }
+}
+
+impl core::fmt::Display for MemoryModel {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Which ready WarpGroup an SM's scheduler issues from.
@@ -99,17 +147,19 @@ pub enum Fault {
     /// The model as calibrated.
     #[default]
     None,
-    /// TMA completions are signalled early. With the fixed port, a
-    /// transfer's completion (its mbarrier bytes, its `TmaDone`) comes
-    /// `cycles` cycles before the port lands it (but never in its issue
-    /// cycle). With the memory hierarchy, an operation's completion comes
-    /// `cycles` cycles after its last line request leaves the engine, or
-    /// when its last line returns if that is sooner.
+    /// TMA completions are signalled early. With the fixed port and the
+    /// transaction-level model, a transfer's completion (its mbarrier
+    /// bytes, its `TmaDone`) comes `cycles` cycles before it lands (but
+    /// never in its issue cycle). With the line-level model, an
+    /// operation's completion comes `cycles` cycles after its last line
+    /// request leaves the engine, or when its last line returns if that is
+    /// sooner.
     EarlyTma {
         /// How far ahead of the data the completion is signalled.
         cycles: u32,
     },
-    /// An L2 read that finds its line's fill still in flight (it would merge
+    /// An L2 read that finds its line's (or, transaction-level, its
+    /// chunk's) fill still in flight (it would merge
     /// into that fill's MSHR) is answered as a hit, after the hit latency,
     /// instead of waiting for the fill.
     EarlyHit,
@@ -184,12 +234,15 @@ pub struct GpuConfig {
     pub memory: MemoryModel,
     /// The fixed memory port (with `memory = "fixed"`).
     pub port: FixedPortConfig,
-    /// The L2 (with `memory = "hierarchy"`).
+    /// The L2 (with `memory = "transaction"` or `"line"`).
     pub l2: L2Config,
-    /// The HBM (with `memory = "hierarchy"`).
+    /// The HBM (with `memory = "transaction"` or `"line"`).
     pub dram: DramConfig,
-    /// Line-request generation of the TMA engines (with `memory = "hierarchy"`).
+    /// Line-request generation of the TMA engines (with `memory =
+    /// "transaction"` or `"line"`).
     pub tma: TmaLineConfig,
+    /// What only the transaction-level model needs.
+    pub transaction: TxnConfig,
     /// Non-tensor unit throughputs.
     pub units: UnitThroughput,
     /// Every run stops with an error after this many cycles.
@@ -286,7 +339,7 @@ impl GpuConfig {
             tma_setup_tensor: 130,
             tma_slots: 32,
             cta_launch_cycles: 0,
-            memory: MemoryModel::Hierarchy,
+            memory: MemoryModel::Transaction,
             port: FixedPortConfig {
                 latency: 500,
                 bytes_per_cycle: per_sm_bw(3350, 132, 1830),
@@ -294,6 +347,7 @@ impl GpuConfig {
             l2: L2_50MB,
             dram: DramConfig::hbm3_h100(),
             tma: TMA_LINES,
+            transaction: TxnConfig::DEFAULT,
             units: UnitThroughput {
                 mufu: 16,
                 fp32: 128,
@@ -533,6 +587,7 @@ impl GpuConfig {
         self.l2.validate()?;
         self.dram.validate()?;
         self.tma.validate()?;
+        self.transaction.validate()?;
         Ok(())
     }
 }

@@ -9,9 +9,11 @@
 //! ## Layers
 //!
 //! - **Time and order** — [`Cycle`] and exact [`Ratio`]s ([`time`]); the
-//!   fixed-capacity [`queue::EventQueue`] with its total order
-//!   `(cycle, class, sequence)`; the seeded [`rand::Rng`]; the
-//!   [`digest::Digest`] of the event stream.
+//!   fixed-capacity [`queue::EventQueue`] and the [`wheel::TimingWheel`]
+//!   (the paper's AEQ, shared by the simulator and the memory models) with
+//!   their total order `(cycle, class, sequence)`; the seeded
+//!   [`rand::Rng`]; the [`digest::Digest`] of the event stream; the
+//!   snapshot [`codec`] every layer saves its state through.
 //! - **Inputs** — a [`GpuConfig`] (with presets `h800`, `h100`, `h20`,
 //!   `h200`, `h800-pcie`) and a [`Kernel`]: grid, WarpGroup roles, tensor
 //!   maps, barrier and stage declarations and compact programs of [`Instr`]
@@ -54,6 +56,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod arena;
+pub mod codec;
 pub mod config;
 pub mod digest;
 pub mod encode;
@@ -70,15 +73,14 @@ pub mod samples;
 mod sim;
 pub mod source;
 pub mod time;
+pub mod wheel;
 
+pub use codec::{SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 pub use config::{Fault, GpuConfig, SchedulerPolicy, PRESETS};
 pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, SimError};
 pub use isa::{Expr, Instr, Op, Ref, UnitClass, WaitReason, WgmmaMode, Work};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 pub use observer::{Event, Observer, Stats, Who};
-pub use sim::{
-    fingerprint, Simulator, SnapshotError, Status, Summary, Waiter, SNAPSHOT_MAGIC,
-    SNAPSHOT_VERSION,
-};
+pub use sim::{fingerprint, Simulator, Status, Summary, Waiter};
 pub use source::{NoStream, SourceError, StreamSource};
 pub use time::{Cycle, Ratio};

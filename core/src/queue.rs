@@ -163,8 +163,8 @@ impl<E: Copy + Serialize + serde::de::DeserializeOwned> EventQueue<'_, E> {
     /// Writes the queue's state (its storage, length and sequence counter).
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&(self.len as u64))?;
         w.val(&self.next_seq)?;
         w.slice(self.heap)
@@ -173,8 +173,8 @@ impl<E: Copy + Serialize + serde::de::DeserializeOwned> EventQueue<'_, E> {
     /// Overwrites the queue's state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         self.len = r.at_most(self.heap.len(), "event queue length")?;
         self.next_seq = r.val()?;
         r.slice(self.heap)

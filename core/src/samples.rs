@@ -13,7 +13,8 @@
 //! phases, ring stages, named barriers, WGMMA groups in both operand
 //! modes, `compute` on the shared SIMT units beside the tensor pipe,
 //! grouped CTA order,
-//! the fixed port and the whole memory hierarchy with its seeded proxy.
+//! the fixed port and both models of the memory hierarchy with its seeded
+//! proxy.
 //!
 //! The kernel is filled in place (it is about 47 KB) so that a caller
 //! without a heap can keep it in a `static`.
@@ -23,17 +24,19 @@ use crate::digest::Digest;
 use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode, Work};
 use crate::kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 
-/// Number of samples: two kernels, each on the fixed port and on the
-/// memory hierarchy.
-pub const SAMPLES: usize = 4;
+/// Number of samples: two kernels, each on the fixed port and on both
+/// models of the memory hierarchy (line-level and transaction-level).
+pub const SAMPLES: usize = 6;
 
 /// Name of sample `i` (`"?"` out of range).
 pub fn name(i: usize) -> &'static str {
     match i {
         0 => "ring/fixed",
-        1 => "ring/hierarchy",
-        2 => "tiles/fixed",
-        3 => "tiles/hierarchy",
+        1 => "ring/line",
+        2 => "ring/transaction",
+        3 => "tiles/fixed",
+        4 => "tiles/line",
+        5 => "tiles/transaction",
         _ => "?",
     }
 }
@@ -45,11 +48,11 @@ pub fn build(i: usize, k: &mut Kernel) -> Option<GpuConfig> {
         return None;
     }
     clear(k);
-    match i / 2 {
+    match i / 3 {
         0 => ring(k)?,
         _ => tiles(k)?,
     }
-    Some(config(i % 2 == 1))
+    Some(config(MODELS[i % 3]))
 }
 
 /// Folds the `(cycles, digest)` pairs of every sample, in order, into one
@@ -63,16 +66,19 @@ pub fn combine(results: &[(u64, u64)]) -> u64 {
     d.value()
 }
 
+/// The memory model of each sample of a kernel, in order.
+const MODELS: [MemoryModel; 3] = [
+    MemoryModel::Fixed,
+    MemoryModel::Line,
+    MemoryModel::Transaction,
+];
+
 /// A two-SM H800 with a small L2 (4 slices of 8 sets x 4 ways) and two
-/// HBM pseudo-channels; `hierarchy` picks the memory model.
-fn config(hierarchy: bool) -> GpuConfig {
+/// HBM pseudo-channels, under memory model `memory`.
+fn config(memory: MemoryModel) -> GpuConfig {
     let mut c = GpuConfig::h800();
     c.sms = 2;
-    c.memory = if hierarchy {
-        MemoryModel::Hierarchy
-    } else {
-        MemoryModel::Fixed
-    };
+    c.memory = memory;
     c.l2.slices = 4;
     c.l2.sets = 8;
     c.l2.ways = 4;

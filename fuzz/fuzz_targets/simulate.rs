@@ -38,7 +38,8 @@ struct Desc {
     stages: [Option<(u8, u8)>; 2],
     exprs: [ExprDesc; 6],
     roles: [Option<RoleDesc>; 3],
-    hierarchy: bool,
+    /// Memory model: transaction-level, line-level or the fixed port.
+    memory: u8,
     lrr: bool,
     sms: u8,
     seed: u8,
@@ -325,11 +326,7 @@ fn config(d: &Desc) -> GpuConfig {
     let mut c = GpuConfig::h800();
     c.sms = d.sms as u16 % 2 + 1;
     c.watchdog_cycles = WATCHDOG;
-    c.memory = if d.hierarchy {
-        MemoryModel::Hierarchy
-    } else {
-        MemoryModel::Fixed
-    };
+    c.memory = MemoryModel::ALL[d.memory as usize % MemoryModel::ALL.len()];
     c.scheduler = if d.lrr {
         SchedulerPolicy::Lrr
     } else {
@@ -407,10 +404,10 @@ fuzz_target!(|d: Desc| {
     if std::env::var_os("SIMFA_FUZZ_VERBOSE").is_some() {
         // For choosing seeds and reading crashes: what this input runs.
         eprintln!(
-            "{} roles, {} instrs, hierarchy {}: {a:?} in {steps} steps",
+            "{} roles, {} instrs, memory {}: {a:?} in {steps} steps",
             k.roles.len(),
             k.code.len(),
-            d.hierarchy
+            MemoryModel::ALL[d.memory as usize % MemoryModel::ALL.len()]
         );
     }
     let (b, steps_b) = run(&cfg, &k, 0xa5, &mut ());

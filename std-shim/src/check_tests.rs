@@ -20,6 +20,12 @@ fn fixed() -> GpuConfig {
     cfg
 }
 
+fn line() -> GpuConfig {
+    let mut cfg = GpuConfig::h800();
+    cfg.memory = MemoryModel::Line;
+    cfg
+}
+
 fn gemm_k(m: u32, n: u32, k: u32) -> Kernel {
     gemm(&GemmParams::new(m, n, k)).unwrap()
 }
@@ -39,7 +45,7 @@ fn first(c: &ConsistencyChecker, kind: ViolationKind) -> Violation {
 fn clean_gemm_runs_are_clean() {
     for (m, n, k) in [(256, 256, 256), (1024, 1024, 512)] {
         let kernel = gemm_k(m, n, k);
-        for cfg in [GpuConfig::h800(), fixed()] {
+        for cfg in [GpuConfig::h800(), line(), fixed()] {
             let mut c = ConsistencyChecker::new(&cfg);
             simulate(&cfg, &kernel, &mut c).unwrap();
             assert!(
@@ -50,7 +56,7 @@ fn clean_gemm_runs_are_clean() {
             );
             let (reads, wgmmas) = c.checked();
             assert!(wgmmas > 0);
-            assert_eq!(reads > 0, cfg.memory == MemoryModel::Hierarchy);
+            assert_eq!(reads > 0, cfg.memory.is_hierarchy());
             assert!(c.summary().contains("clean"), "{}", c.summary());
         }
     }
@@ -75,7 +81,7 @@ fn clean_microbenchmarks_are_clean() {
     })
     .unwrap();
     for k in [&chase, &bulk, &tensor] {
-        for cfg in [GpuConfig::h800(), fixed()] {
+        for cfg in [GpuConfig::h800(), line(), fixed()] {
             let mut c = ConsistencyChecker::new(&cfg);
             simulate(&cfg, k, &mut c).unwrap();
             assert!(c.is_clean(), "{} {:?}: {}", k.name, cfg.memory, c.summary());
@@ -86,7 +92,7 @@ fn clean_microbenchmarks_are_clean() {
 #[test]
 fn checking_changes_neither_cycles_nor_digest() {
     let k = gemm_k(256, 256, 256);
-    for cfg in [GpuConfig::h800(), fixed()] {
+    for cfg in [GpuConfig::h800(), line(), fixed()] {
         let plain = simulate(&cfg, &k, &mut ()).unwrap().summary;
         let mut c = ConsistencyChecker::new(&cfg);
         let checked = simulate(&cfg, &k, &mut c).unwrap().summary;
@@ -116,8 +122,26 @@ fn early_tma_on_the_fixed_port_is_caught() {
 }
 
 #[test]
-fn early_tma_in_the_hierarchy_is_caught_with_its_last_line() {
+fn early_tma_in_the_transaction_model_is_caught() {
     let mut cfg = GpuConfig::h800();
+    cfg.fault = Fault::EarlyTma { cycles: 100 };
+    let c = check(&cfg, &gemm_k(256, 256, 256));
+    let e = first(&c, ViolationKind::EarlyCompletion);
+    // The landing is known when the operation is issued.
+    let lands = e.transfer_cycle.expect("known at issue");
+    assert!(lands > e.cycle, "{e}");
+    assert!(count(&c, ViolationKind::ReadBeforeLanding) > 0);
+    assert_eq!(
+        count(&c, ViolationKind::BeforeTransfer),
+        0,
+        "{}",
+        c.summary()
+    );
+}
+
+#[test]
+fn early_tma_in_the_line_model_is_caught_with_its_last_line() {
+    let mut cfg = line();
     cfg.fault = Fault::EarlyTma { cycles: 0 };
     let c = check(&cfg, &gemm_k(256, 256, 256));
     let e = first(&c, ViolationKind::EarlyCompletion);
@@ -148,7 +172,12 @@ fn early_tma_in_the_hierarchy_is_caught_with_its_last_line() {
 
 #[test]
 fn early_hit_is_caught_with_the_line_and_its_fill() {
-    let mut cfg = GpuConfig::h800();
+    for cfg in [GpuConfig::h800(), line()] {
+        early_hit_is_caught_on(cfg);
+    }
+}
+
+fn early_hit_is_caught_on(mut cfg: GpuConfig) {
     cfg.fault = Fault::EarlyHit;
     let c = check(&cfg, &gemm_k(256, 256, 256));
     assert!(
@@ -187,7 +216,7 @@ const RING: &str = include_str!("../../examples/ring.sasm");
 #[test]
 fn early_stage_is_caught_as_an_overwrite() {
     let k = crate::asm::parse(RING, "ring.sasm").unwrap();
-    for mut cfg in [GpuConfig::h800(), fixed()] {
+    for mut cfg in [GpuConfig::h800(), line(), fixed()] {
         let clean = check(&cfg, &k);
         assert!(clean.is_clean(), "{}", clean.summary());
         cfg.fault = Fault::EarlyStage;
@@ -262,7 +291,7 @@ fn short_expect_tx_is_caught_as_a_read_before_landing() {
 #[test]
 fn summary_keeps_the_first_violations_and_counts_all() {
     let mut cfg = GpuConfig::h800();
-    cfg.fault = Fault::EarlyTma { cycles: 0 };
+    cfg.fault = Fault::EarlyTma { cycles: 100 };
     let c = check(&cfg, &gemm_k(256, 256, 256));
     assert!(c.total() > KEPT as u64);
     assert_eq!(c.violations().len(), KEPT);

@@ -7,6 +7,7 @@
 //! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
 //! and the read-after-transfer consistency checker ([`check`]).
 
+pub mod agreement;
 pub mod asm;
 pub mod calibrate;
 pub mod calibrate_sm;

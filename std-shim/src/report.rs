@@ -72,7 +72,7 @@ pub struct Report {
     pub bytes_stored: u64,
     /// Bytes of simulator arena the run used.
     pub arena_bytes: usize,
-    /// Memory model: `"hierarchy"` or `"fixed"`.
+    /// Memory model: `"transaction"`, `"line"` or `"fixed"`.
     pub memory_model: String,
     /// TMA line requests (0 with the fixed port).
     pub tma_lines: u64,
@@ -158,12 +158,7 @@ impl Report {
             bubble_cycles: st.bubble_cycles,
             compute_cycles: st.compute_cycles,
             bytes_loaded: st.bytes_loaded,
-            memory_model: if s.memory.is_some() {
-                "hierarchy"
-            } else {
-                "fixed"
-            }
-            .to_string(),
+            memory_model: cfg.memory.name().to_string(),
             tma_lines: st.tma_lines,
             l2_requests: s.memory.map_or(0, |m| m.l2_requests),
             l2_hits: s.memory.map_or(0, |m| m.l2_hits + m.shadow_hits),

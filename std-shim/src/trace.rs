@@ -1,17 +1,28 @@
 //! DRAM request traces that other DRAM simulators can replay.
 //!
 //! [`DramTrace`] is an [`Observer`] that writes every request the HBM
-//! controllers accept, in acceptance order, as text lines:
+//! controllers accept, in order of the SM cycle they were accepted at
+//! (ties in the order the simulator reported them), as text lines:
 //!
 //! - [`TraceFormat::LoadStore`] — `LD 0x1a2b3c80` / `ST 0x...`, the line
 //!   format of Ramulator 2's `LoadStoreTrace` frontend;
 //! - [`TraceFormat::Timed`] — `1234 LD 0x1a2b3c80`: the same with the SM
 //!   cycle at which the request entered its controller's queue first.
 //!
+//! The line-level model reports requests as they happen; the
+//! transaction-level model reports them when the operation that causes
+//! them is issued, with the (later) cycle they happen at. The trace holds
+//! such requests back until the simulation has passed their cycle (every
+//! event of the run tells it where the run is: no later report can be for
+//! an earlier cycle), so either way the file is in cycle order and holds
+//! at most the requests in flight.
+//!
 //! The trace is written to a temporary file beside the target and renamed
 //! into place by [`DramTrace::finish`], so a failed run never leaves a
 //! half-written trace.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -45,6 +56,9 @@ pub struct DramTrace {
     out: Option<BufWriter<tempfile::NamedTempFile>>,
     error: Option<std::io::Error>,
     requests: u64,
+    /// Requests not yet written: (cycle, report order, write, address).
+    held: BinaryHeap<Reverse<(u64, u64, bool, u64)>>,
+    reported: u64,
 }
 
 impl DramTrace {
@@ -61,6 +75,8 @@ impl DramTrace {
             out: Some(BufWriter::with_capacity(1 << 16, tmp)),
             error: None,
             requests: 0,
+            held: BinaryHeap::new(),
+            reported: 0,
         })
     }
 
@@ -72,6 +88,7 @@ impl DramTrace {
     /// Flushes the trace and moves it into place; on any write error the
     /// temporary file is removed and the error returned.
     pub fn finish(mut self) -> std::io::Result<u64> {
+        self.write_until(u64::MAX);
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -85,24 +102,45 @@ impl DramTrace {
     }
 }
 
+impl DramTrace {
+    /// Writes the held requests of cycles before `cycle`, in order.
+    fn write_until(&mut self, cycle: u64) {
+        while let Some(&Reverse((c, _, write, addr))) = self.held.peek() {
+            if c >= cycle {
+                break;
+            }
+            self.held.pop();
+            if self.error.is_some() {
+                continue;
+            }
+            let Some(out) = self.out.as_mut() else {
+                continue;
+            };
+            let op = if write { "ST" } else { "LD" };
+            let r = match self.format {
+                TraceFormat::LoadStore => writeln!(out, "{op} {addr:#x}"),
+                TraceFormat::Timed => writeln!(out, "{c} {op} {addr:#x}"),
+            };
+            match r {
+                Ok(()) => self.requests += 1,
+                Err(e) => self.error = Some(e),
+            }
+        }
+    }
+}
+
 impl Observer for DramTrace {
     fn on_event(&mut self, cycle: Cycle, event: &Event) {
         let Event::DramRequest { write, addr } = *event else {
+            // The run has reached `cycle`: no request before it is to come.
+            if self.held.peek().is_some_and(|r| r.0 .0 < cycle.get()) {
+                self.write_until(cycle.get());
+            }
             return;
         };
-        if self.error.is_some() {
-            return;
-        }
-        let Some(out) = self.out.as_mut() else { return };
-        let op = if write { "ST" } else { "LD" };
-        let r = match self.format {
-            TraceFormat::LoadStore => writeln!(out, "{op} {addr:#x}"),
-            TraceFormat::Timed => writeln!(out, "{} {op} {addr:#x}", cycle.get()),
-        };
-        match r {
-            Ok(()) => self.requests += 1,
-            Err(e) => self.error = Some(e),
-        }
+        self.held
+            .push(Reverse((cycle.get(), self.reported, write, addr)));
+        self.reported += 1;
     }
 }
 

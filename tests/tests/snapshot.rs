@@ -92,7 +92,7 @@ fn gemm_resumes_fixed_port() {
 
 #[test]
 fn gemm_resumes_hierarchy() {
-    let c = cfg(MemoryModel::Hierarchy);
+    let c = cfg(MemoryModel::Line);
     check_resumes(&c, &small_gemm());
 }
 
@@ -104,13 +104,25 @@ fn fa3_resumes_fixed_port() {
 
 #[test]
 fn fa3_resumes_hierarchy() {
-    let c = cfg(MemoryModel::Hierarchy);
+    let c = cfg(MemoryModel::Line);
+    check_resumes(&c, &small_fa3(&c));
+}
+
+#[test]
+fn gemm_resumes_transaction() {
+    let c = cfg(MemoryModel::Transaction);
+    check_resumes(&c, &small_gemm());
+}
+
+#[test]
+fn fa3_resumes_transaction() {
+    let c = cfg(MemoryModel::Transaction);
     check_resumes(&c, &small_fa3(&c));
 }
 
 #[test]
 fn a_resumed_run_can_be_saved_and_resumed_again() {
-    let c = cfg(MemoryModel::Hierarchy);
+    let c = cfg(MemoryModel::Line);
     let k = small_gemm();
     let want = straight(&c, &k);
     let first = save_at(&c, &k, want.cycles / 3);
@@ -199,7 +211,7 @@ fn another_kernel_or_config_is_a_mismatch() {
         Simulator::restore(&c, &other, &mut a, &snap).err(),
         Some(SnapshotError::Mismatch)
     );
-    let h = cfg(MemoryModel::Hierarchy);
+    let h = cfg(MemoryModel::Line);
     let mut a = arena(&h, &k);
     assert_eq!(
         Simulator::restore(&h, &k, &mut a, &snap).err(),
@@ -231,7 +243,11 @@ fn a_resealed_damaged_snapshot_never_panics_when_run() {
     // A low watchdog bounds runs a damaged loop counter would stretch.
     let mut failures = Vec::new();
     let mut cases = 0;
-    for (memory, step) in [(MemoryModel::Fixed, 3), (MemoryModel::Hierarchy, 9)] {
+    for (memory, step) in [
+        (MemoryModel::Fixed, 3),
+        (MemoryModel::Line, 9),
+        (MemoryModel::Transaction, 9),
+    ] {
         // A small GPU keeps the snapshot (and each restore) small.
         let mut c = cfg(memory);
         c.sms = 8;
@@ -296,7 +312,7 @@ proptest! {
 
     #[test]
     fn any_save_point_resumes(frac in 0u64..1000, hier in any::<bool>()) {
-        let c = cfg(if hier { MemoryModel::Hierarchy } else { MemoryModel::Fixed });
+        let c = cfg(if hier { MemoryModel::Line } else { MemoryModel::Fixed });
         let k = small_gemm();
         let want = straight(&c, &k);
         let snap = save_at(&c, &k, want.cycles * frac / 1000);

@@ -70,6 +70,19 @@ impl L2Config {
         self.line_bytes as u64 * self.slices as u64 * self.sets as u64 * self.ways as u64
     }
 
+    /// The address the DRAM controllers decode for line address `addr`:
+    /// with [`L2Config::dram_hash`], the line number folded as
+    /// `line ^ (line >> 7) ^ (line >> 14)` (a bijection).
+    #[inline]
+    pub const fn dram_address(&self, addr: u64) -> u64 {
+        if !self.dram_hash {
+            return addr;
+        }
+        let lb = self.line_bytes as u64;
+        let line = addr / lb;
+        (line ^ (line >> 7) ^ (line >> 14)).wrapping_mul(lb)
+    }
+
     /// Checks every field's range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, problem| Err(ConfigError { field, problem });
@@ -133,6 +146,43 @@ impl TmaLineConfig {
         }
         if self.dedup_lines == 0 || self.dedup_lines > 1 << 20 {
             return bad("tma.dedup_lines", "must be in 1..=2^20");
+        }
+        Ok(())
+    }
+}
+
+/// Parameters of the transaction-level memory model (`memory =
+/// "transaction"`) that the line-level model does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TxnConfig {
+    /// Most lines of one chunk, the unit of L2 residency (at most the
+    /// L2's `ways`; larger values are clamped to it). 1 tracks single
+    /// lines, as the line-level model does, at the cost of speed.
+    pub chunk_lines: u16,
+    /// Entries of each SM pair's request coalescer (in-flight chunks it
+    /// remembers), a power of two.
+    pub coalescer_entries: u16,
+}
+
+impl TxnConfig {
+    /// The presets' values: chunks of up to 8 lines, 64 coalescer entries.
+    pub const DEFAULT: TxnConfig = TxnConfig {
+        chunk_lines: 8,
+        coalescer_entries: 64,
+    };
+
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, problem| Err(ConfigError { field, problem });
+        if !(1..=64).contains(&self.chunk_lines) {
+            return bad("transaction.chunk_lines", "must be in 1..=64");
+        }
+        if !self.coalescer_entries.is_power_of_two() || self.coalescer_entries > 4096 {
+            return bad(
+                "transaction.coalescer_entries",
+                "must be a power of two in 1..=4096",
+            );
         }
         Ok(())
     }

@@ -62,6 +62,48 @@ impl SliceHash {
     }
 }
 
+/// A [`SliceHash`] with its slice count, answering [`SliceHash::slice`]
+/// without a hardware division: the remainder comes from Lemire's
+/// multiply-based method (a 128-bit reciprocal of the slice count), exact
+/// for every line number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SliceSelector {
+    hash: SliceHash,
+    slices: u64,
+    /// `ceil(2^128 / slices)`.
+    m: u128,
+}
+
+impl SliceSelector {
+    /// The selector of `hash` over `slices` slices (0 is taken as 1).
+    pub const fn new(hash: SliceHash, slices: u32) -> Self {
+        let d = if slices == 0 { 1 } else { slices as u64 };
+        SliceSelector {
+            hash,
+            slices: d,
+            m: (u128::MAX / d as u128).wrapping_add(1),
+        }
+    }
+
+    /// `hash.slice(line, slices)`.
+    #[inline]
+    pub const fn slice(&self, line: u64) -> u32 {
+        let h = match self.hash {
+            SliceHash::Xor => line ^ (line >> 5),
+            SliceHash::Modulo => line,
+        };
+        if self.slices == 1 {
+            return 0;
+        }
+        // The high 64 bits of the 192-bit product (m * h mod 2^128) * d.
+        let low = self.m.wrapping_mul(h as u128);
+        let d = self.slices as u128;
+        let lo = (low as u64 as u128 * d) >> 64;
+        let hi = (low >> 64) * d;
+        ((hi + lo) >> 64) as u32
+    }
+}
+
 impl core::fmt::Display for SliceHash {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.name())
@@ -71,6 +113,7 @@ impl core::fmt::Display for SliceHash {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde::de::value::{Error as ValueError, StrDeserializer};
     use serde::de::IntoDeserializer;
 
@@ -144,6 +187,36 @@ mod tests {
                 mmax as f64 / mean
             );
             assert!(mmax >= 4 * xmax, "modulo {mmax} vs xor {xmax}");
+        }
+    }
+
+    proptest! {
+        /// The division-free selector answers exactly what the hash does.
+        #[test]
+        fn selector_is_the_hash(line in any::<u64>(), slices in 0u32..600, modulo in any::<bool>()) {
+            let h = if modulo { SliceHash::Modulo } else { SliceHash::Xor };
+            prop_assert_eq!(SliceSelector::new(h, slices).slice(line), h.slice(line, slices.max(1)));
+        }
+    }
+
+    #[test]
+    fn selector_edges() {
+        for slices in [1u32, 2, 3, 80, 96, 255, 256, u32::MAX] {
+            let s = SliceSelector::new(SliceHash::Modulo, slices);
+            for line in [
+                0u64,
+                1,
+                slices as u64 - 1,
+                slices as u64,
+                u64::MAX,
+                u64::MAX - 1,
+            ] {
+                assert_eq!(
+                    s.slice(line),
+                    SliceHash::Modulo.slice(line, slices),
+                    "{line} % {slices}"
+                );
+            }
         }
     }
 }

@@ -390,6 +390,85 @@ impl LineGen {
         Some(l)
     }
 
+    /// The rest of the current row as a run of consecutive line numbers
+    /// `(first, count)`, or the next row's when the current one is done;
+    /// `None` when the box is. Repeats across rows are included, as for
+    /// the [`Iterator`].
+    #[inline]
+    pub fn next_run(&mut self) -> Option<(u64, u64)> {
+        if self.row_left == 0 {
+            if self.rows_left == 0 {
+                return None;
+            }
+            self.next_row();
+        }
+        let run = (self.cur, self.row_left);
+        self.cur = self.cur.wrapping_add(self.row_left);
+        self.row_left = 0;
+        Some(run)
+    }
+
+    /// The next group of rows whose lines form one regular pattern:
+    /// `(first, lines, stride, rows)`, `rows` rows of `lines` consecutive
+    /// line numbers each, the `k`-th starting at `first + k * stride`
+    /// (`stride` is 0 for a single row). Lines at or below `after` are
+    /// left out (the caller's deduplication of sorted boxes); a row that
+    /// loses lines that way is a group of its own. Rows are grouped along
+    /// the first dimension above 0 they advance in, at most `max_rows` at a time, when that dimension's
+    /// stride is a whole number of lines at least a row's span (so every
+    /// row has the same lines and no two share one; dimensions of one index
+    /// are skipped, as the walk skips them); otherwise each row is
+    /// its own group. Takes a row at a time when the previous call left one
+    /// half-read (only [`LineGen::next_run`] and the iterator do).
+    #[inline]
+    pub fn next_group(
+        &mut self,
+        max_rows: u64,
+        after: Option<u64>,
+    ) -> Option<(u64, u64, u64, u64)> {
+        loop {
+            if self.row_left == 0 {
+                if self.rows_left == 0 {
+                    return None;
+                }
+                self.next_row();
+            }
+            let (mut first, mut n) = (self.cur, self.row_left);
+            self.cur = self.cur.wrapping_add(self.row_left);
+            self.row_left = 0;
+            if let Some(a) = after {
+                if first <= a {
+                    let skip = (a - first + 1).min(n);
+                    first += skip;
+                    n -= skip;
+                    if n == 0 {
+                        continue;
+                    }
+                    return Some((first, n, 0, 1));
+                }
+            }
+            // The dimension rows advance along first: the lowest above 0
+            // with more than one index.
+            let d = (1..self.rank as usize)
+                .find(|&d| self.ext[d] > 1)
+                .unwrap_or(0);
+            let s = self.stride[d];
+            let whole = d > 0 && s & ((1u64 << self.shift) - 1) == 0;
+            let sl = s >> self.shift;
+            if !whole || max_rows <= 1 || sl < n || self.idx[d] + 1 >= self.ext[d] {
+                return Some((first, n, 0, 1));
+            }
+            let extra = (self.ext[d] - 1 - self.idx[d]).min(max_rows - 1);
+            self.idx[d] += extra;
+            self.row_addr = self.row_addr.wrapping_add(extra.wrapping_mul(s));
+            self.rows_left -= extra;
+            self.start_row();
+            self.cur = self.cur.wrapping_add(self.row_left);
+            self.row_left = 0;
+            return Some((first, n, sl, extra + 1));
+        }
+    }
+
     /// The next line address not yet emitted by this generator. When
     /// [`LineGen::needs_dedup`] is true every line goes through `dedup`,
     /// which must be empty before the first call (or hold only lines to be

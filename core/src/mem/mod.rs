@@ -1,5 +1,6 @@
 //! Building blocks of the calibrated L2 / TMA memory hierarchy.
 
+pub mod calendar;
 pub mod config;
 pub mod dram;
 pub mod hash;
@@ -7,4 +8,4 @@ pub mod lines;
 pub mod system;
 pub mod table;
 pub mod tags;
-pub mod wheel;
+pub mod txn;

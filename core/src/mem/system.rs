@@ -32,9 +32,9 @@ use crate::mem::config::L2Config;
 use crate::mem::dram::{Completion, Dram, DramConfig};
 use crate::mem::table::FixedMap;
 use crate::mem::tags::TagArray;
-use crate::mem::wheel::TimingWheel;
 use crate::observer::Event;
 use crate::rand::Rng;
+use crate::wheel::TimingWheel;
 
 /// Where [`MemorySystem::advance`] delivers its results: every completed
 /// request, and, when [`MemSink::wants_notes`] is true, the detail events
@@ -283,6 +283,16 @@ const UNMIX: u64 = mix_inverse();
 /// left in their low bits.
 #[inline]
 fn key_of(line: u64) -> u64 {
+    let k = line.wrapping_mul(MIX);
+    k ^ (k >> 32)
+}
+
+/// The tag-array key the line-level L2 gives line number `line` (a
+/// bijection whose low bits pick the set): the transaction model places
+/// one-line chunks with the same key, so single lines land in the same
+/// sets in both models.
+#[inline]
+pub const fn line_key(line: u64) -> u64 {
     let k = line.wrapping_mul(MIX);
     k ^ (k >> 32)
 }
@@ -1027,8 +1037,8 @@ impl<T: Copy + serde::Serialize + serde::de::DeserializeOwned> Ring<'_, T> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&(self.head as u64))?;
         w.val(&(self.len as u64))?;
         w.slice(self.buf)
@@ -1037,8 +1047,8 @@ impl<T: Copy + serde::Serialize + serde::de::DeserializeOwned> Ring<'_, T> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         let n = self.buf.len();
         self.head = r.at_most(n.saturating_sub(1), "ring head")?;
         self.len = r.at_most(n, "ring length")?;
@@ -1050,8 +1060,8 @@ impl Waiting<'_> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&self.free)?;
         w.slice(self.pool)?;
         w.slice(self.head)?;
@@ -1062,11 +1072,11 @@ impl Waiting<'_> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         self.free = r.val()?;
         if self.free != NIL && self.free as usize >= self.pool.len() {
-            return Err(crate::sim::SnapshotError::Corrupt {
+            return Err(crate::codec::SnapshotError::Corrupt {
                 what: "retry free list",
             });
         }
@@ -1081,8 +1091,8 @@ impl MemorySystem<'_> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&self.rng)?;
         w.val(&(self.nfree as u64))?;
         w.val(&self.stats)?;
@@ -1105,8 +1115,8 @@ impl MemorySystem<'_> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         self.rng = r.val()?;
         self.nfree = r.at_most(self.free.len(), "free request count")?;
         self.stats = r.val()?;
@@ -1117,7 +1127,7 @@ impl MemorySystem<'_> {
         r.slice(self.slices)?;
         let n = self.tags.len();
         if r.at_most(n, "slice count")? != n {
-            return Err(crate::sim::SnapshotError::Corrupt {
+            return Err(crate::codec::SnapshotError::Corrupt {
                 what: "slice count",
             });
         }
@@ -1125,7 +1135,7 @@ impl MemorySystem<'_> {
             t.load_state(r)?;
         }
         self.queue.load_state(r)?;
-        let corrupt = |what| crate::sim::SnapshotError::Corrupt { what };
+        let corrupt = |what| crate::codec::SnapshotError::Corrupt { what };
         self.queue.check().map_err(corrupt)?;
         let (nreq, nslice) = (self.reqs.len(), self.slices.len());
         let bad_event = self.queue.queued().any(|e| match *e {

@@ -252,8 +252,8 @@ impl<V: Copy + serde::Serialize + serde::de::DeserializeOwned> FixedMap<'_, V> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&(self.len as u64))?;
         w.slice(self.slots)
     }
@@ -261,8 +261,8 @@ impl<V: Copy + serde::Serialize + serde::de::DeserializeOwned> FixedMap<'_, V> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         self.len = r.at_most(self.cap, "map length")?;
         r.slice(self.slots)
     }

@@ -499,8 +499,8 @@ impl TagArray<'_> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&self.occ)?;
         w.slice(self.slots)?;
         w.slice(self.clocks)
@@ -509,8 +509,8 @@ impl TagArray<'_> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         let occ: [u32; KINDS] = r.val()?;
         r.slice(self.slots)?;
         // The per-kind counts must be what the slots hold: a damaged kind
@@ -519,14 +519,14 @@ impl TagArray<'_> {
         for way in self.slots.iter().filter(|w| w.meta.valid) {
             let k = way.meta.kind as usize;
             if k >= KINDS {
-                return Err(crate::sim::SnapshotError::Corrupt {
+                return Err(crate::codec::SnapshotError::Corrupt {
                     what: "tag array line kind",
                 });
             }
             counted[k] += 1;
         }
         if counted != occ {
-            return Err(crate::sim::SnapshotError::Corrupt {
+            return Err(crate::codec::SnapshotError::Corrupt {
                 what: "tag array occupancy",
             });
         }

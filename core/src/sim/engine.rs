@@ -1,12 +1,16 @@
-//! The TMA engines' side of the memory hierarchy: starting operations,
-//! emitting their line requests cycle by cycle, and counting lines back.
+//! The TMA engines' side of the memory hierarchy. With the line-level
+//! model: starting operations, emitting their line requests cycle by
+//! cycle, and counting lines back. With the transaction-level model:
+//! handing each operation over whole and learning when it lands.
 
 use super::state::Ev;
 use super::tma::{bulk_gen, tensor_gen, Dedup, Engine, TmaOp};
 use super::{Mem, Simulator};
 use crate::config::Fault;
+use crate::digest::Digest;
 use crate::error::{Capacity, SimError};
 use crate::mem::system::{LineRequest, MemSink};
+use crate::mem::txn::{TxnOp, TxnSink};
 use crate::observer::{Event, Observer};
 use crate::port::Shape;
 use crate::source::StreamSource;
@@ -30,6 +34,39 @@ pub(crate) struct TmaTables<'a> {
 }
 
 impl<'a, S: StreamSource> Simulator<'a, S> {
+    /// Hands a TMA operation of SM `sm` whose setup ends at `leave` to the
+    /// transaction-level memory and returns the cycle it lands; `None`
+    /// with the other models. The DRAM requests it causes enter the
+    /// digest (and the observer) now, with the cycles they happen at.
+    pub(super) fn txn_transfer(
+        &mut self,
+        sm: u16,
+        store: bool,
+        shape: Shape<'_>,
+        bytes: u64,
+        leave: u64,
+        obs: &mut impl Observer,
+    ) -> Option<u64> {
+        let Mem::Txn(mem) = &mut self.mem else {
+            return None;
+        };
+        let op = TxnOp {
+            sm,
+            store,
+            shape,
+            bytes,
+            start: leave,
+        };
+        let mut sink = TxnEvents {
+            digest: &mut self.digest,
+            detail: obs.wants_detail(),
+            obs,
+        };
+        let out = mem.transfer(&op, &mut sink);
+        self.stats.tma_lines += out.lines;
+        Some(out.done)
+    }
+
     pub(super) fn engine_mut(&mut self, sm: usize) -> &mut Engine {
         &mut self.tma.as_mut().expect("hierarchy mode").engines[sm]
     }
@@ -109,7 +146,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         // Operations whose generation ended: (global slot, complete).
         let mut finished: heapless::Vec<(usize, bool), 8> = heapless::Vec::new();
         let next_tick = loop {
-            let Mem::Hier(mem) = &mut self.mem else {
+            let Mem::Line(mem) = &mut self.mem else {
                 return Ok(());
             };
             let tma = self.tma.as_mut().expect("hierarchy mode");
@@ -239,7 +276,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// them against their operations.
     pub(super) fn drain_memory(&mut self, obs: &mut impl Observer) -> Result<(), SimError> {
         let now = self.now;
-        let (Mem::Hier(mem), Some(tma)) = (&mut self.mem, self.tma.as_mut()) else {
+        let (Mem::Line(mem), Some(tma)) = (&mut self.mem, self.tma.as_mut()) else {
             return Ok(());
         };
         if mem.next_event().map_or(true, |c| c > now) {
@@ -256,8 +293,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         mem.advance(now, &mut sink);
         let n = sink.n;
         while let Some(r) = match &mut self.mem {
-            Mem::Hier(mem) => mem.pop_dram_request(),
-            Mem::Fixed(_) => None,
+            Mem::Line(mem) => mem.pop_dram_request(),
+            Mem::Fixed(_) | Mem::Txn(_) => None,
         } {
             // The event carries the cycle the request entered DRAM.
             let ev = crate::observer::Event::DramRequest {
@@ -327,6 +364,31 @@ impl<O: Observer> MemSink for Drain<'_, '_, O> {
             };
             self.obs.on_event(Cycle(cycle), &ev);
         }
+    }
+
+    fn wants_notes(&self) -> bool {
+        self.detail
+    }
+
+    fn note(&mut self, cycle: u64, event: Event) {
+        self.obs.on_event(Cycle(cycle), &event);
+    }
+}
+
+/// Passes the transaction-level model's DRAM requests into the digest and
+/// to the observer, and its detail events to an observer that wants them.
+struct TxnEvents<'d, 'o, O: Observer> {
+    digest: &'d mut Digest,
+    detail: bool,
+    obs: &'o mut O,
+}
+
+impl<O: Observer> TxnSink for TxnEvents<'_, '_, O> {
+    fn dram(&mut self, cycle: u64, write: bool, addr: u64) {
+        let ev = Event::DramRequest { write, addr };
+        self.digest.fold(cycle);
+        self.digest.fold_all(&ev.digest_words());
+        self.obs.on_event(Cycle(cycle), &ev);
     }
 
     fn wants_notes(&self) -> bool {

@@ -517,8 +517,10 @@ impl<S: StreamSource> Simulator<'_, S> {
                     bytes,
                 },
             )),
-            super::Mem::Hier(_) => None,
+            _ => None,
         };
+        let done = done
+            .or_else(|| self.txn_transfer(t.sm, dir == Direction::Store, shape, bytes, leave, obs));
         match done {
             Some(done) => {
                 let at = match self.cfg.fault {

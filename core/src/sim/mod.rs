@@ -38,11 +38,12 @@ use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
 use crate::mem::lines::max_box_lines;
 use crate::mem::system::{MemStats, MemorySystem};
-use crate::mem::wheel::TimingWheel;
+use crate::mem::txn::TxnMemory;
 use crate::observer::{Event, Observer, Stats, Who};
 use crate::port::{FixedPort, MemoryPort};
 use crate::source::{NoStream, StreamSource};
 use crate::time::Cycle;
+use crate::wheel::TimingWheel;
 
 use deadlines::Deadlines;
 use engine::TmaTables;
@@ -54,17 +55,19 @@ use tma::{Dedup, Engine, TmaOp};
 /// events go to its overflow heap, in the same order.
 const QUEUE_HORIZON_LOG2: u32 = 12;
 
-pub use snapshot::{fingerprint, SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
-pub(crate) use snapshot::{Reader, Writer};
+pub use snapshot::fingerprint;
 
-/// The memory behind the TMA engines. The hierarchy variant is large, but
-/// the core has no heap to box it in, and there is one per simulator.
+/// The memory behind the TMA engines. The hierarchy variants are large,
+/// but the core has no heap to box them in, and there is one per simulator.
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Mem<'a> {
     /// The fixed-latency, fixed-bandwidth port.
     Fixed(FixedPort<'a>),
-    /// The L2 / DRAM hierarchy.
-    Hier(MemorySystem<'a>),
+    /// The line-level L2 / DRAM hierarchy, fed line by line by the TMA
+    /// engines of `engine.rs`.
+    Line(MemorySystem<'a>),
+    /// The transaction-level hierarchy, handed whole operations.
+    Txn(TxnMemory<'a>),
 }
 
 /// Where a run stands after a call.
@@ -114,10 +117,10 @@ struct Plan {
     nbar: usize,
     nstage: usize,
     queue: usize,
-    hier: bool,
+    model: MemoryModel,
     /// TMA operation slots per SM.
     tma_slots: usize,
-    /// Dedup-set capacity per SM (hierarchy mode).
+    /// Dedup-set capacity per SM (hierarchy modes).
     dcap: usize,
 }
 
@@ -148,7 +151,6 @@ impl Plan {
         // `wgmma_buffer` WGMMAs and `tma_slots` transfers in flight.
         // In hierarchy mode every SM also has at most one engine tick queued.
         let queue = threads + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize + 1);
-        let hier = cfg.memory == MemoryModel::Hierarchy;
         let lb = cfg.l2.line_bytes as u64;
         let most = k
             .maps
@@ -164,7 +166,7 @@ impl Plan {
             nbar: k.mbarriers_per_cta(),
             nstage: k.stages_per_cta(),
             queue,
-            hier,
+            model: cfg.memory,
             tma_slots: cfg.tma_slots as usize,
             dcap,
         })
@@ -194,9 +196,20 @@ impl Plan {
         Ok(l)
     }
 
-    fn layout_hier(&self, cfg: &GpuConfig, l: &mut Layout) -> Result<(), BuildError> {
-        if !self.hier {
-            return Ok(());
+    fn layout_mem(&self, cfg: &GpuConfig, l: &mut Layout) -> Result<(), BuildError> {
+        match self.model {
+            MemoryModel::Fixed => return Ok(()),
+            MemoryModel::Transaction => {
+                return TxnMemory::layout(
+                    &cfg.l2,
+                    &cfg.dram,
+                    &cfg.transaction,
+                    cfg.sms,
+                    self.dcap,
+                    l,
+                )
+            }
+            MemoryModel::Line => {}
         }
         let ops = self.sms * self.tma_slots;
         l.add::<TmaOp>(ops)?;
@@ -257,7 +270,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     pub fn arena_size(cfg: &GpuConfig, kernel: &Kernel) -> Result<usize, BuildError> {
         let plan = Plan::new(cfg, kernel)?;
         let mut l = plan.layout()?;
-        plan.layout_hier(cfg, &mut l)?;
+        plan.layout_mem(cfg, &mut l)?;
         Ok(l.bytes())
     }
 
@@ -275,7 +288,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             }
         }
         let mut layout = plan.layout()?;
-        plan.layout_hier(cfg, &mut layout)?;
+        plan.layout_mem(cfg, &mut layout)?;
         let need = layout.bytes();
         if arena.len() < need {
             return Err(BuildError::ArenaTooSmall {
@@ -302,7 +315,20 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             a.alloc(plan.sms, deadlines::NONE, Capacity::Sms)?,
             a.alloc(Deadlines::leaves_for(plan.sms), 0u16, Capacity::Sms)?,
         );
-        let (mem, tma) = if plan.hier {
+        let (mem, tma) = if plan.model == MemoryModel::Transaction {
+            let mem = TxnMemory::new(
+                &cfg.l2,
+                &cfg.dram,
+                &cfg.tma,
+                &cfg.transaction,
+                cfg.sms,
+                plan.dcap,
+                cfg.seed,
+                &mut a,
+            )?
+            .with_early_hits(cfg.fault == crate::config::Fault::EarlyHit);
+            (Mem::Txn(mem), None)
+        } else if plan.model == MemoryModel::Line {
             let ops = plan.sms * plan.tma_slots;
             let tables = TmaTables {
                 ops: a.alloc(ops, TmaOp::EMPTY, Capacity::MemoryPort)?,
@@ -333,7 +359,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 &mut a,
             )?
             .with_early_hits(cfg.fault == crate::config::Fault::EarlyHit);
-            (Mem::Hier(mem), Some(tables))
+            (Mem::Line(mem), Some(tables))
         } else {
             (Mem::Fixed(FixedPort::new(cfg.port, port_store)), None)
         };
@@ -406,8 +432,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     fn next_queued(&self) -> Option<u64> {
         let q = self.queue.next_cycle();
         let m = match &self.mem {
-            Mem::Hier(m) => m.next_event(),
-            Mem::Fixed(_) => None,
+            Mem::Line(m) => m.next_event(),
+            Mem::Fixed(_) | Mem::Txn(_) => None,
         };
         let u = self.deadlines.first().map(|(c, _)| c);
         [q, m, u].into_iter().flatten().min()
@@ -430,7 +456,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// Counters of the memory hierarchy (`None` with the fixed port).
     pub fn mem_stats(&self) -> Option<MemStats> {
         match &self.mem {
-            Mem::Hier(m) => {
+            Mem::Txn(m) => Some(m.stats()),
+            Mem::Line(m) => {
                 let mut st = m.stats();
                 let d = m.dram().stats();
                 st.dram_read_bytes = d.reads * m.dram().config().line_bytes as u64;

@@ -29,191 +29,20 @@
 //! Nothing allocates: [`Simulator::snapshot_size`] bounds the size before a
 //! run, and [`Simulator::save`] writes into a caller buffer.
 
-use core::fmt;
-
 use postcard::ser_flavors::Flavor;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 use super::state::{Ev, TState, GROUP_RING};
 use super::{Mem, Simulator};
+use crate::codec::{Reader, Writer};
+pub use crate::codec::{SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 use crate::config::GpuConfig;
 use crate::digest::Digest;
-use crate::error::BuildError;
 use crate::isa::MAX_LOOP_DEPTH;
 use crate::kernel::Kernel;
 use crate::source::{NoStream, StreamSource};
 
-/// The first eight bytes of every snapshot.
-pub const SNAPSHOT_MAGIC: [u8; 8] = *b"SIMFASNP";
-
-/// The snapshot format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 3;
-
 /// Bytes of the fixed header before the body.
 const HEADER: usize = 36;
-
-/// Why a snapshot could not be written or restored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SnapshotError {
-    /// The output buffer is too small (see [`Simulator::snapshot_size`]).
-    BufferTooSmall {
-        /// Bytes of the buffer.
-        available: usize,
-    },
-    /// The bytes end before the snapshot does.
-    Truncated,
-    /// The bytes do not start with `SIMFASNP`.
-    BadMagic,
-    /// The snapshot was written by another format version.
-    Version {
-        /// The version in the snapshot.
-        found: u32,
-    },
-    /// The snapshot is of another configuration or kernel.
-    Mismatch,
-    /// The body does not match its checksum.
-    Checksum,
-    /// The body decodes to something impossible.
-    Corrupt {
-        /// What was wrong.
-        what: &'static str,
-    },
-    /// The fresh simulator could not be built.
-    Build(BuildError),
-}
-
-impl fmt::Display for SnapshotError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SnapshotError::BufferTooSmall { available } => {
-                write!(f, "snapshot buffer of {available} bytes too small")
-            }
-            SnapshotError::Truncated => f.write_str("snapshot truncated"),
-            SnapshotError::BadMagic => f.write_str("not a simfa snapshot (bad magic)"),
-            SnapshotError::Version { found } => write!(
-                f,
-                "snapshot format version {found}, this build reads version {SNAPSHOT_VERSION}"
-            ),
-            SnapshotError::Mismatch => {
-                f.write_str("snapshot is of another configuration or kernel")
-            }
-            SnapshotError::Checksum => f.write_str("snapshot corrupt (checksum mismatch)"),
-            SnapshotError::Corrupt { what } => write!(f, "snapshot corrupt: {what}"),
-            SnapshotError::Build(e) => write!(f, "cannot build the simulator: {e}"),
-        }
-    }
-}
-
-impl core::error::Error for SnapshotError {}
-
-impl From<BuildError> for SnapshotError {
-    fn from(e: BuildError) -> Self {
-        SnapshotError::Build(e)
-    }
-}
-
-/// Upper bound of the postcard encoding of one value of type `T`: varints
-/// take at most 1.5 times their bytes (a `u16` in 3) and every enum or
-/// option level adds a tag byte that a niche may hide in memory.
-const fn bound<T>() -> usize {
-    2 * core::mem::size_of::<T>() + 2
-}
-
-/// Writes the body of a snapshot, or (with no buffer) adds up the bound of
-/// what it would write.
-pub(crate) struct Writer<'b> {
-    buf: Option<&'b mut [u8]>,
-    pos: usize,
-}
-
-impl<'b> Writer<'b> {
-    fn new(buf: &'b mut [u8]) -> Self {
-        Writer {
-            buf: Some(buf),
-            pos: 0,
-        }
-    }
-
-    fn counting() -> Self {
-        Writer { buf: None, pos: 0 }
-    }
-
-    /// Writes one value.
-    pub fn val<T: Serialize>(&mut self, v: &T) -> Result<(), SnapshotError> {
-        match &mut self.buf {
-            None => {
-                self.pos += bound::<T>();
-                Ok(())
-            }
-            Some(b) => {
-                let available = b.len();
-                let rest = b
-                    .get_mut(self.pos..)
-                    .ok_or(SnapshotError::BufferTooSmall { available })?;
-                let n = postcard::to_slice(v, rest)
-                    .map_err(|_| SnapshotError::BufferTooSmall { available })?
-                    .len();
-                self.pos += n;
-                Ok(())
-            }
-        }
-    }
-
-    /// Writes a table: its length, then every element.
-    pub fn slice<T: Serialize>(&mut self, s: &[T]) -> Result<(), SnapshotError> {
-        self.val(&(s.len() as u64))?;
-        if self.buf.is_none() {
-            self.pos += s.len() * bound::<T>();
-            return Ok(());
-        }
-        s.iter().try_for_each(|x| self.val(x))
-    }
-}
-
-/// Reads the body of a snapshot.
-pub(crate) struct Reader<'b> {
-    buf: &'b [u8],
-}
-
-impl Reader<'_> {
-    /// Reads one value.
-    pub fn val<T: DeserializeOwned>(&mut self) -> Result<T, SnapshotError> {
-        let (v, rest) = postcard::take_from_bytes(self.buf).map_err(|e| match e {
-            postcard::Error::DeserializeUnexpectedEnd => SnapshotError::Truncated,
-            _ => SnapshotError::Corrupt {
-                what: "undecodable value",
-            },
-        })?;
-        self.buf = rest;
-        Ok(v)
-    }
-
-    /// Reads a `usize` written as `u64` and checks it is at most `max`.
-    pub fn at_most(&mut self, max: usize, what: &'static str) -> Result<usize, SnapshotError> {
-        let v: u64 = self.val()?;
-        if v > max as u64 {
-            return Err(SnapshotError::Corrupt { what });
-        }
-        Ok(v as usize)
-    }
-
-    /// Reads a table written by [`Writer::slice`] into `s`, whose length
-    /// must match.
-    pub fn slice<T: DeserializeOwned>(&mut self, s: &mut [T]) -> Result<(), SnapshotError> {
-        let n: u64 = self.val()?;
-        if n != s.len() as u64 {
-            return Err(SnapshotError::Corrupt {
-                what: "table length",
-            });
-        }
-        for x in s.iter_mut() {
-            *x = self.val()?;
-        }
-        Ok(())
-    }
-}
 
 /// A postcard flavor that folds the bytes into a [`Digest`].
 struct Fold(Digest);
@@ -377,9 +206,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     ) -> Result<Self, SnapshotError> {
         let body = open(cfg, kernel, bytes)?;
         let mut sim = Simulator::with_source(cfg, kernel, arena, source)?;
-        let mut r = Reader { buf: body };
+        let mut r = Reader::new(body);
         sim.load_body(&mut r)?;
-        if !r.buf.is_empty() {
+        if !r.is_empty() {
             return Err(SnapshotError::Corrupt {
                 what: "trailing bytes",
             });
@@ -396,7 +225,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let mut w = Writer::counting();
         // Counting never fails.
         let _ = self.save_body(&mut w);
-        HEADER + w.pos
+        HEADER + w.len()
     }
 
     /// Writes a snapshot of the whole simulation state into `out` and
@@ -410,7 +239,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let (head, body) = out.split_at_mut(HEADER);
         let mut w = Writer::new(body);
         self.save_body(&mut w)?;
-        let n = w.pos;
+        let n = w.len();
         let sum = checksum(&body[..n]);
         head[..8].copy_from_slice(&SNAPSHOT_MAGIC);
         head[8..12].copy_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
@@ -444,8 +273,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 w.val(&0u8)?;
                 p.save_state(w)?;
             }
-            Mem::Hier(m) => {
+            Mem::Line(m) => {
                 w.val(&1u8)?;
+                m.save_state(w)?;
+            }
+            Mem::Txn(m) => {
+                w.val(&2u8)?;
                 m.save_state(w)?;
             }
         }
@@ -600,7 +433,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let kind: u8 = r.val()?;
         match (&mut self.mem, kind) {
             (Mem::Fixed(p), 0) => p.load_state(r)?,
-            (Mem::Hier(m), 1) => m.load_state(r)?,
+            (Mem::Line(m), 1) => m.load_state(r)?,
+            (Mem::Txn(m), 2) => m.load_state(r)?,
             _ => return corrupt("memory model"),
         }
         if let Some(t) = &mut self.tma {
@@ -619,16 +453,19 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::bound;
     use crate::sim::state::Thread;
+    use serde::de::DeserializeOwned;
+    use serde::Serialize;
 
     fn roundtrip<T: Serialize + DeserializeOwned>(v: &T) -> T {
         let mut buf = [0u8; 4096];
         let mut w = Writer::new(&mut buf);
         w.val(v).unwrap();
-        let n = w.pos;
-        let mut r = Reader { buf: &buf[..n] };
+        let n = w.len();
+        let mut r = Reader::new(&buf[..n]);
         let back = r.val().unwrap();
-        assert!(r.buf.is_empty());
+        assert!(r.is_empty());
         back
     }
 
@@ -650,35 +487,6 @@ mod tests {
         let n = postcard::to_slice(&t, &mut [0u8; 4096]).unwrap().len();
         assert!(n <= bound::<Thread>(), "{n}");
         assert_eq!(GROUP_RING, t.groups.len());
-    }
-
-    #[test]
-    fn reader_rejects_short_and_mismatched_tables() {
-        let mut buf = [0u8; 64];
-        let mut w = Writer::new(&mut buf);
-        w.slice(&[1u32, 2, 3]).unwrap();
-        let n = w.pos;
-        let mut dst = [0u32; 3];
-        Reader { buf: &buf[..n] }.slice(&mut dst).unwrap();
-        assert_eq!(dst, [1, 2, 3]);
-        let mut two = [0u32; 2];
-        assert_eq!(
-            Reader { buf: &buf[..n] }.slice(&mut two),
-            Err(SnapshotError::Corrupt {
-                what: "table length"
-            })
-        );
-        for cut in 0..n {
-            assert_eq!(
-                Reader { buf: &buf[..cut] }.slice(&mut dst),
-                Err(SnapshotError::Truncated)
-            );
-        }
-        let mut w = Writer::new(&mut buf[..2]);
-        assert!(matches!(
-            w.slice(&[u64::MAX; 4]),
-            Err(SnapshotError::BufferTooSmall { .. })
-        ));
     }
 
     #[test]

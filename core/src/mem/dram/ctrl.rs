@@ -475,8 +475,8 @@ impl Dram<'_> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&self.next_clock)?;
         w.val(&self.pending)?;
         w.val(&self.stats)?;
@@ -492,8 +492,8 @@ impl Dram<'_> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         self.next_clock = r.val()?;
         self.pending = r.val()?;
         self.stats = r.val()?;
@@ -505,7 +505,7 @@ impl Dram<'_> {
         r.slice(self.rets)?;
         self.order.load_state(r)?;
         self.check()
-            .map_err(|what| crate::sim::SnapshotError::Corrupt { what })?;
+            .map_err(|what| crate::codec::SnapshotError::Corrupt { what })?;
         // The decision order is derived from the channels: rebuild it.
         let chans = &*self.chans;
         self.order

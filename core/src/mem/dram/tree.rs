@@ -79,16 +79,16 @@ impl ChannelTree<'_> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.slice(self.tree)
     }
 
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         r.slice(self.tree)
     }
 }

@@ -582,8 +582,8 @@ impl<E: Copy + serde::Serialize + serde::de::DeserializeOwned> TimingWheel<'_, E
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(
         &self,
-        w: &mut crate::sim::Writer<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         w.val(&self.free)?;
         w.val(&self.base)?;
         w.val(&(self.wheel_len as u64))?;
@@ -600,12 +600,12 @@ impl<E: Copy + serde::Serialize + serde::de::DeserializeOwned> TimingWheel<'_, E
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(
         &mut self,
-        r: &mut crate::sim::Reader<'_>,
-    ) -> Result<(), crate::sim::SnapshotError> {
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
         let cap = self.nodes.len();
         self.free = r.val()?;
         if self.free != NIL && self.free as usize >= cap {
-            return Err(crate::sim::SnapshotError::Corrupt {
+            return Err(crate::codec::SnapshotError::Corrupt {
                 what: "wheel free list",
             });
         }

@@ -1,0 +1,318 @@
+//! The lines of one TMA operation, in the order the engine emits them,
+//! cut into chunks.
+//!
+//! Line generation is the line-level engine's: a tensor box walks its
+//! clipped rows ([`LineGen`]), repeated lines are removed when `dedup` is
+//! on (adjacent repeats of sorted boxes by comparison, others through the
+//! [`DedupSet`], whose overflow lets the rest through), a bulk range is its
+//! consecutive lines. [`Chunker`] then groups consecutive lines into
+//! [`Pattern`]s of at most `chunk_lines` lines.
+
+use crate::kernel::TensorMap;
+use crate::mem::lines::{DedupSet, LineGen};
+use crate::mem::txn::l2::Pattern;
+use crate::port::Shape;
+
+/// Lines of one operation (line numbers, not addresses).
+pub(super) enum Lines {
+    /// A tensor box; `sorted` when its rows are ascending and disjoint.
+    Tensor {
+        g: LineGen,
+        sorted: bool,
+        last: Option<u64>,
+    },
+    /// A bulk range.
+    Bulk { next: u64, left: u64 },
+}
+
+impl Lines {
+    /// The lines of `shape` moving `bytes` (bulk) with lines of `2^shift`
+    /// bytes.
+    pub(super) fn new(shape: &Shape<'_>, bytes: u64, shift: u32) -> Lines {
+        match *shape {
+            Shape::Tensor { map, coords } => tensor(map, &coords, shift),
+            Shape::Linear { addr } => {
+                if bytes == 0 {
+                    return Lines::Bulk { next: 0, left: 0 };
+                }
+                let first = addr >> shift;
+                let last = addr.saturating_add(bytes - 1) >> shift;
+                Lines::Bulk {
+                    next: first,
+                    left: last - first + 1,
+                }
+            }
+        }
+    }
+
+    /// The next group of lines in emission order: `(first, lines,
+    /// stride, rows)` as [`LineGen::next_group`] gives them (at most
+    /// `max_rows` rows); with `dedup`, repeats are removed.
+    #[inline]
+    pub(super) fn next_group(
+        &mut self,
+        shift: u32,
+        max_rows: u64,
+        dedup: Option<&mut DedupSet<'_>>,
+    ) -> Option<(u64, u64, u64, u64)> {
+        match self {
+            Lines::Bulk { next, left } => {
+                if *left == 0 {
+                    return None;
+                }
+                let run = (*next, *left, 0, 1);
+                *next = next.wrapping_add(*left);
+                *left = 0;
+                Some(run)
+            }
+            Lines::Tensor { g, sorted, last } => {
+                let Some(set) = dedup else {
+                    return g.next_group(max_rows, None);
+                };
+                if *sorted {
+                    // Rows ascend: a repeat can only be a row's first
+                    // lines, at or below the previous row's last.
+                    let (a, n, st, rows) = g.next_group(max_rows, *last)?;
+                    *last = Some(a + (rows - 1) * st + n - 1);
+                    return Some((a, n, st, rows));
+                }
+                // Rows in any order: line by line through the set.
+                loop {
+                    let line = g.next()? >> shift;
+                    match set.insert(line) {
+                        Ok(false) => continue,
+                        Ok(true) | Err(_) => return Some((line, 1, 0, 1)),
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn tensor(map: &TensorMap, coords: &[i64; 5], shift: u32) -> Lines {
+    match LineGen::new(map, coords, 1u64 << shift) {
+        Ok(g) => Lines::Tensor {
+            sorted: !g.needs_dedup(),
+            g,
+            last: None,
+        },
+        // A map that cannot be walked (validated kernels never get here)
+        // moves nothing.
+        Err(_) => Lines::Bulk { next: 0, left: 0 },
+    }
+}
+
+/// Largest stride a pattern can record (it is packed into 47 bits).
+pub(super) const MAX_STRIDE: u64 = (1 << 47) - 1;
+
+/// Builds a [`Pattern`] run by run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Chunker {
+    pub(super) pat: Pattern,
+    /// Rows started.
+    rows: u32,
+    /// Start and length of the current row.
+    row_start: u64,
+    row_len: u8,
+    last: u64,
+}
+
+impl Chunker {
+    /// True when no line has been added.
+    pub(super) fn is_empty(&self) -> bool {
+        self.pat.count == 0
+    }
+
+    /// Empties the chunk.
+    pub(super) fn clear(&mut self) {
+        self.pat.count = 0;
+    }
+
+    /// Adds as many of the `n` consecutive lines from `a` as the chunk
+    /// (of at most `max` lines) can take and returns how many it took: 0
+    /// when they cannot continue its pattern.
+    #[inline]
+    pub(super) fn push_run(&mut self, a: u64, n: u64, max: u8) -> u64 {
+        let p = &mut self.pat;
+        if p.count == 0 {
+            let take = n.min(max as u64).min(u8::MAX as u64) as u8;
+            if take == 0 {
+                return 0;
+            }
+            *self = Chunker {
+                pat: Pattern {
+                    first: a,
+                    stride: 0,
+                    row: take,
+                    count: take,
+                    part: 0,
+                    weight: take,
+                },
+                rows: 1,
+                row_start: a,
+                row_len: take,
+                last: a + take as u64 - 1,
+            };
+            return take as u64;
+        }
+        let room = (max.saturating_sub(p.count)) as u64;
+        if room == 0 || n == 0 || a <= self.last {
+            return 0;
+        }
+        let take = if a == self.last + 1 && (self.rows == 1 || self.row_len < p.row) {
+            if self.rows == 1 {
+                let t = n.min(room).min((u8::MAX - p.row) as u64) as u8;
+                p.row += t;
+                t
+            } else {
+                n.min(room).min((p.row - self.row_len) as u64) as u8
+            }
+        } else if self.row_len == p.row {
+            if self.rows == 1 {
+                let stride = a - p.first;
+                if stride > MAX_STRIDE {
+                    return 0;
+                }
+                p.stride = stride;
+            } else if a != self.row_start.wrapping_add(p.stride) {
+                return 0;
+            }
+            self.rows += 1;
+            self.row_start = a;
+            self.row_len = 0;
+            n.min(room).min(p.row as u64) as u8
+        } else {
+            return 0;
+        };
+        self.row_len += take;
+        p.count += take;
+        p.weight += take;
+        self.last = a + take as u64 - 1;
+        take as u64
+    }
+}
+
+/// The lines of a [`Pattern`], in order, without divisions.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PatternLines {
+    row_start: u64,
+    stride: u64,
+    j: u8,
+    row: u8,
+    left: u8,
+}
+
+impl PatternLines {
+    /// The lines of `p`.
+    #[inline]
+    pub(super) fn new(p: &Pattern) -> Self {
+        PatternLines {
+            row_start: p.first,
+            stride: p.stride,
+            j: 0,
+            row: p.row.max(1),
+            left: p.count,
+        }
+    }
+}
+
+impl Iterator for PatternLines {
+    type Item = u64;
+
+    #[inline]
+    fn next(&mut self) -> Option<u64> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let l = self.row_start.wrapping_add(self.j as u64);
+        self.j += 1;
+        if self.j == self.row {
+            self.j = 0;
+            self.row_start = self.row_start.wrapping_add(self.stride);
+        }
+        Some(l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::vec::Vec;
+
+    /// Cuts `lines` into chunks of at most `max` lines, feeding the
+    /// chunker runs of consecutive lines.
+    fn chunks(lines: &[u64], max: u8) -> Vec<Pattern> {
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for &l in lines {
+            match runs.last_mut() {
+                Some((a, n)) if *a + *n == l => *n += 1,
+                _ => runs.push((l, 1)),
+            }
+        }
+        let mut out = Vec::new();
+        let mut c = Chunker::default();
+        for (mut a, mut n) in runs {
+            while n > 0 {
+                let t = c.push_run(a, n, max);
+                if t == 0 {
+                    out.push(c.pat);
+                    c.clear();
+                    continue;
+                }
+                a += t;
+                n -= t;
+            }
+        }
+        if !c.is_empty() {
+            out.push(c.pat);
+        }
+        out
+    }
+
+    #[test]
+    fn rows_of_a_box_make_strided_chunks() {
+        // Rows of 2 lines, 16 lines apart: chunks of 4 rows.
+        let lines: Vec<u64> = (0..6).flat_map(|r| [100 + 16 * r, 101 + 16 * r]).collect();
+        let c = chunks(&lines, 8);
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            c[0],
+            Pattern {
+                first: 100,
+                stride: 16,
+                row: 2,
+                count: 8,
+                part: 0,
+                weight: 8,
+            }
+        );
+        assert_eq!(c[1].first, 164);
+        assert_eq!(c[1].count, 4);
+    }
+
+    proptest! {
+        /// Whatever the lines, the chunks list them back in order.
+        #[test]
+        fn chunks_reproduce_their_lines(
+            lines in proptest::collection::vec(0u64..64, 0..80),
+            max in 1u8..12,
+        ) {
+            let mut sorted = lines.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            for input in [lines, sorted] {
+                let mut back = Vec::new();
+                for p in chunks(&input, max) {
+                    prop_assert!(p.count >= 1 && p.count <= max);
+                    let lines: Vec<u64> = PatternLines::new(&p).collect();
+                    let by_index: Vec<u64> = (0..p.count).map(|i| p.line(i)).collect();
+                    prop_assert_eq!(&lines, &by_index);
+                    back.extend(lines);
+                }
+                prop_assert_eq!(back, input);
+            }
+        }
+    }
+}

@@ -1,0 +1,790 @@
+//! HBM of the transaction model: a service model per pseudo-channel
+//! instead of per-command scheduling.
+//!
+//! Each line request is placed, when it is handed over, at the earliest
+//! clocks its commands may take given what earlier requests left behind:
+//!
+//! - **rows**: an open-row state per bank. A row hit goes straight to its
+//!   column commands; a closed bank needs ACT (tRCD before the first
+//!   column, tRC after the bank's previous ACT; the channel takes one ACT
+//!   per `max(tRRD_S, tFAW / 4)` clocks, from a calendar of ACT slots);
+//!   another open row first needs PRE (tRAS after its ACT, tRTP after a
+//!   read, write recovery after a write) and tRP.
+//! - **columns and data**: a line is `bursts` column commands to one bank,
+//!   tCCD_L apart: it holds its bank group's column slots for `G = bursts
+//!   x tCCD_L` clocks, and `B = bursts x max(tCCD_S, nBL)` clocks of the
+//!   channel's data bus from `CL` (reads) or `CWL` (writes) after its
+//!   first command (other groups' bursts interleave with its own, so
+//!   the bus is booked as one run: the same last data clock). Bus and
+//!   bank-group time are [reservation calendars](crate::mem::calendar)
+//!   with one slot per line (`G` and `B` clocks: tokens per interval), so
+//!   requests handed over out of time order interleave instead of
+//!   queueing behind each other, and a channel or bank group never
+//!   carries more than its peak. A line starts at its own clock when its
+//!   slot is free, else at the start of the next free slot.
+//! - **turnarounds**: a read's first column command waits for the
+//!   channel's last write data plus tWTR_S, a write's for the last read
+//!   plus tRTW.
+//! - **refresh** as lost time: at every tREFI (staggered per channel as in
+//!   the line-level controller) all banks close and no ACT may issue until
+//!   tRP + tRFC later; a request that would issue across a due refresh
+//!   waits for it.
+//!
+//! A read completes `CL + nBL + ctrl_latency` clocks after its last column
+//! command, a write `CWL + nBL + ctrl_latency`; clocks convert to SM cycles
+//! exactly as in the line-level controller (arrival `ceil(cycle * clock)`,
+//! completion `ceil(clock / ratio)`). Served alone, a request gets the
+//! line-level controller's timing; under load the service order is the
+//! order of hand-over rather than FR-FCFS.
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::{Arena, Layout};
+use crate::error::{BuildError, Capacity};
+use crate::mem::calendar::Calendars;
+use crate::mem::dram::DramConfig;
+use crate::time::Ratio;
+
+/// DRAM clocks the bus and bank-group calendars look ahead.
+const HORIZON_LOG2: u32 = 13;
+
+const CLOSED: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Bank {
+    row: u32,
+    next_act: u64,
+    next_pre: u64,
+    /// Earliest first column command (tRCD after the ACT).
+    next_col: u64,
+    /// Latest arrival clock handed over so far.
+    last_a: u64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Chan {
+    ref_due: u64,
+    /// The latest refresh applied: no command from its due clock until
+    /// its REF's tRFC has passed.
+    win_start: u64,
+    win_end: u64,
+    /// Latest read column command handed over (a write starting less
+    /// than tRTW after it waits).
+    last_rd: u64,
+    /// Latest write column command handed over (a read starting less than
+    /// CWL + nBL + tWTR_S after it waits).
+    last_wr: u64,
+}
+
+/// Counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HbmStats {
+    /// Line reads served.
+    pub reads: u64,
+    /// Line writes served.
+    pub writes: u64,
+    /// Requests whose row was open.
+    pub row_hits: u64,
+    /// Requests that found their bank closed.
+    pub row_misses: u64,
+    /// Requests that found another row open.
+    pub row_conflicts: u64,
+    /// Refreshes applied.
+    pub refreshes: u64,
+}
+
+/// Timing in DRAM clocks.
+#[derive(Clone, Copy, Debug)]
+struct P {
+    clock: Ratio,
+    banks: usize,
+    bpg: usize,
+    groups: usize,
+    bursts: u32,
+    bl: u64,
+    cas: u32,
+    ccdl: u32,
+    cl: u64,
+    cwl: u64,
+    rcdrd: u64,
+    rcdwr: u64,
+    rp: u64,
+    ras: u64,
+    rc: u64,
+    rtp: u64,
+    wr_pre: u64,
+    rrds: u64,
+    faw: u64,
+    wtrs: u64,
+    rtw: u64,
+    rfc: u64,
+    refi: u64,
+    ctrl: u64,
+}
+
+impl P {
+    /// `ceil(cycle * clock)`: the DRAM clock of SM cycle `cycle`
+    /// ([`Ratio::mul_ceil`] in 64 bits while the product fits).
+    #[inline]
+    fn clock_of(&self, cycle: u64) -> u64 {
+        let (num, den) = (self.clock.num as u64, self.clock.den as u64);
+        match cycle.checked_mul(num) {
+            Some(x) if den > 0 => x.div_ceil(den),
+            _ => self.clock.mul_ceil(cycle),
+        }
+    }
+
+    /// `ceil(clock / ratio)`: the first SM cycle at or after DRAM clock
+    /// `clock` ([`Ratio::div_ceil`] in 64 bits while the product fits).
+    #[inline]
+    fn cycle_of(&self, clock: u64) -> u64 {
+        let (num, den) = (self.clock.num as u64, self.clock.den as u64);
+        match clock.checked_mul(den) {
+            Some(x) if num > 0 => x.div_ceil(num),
+            _ => self.clock.div_ceil(clock),
+        }
+    }
+
+    fn new(c: &DramConfig) -> P {
+        let t = &c.timing;
+        let w = |x: u32| x as u64;
+        P {
+            clock: c.clock,
+            banks: c.banks(),
+            bpg: c.banks_per_group as usize,
+            groups: c.bank_groups as usize,
+            bursts: c.bursts_per_line() as u32,
+            bl: w(t.n_bl),
+            cas: t.n_ccds.max(t.n_bl),
+            ccdl: t.n_ccdl,
+            cl: w(t.n_cl),
+            cwl: w(t.n_cwl),
+            rcdrd: w(t.n_rcdrd),
+            rcdwr: w(t.n_rcdwr),
+            rp: w(t.n_rp),
+            ras: w(t.n_ras),
+            rc: w(t.n_rc),
+            rtp: w(t.n_rtp),
+            wr_pre: w(t.n_cwl) + w(t.n_bl) + w(t.n_wr),
+            rrds: w(t.n_rrds),
+            faw: w(t.n_faw),
+            wtrs: w(t.n_cwl) + w(t.n_bl) + w(t.n_wtrs),
+            rtw: w(t.n_rtw),
+            rfc: w(t.n_rfc),
+            refi: w(t.n_refi),
+            ctrl: w(c.ctrl_latency),
+        }
+    }
+}
+
+/// Every pseudo-channel's service model.
+#[derive(Debug)]
+pub struct Hbm<'a> {
+    cfg: DramConfig,
+    p: P,
+    chans: &'a mut [Chan],
+    banks: &'a mut [Bank],
+    /// One calendar per channel: its data bus.
+    bus: Calendars<'a>,
+    /// One calendar per bank group: its column slots.
+    cols: Calendars<'a>,
+    /// One calendar per channel: its ACT slots (tRRD_S and tFAW as one
+    /// ACT per `max(tRRD_S, tFAW / 4)` clocks).
+    acts: Calendars<'a>,
+    stats: HbmStats,
+}
+
+impl<'a> Hbm<'a> {
+    /// Accounts in `l` for the tables of `cfg` (which must be valid).
+    pub fn layout(cfg: &DramConfig, l: &mut Layout) -> Result<(), BuildError> {
+        let c = cfg.channels as usize;
+        l.add::<Chan>(c)?;
+        l.add::<Bank>(c * cfg.banks())?;
+        Calendars::layout(c, HORIZON_LOG2, l)?;
+        Calendars::layout(c * cfg.bank_groups as usize, HORIZON_LOG2, l)?;
+        Calendars::layout(c, HORIZON_LOG2, l)
+    }
+
+    /// Builds the channels, every bank closed; channel `c`'s first refresh
+    /// is due at `n_refi * (c + 1) / channels`, as in the line-level model.
+    pub fn new(cfg: &DramConfig, a: &mut Arena<'a>) -> Result<Self, BuildError> {
+        let p = P::new(cfg);
+        let c = cfg.channels as usize;
+        let what = Capacity::MemoryPort;
+        let chans = a.alloc(
+            c,
+            Chan {
+                ref_due: 0,
+                win_start: 0,
+                win_end: 0,
+                last_rd: 0,
+                last_wr: 0,
+            },
+            what,
+        )?;
+        for (i, ch) in chans.iter_mut().enumerate() {
+            ch.ref_due = p.refi * (i as u64 + 1) / c as u64;
+        }
+        let bank = Bank {
+            row: CLOSED,
+            next_act: 0,
+            next_pre: 0,
+            next_col: 0,
+            last_a: 0,
+        };
+        Ok(Hbm {
+            cfg: *cfg,
+            p,
+            chans,
+            banks: a.alloc(c * p.banks, bank, what)?,
+            bus: Calendars::new_in(a, c, HORIZON_LOG2, what)?,
+            cols: Calendars::new_in(a, c * p.groups, HORIZON_LOG2, what)?,
+            acts: Calendars::new_in(a, c, HORIZON_LOG2, what)?,
+            stats: HbmStats::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DramConfig {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> HbmStats {
+        self.stats
+    }
+
+    /// Applies channel `c`'s refreshes due at or before clock `t`.
+    fn refresh_until(&mut self, c: usize, t: u64) {
+        let p = self.p;
+        let ch = &mut self.chans[c];
+        if ch.ref_due > t {
+            return;
+        }
+        // Refreshes of an idle stretch leave nothing behind but the last.
+        if t - ch.ref_due >= 2 * p.refi {
+            ch.ref_due += (t - ch.ref_due) / p.refi * p.refi - p.refi;
+        }
+        while self.chans[c].ref_due <= t {
+            let due = self.chans[c].ref_due;
+            let banks = &mut self.banks[c * p.banks..(c + 1) * p.banks];
+            // With a bank open, PREA once every open bank may precharge
+            // and REF tRP later; else REF at once.
+            let mut refresh = due;
+            if banks.iter().any(|b| b.row != CLOSED) {
+                let mut pre = due;
+                for b in banks.iter() {
+                    if b.row != CLOSED {
+                        pre = pre.max(b.next_pre);
+                    }
+                }
+                refresh = pre + p.rp;
+            }
+            for b in banks.iter() {
+                refresh = refresh.max(b.next_act);
+            }
+            for b in banks.iter_mut() {
+                b.row = CLOSED;
+            }
+            let ch = &mut self.chans[c];
+            ch.win_start = due;
+            ch.win_end = refresh + p.rfc;
+            ch.ref_due += p.refi;
+            self.stats.refreshes += 1;
+        }
+    }
+
+    /// Serves a line request of DRAM location `d` (already decoded) that
+    /// arrives at SM cycle `now`; returns the SM cycle it completes.
+    pub fn access(&mut self, now: u64, channel: u16, bank: usize, row: u32, write: bool) -> u64 {
+        let p = self.p;
+        let c = channel as usize;
+        let a = p.clock_of(now);
+        self.refresh_until(c, a);
+        let bi = c * p.banks + bank;
+        let g = c * p.groups + bank / p.bpg;
+        // Plan the row commands; a due refresh comes first. An ACT takes
+        // one of the channel's ACT slots of `max(tRRD_S, tFAW / 4)` clocks:
+        // at its own clock when that slot is free, else at the next free
+        // slot's start.
+        let al = p.rrds.max(p.faw.div_ceil(4)).max(1);
+        // A request handed over well after a later one of its bank (they
+        // come in issue order, not time order) finds the bank in that later
+        // request's state: it is served as a row conflict of its own time,
+        // leaving the bank's state alone (the ACT, bank-group and bus
+        // calendars still take it).
+        let past = a + p.rc < self.banks[bi].last_a;
+        let (act, first) = loop {
+            let b = self.banks[bi];
+            let rcd = if write { p.rcdwr } else { p.rcdrd };
+            let plan = if past {
+                let t = a + p.rp;
+                let k = self.acts.first_free(c, t / al, 1);
+                let act = if k == t / al { t } else { k * al };
+                (Some(act), act + rcd)
+            } else if b.row == row {
+                (None, a.max(b.next_col))
+            } else {
+                let mut t = a;
+                if b.row != CLOSED {
+                    t = a.max(b.next_pre) + p.rp;
+                }
+                let t = t.max(b.next_act);
+                let k = self.acts.first_free(c, t / al, 1);
+                let act = if k == t / al { t } else { k * al };
+                (Some(act), act + rcd)
+            };
+            // A refresh already applied (for a request handed over earlier
+            // but arriving later) stops the channel from its due clock to
+            // the end of tRFC: a request overlapping that window starts
+            // after it, on a closed bank.
+            let ch = self.chans[c];
+            let span = (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
+            let issue = plan.0.unwrap_or(plan.1);
+            let plan = if plan.1 + span >= ch.win_start && issue < ch.win_end {
+                let t = if past {
+                    ch.win_end
+                } else {
+                    ch.win_end.max(b.next_act)
+                };
+                let k = self.acts.first_free(c, t / al, 1);
+                let act = if k == t / al { t } else { k * al };
+                (Some(act), act + rcd)
+            } else {
+                plan
+            };
+            // A due refresh stops every command of the channel: a request
+            // whose column commands would not all issue before it waits
+            // for it (its row, if it opened one, closed by the refresh's
+            // PREA once tRAS allows) and then starts again.
+            let last = plan.1 + span;
+            let due = self.chans[c].ref_due;
+            if last >= due && !past {
+                if let Some(act) = plan.0.filter(|&act| act < due) {
+                    let b = &mut self.banks[bi];
+                    b.row = row;
+                    b.next_pre = b.next_pre.max(act + p.ras);
+                    b.next_act = b.next_act.max(act + p.rc);
+                    self.acts.book(c, act / al, 1);
+                }
+                self.refresh_until(c, due);
+                continue;
+            }
+            if let Some(act) = plan.0 {
+                self.acts.book(c, act / al, 1);
+            }
+            break plan;
+        };
+        let b = &mut self.banks[bi];
+        match (b.row == row && !past, act) {
+            (true, _) => self.stats.row_hits += 1,
+            (false, _) if b.row == CLOSED => self.stats.row_misses += 1,
+            _ => self.stats.row_conflicts += 1,
+        }
+        // Read/write turnaround, from the latest opposite command at or
+        // before this one's first.
+        let ch = &self.chans[c];
+        let (lat, other, gap) = if write {
+            (p.cwl, ch.last_rd, p.rtw)
+        } else {
+            (p.cl, ch.last_wr, p.wtrs)
+        };
+        let after = if first >= other && first < other + gap {
+            other + gap
+        } else {
+            first
+        };
+        // Column commands: the line's bursts fill its bank group's column
+        // slots for `G = bursts * tCCD_L` clocks, and take `B = bursts *
+        // max(tCCD_S, nBL)` clocks of bus `lat` after they start (other
+        // groups' bursts interleave in between, so the last data clock is
+        // that of the line's bus time booked as one run). Both calendars
+        // count in lines: slot `k` of the bank group is clocks
+        // `[kG, (k+1)G)`, of the bus `[kB, (k+1)B)`, one line each. A
+        // line starts at its earliest clock when that slot is free, else at
+        // the start of the first free one.
+        let gl = (p.bursts * p.ccdl.max(1)) as u64;
+        let bl = (p.bursts * p.cas.max(1)) as u64;
+        let want = first.max(after);
+        let k = self.cols.reserve(g, want / gl, 1);
+        let col = if k == want / gl { want } else { k * gl };
+        let bus_want = col + lat;
+        let kb = self.bus.reserve(c, bus_want / bl, 1);
+        let bus = if kb == bus_want / bl {
+            bus_want
+        } else {
+            kb * bl
+        };
+        // A late bus holds the column commands back as long.
+        let last = bus - lat + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
+        let end = (last + lat + p.bl).max(bus + bl);
+        if write {
+            self.stats.writes += 1;
+        } else {
+            self.stats.reads += 1;
+        }
+        let ch = &mut self.chans[c];
+        if write {
+            ch.last_wr = ch.last_wr.max(last);
+        } else {
+            ch.last_rd = ch.last_rd.max(last);
+        }
+        if past {
+            return p.cycle_of(end + p.ctrl);
+        }
+        let b = &mut self.banks[bi];
+        b.row = row;
+        b.last_a = b.last_a.max(a);
+        if let Some(act) = act {
+            b.next_act = b.next_act.max(act + p.rc);
+            b.next_pre = b.next_pre.max(act + p.ras);
+            b.next_col = act + if write { p.rcdwr } else { p.rcdrd };
+        }
+        b.next_pre = b.next_pre.max(last + if write { p.wr_pre } else { p.rtp });
+        p.cycle_of(end + p.ctrl)
+    }
+
+    /// Writes the mutable state into a snapshot.
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
+        w.val(&self.stats)?;
+        w.slice(self.chans)?;
+        w.slice(self.banks)?;
+        self.bus.save_state(w)?;
+        self.cols.save_state(w)?;
+        self.acts.save_state(w)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
+        self.stats = r.val()?;
+        r.slice(self.chans)?;
+        r.slice(self.banks)?;
+        self.bus.load_state(r)?;
+        self.cols.load_state(r)?;
+        self.acts.load_state(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::dram::Dram;
+
+    /// A lone request gets the line-level controller's latency: the same
+    /// completion cycle for row misses, hits and conflicts, reads and
+    /// writes, on every preset.
+    #[test]
+    fn lone_requests_match_the_line_level_controller() {
+        for cfg in [
+            DramConfig::hbm3_h100(),
+            DramConfig::hbm2e_h800_pcie(),
+            DramConfig::hbm3e_h200(),
+        ] {
+            let mut l = Layout::new();
+            Hbm::layout(&cfg, &mut l).unwrap();
+            Dram::layout(&cfg, &mut l).unwrap();
+            let mut buf = std::vec![0u8; l.bytes()];
+            let mut a = Arena::new(&mut buf);
+            let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+            let mut dram = Dram::new(&cfg, &mut a).unwrap();
+            let lb = cfg.line_bytes as u64;
+            // Same bank: miss, hit (next line slot of the row), conflict
+            // (another row), each well after the previous one finished;
+            // then a write and a read of another channel.
+            let per_row = cfg.lines_per_row() as u64;
+            let stride_row = cfg.channels as u64 * cfg.banks() as u64 * per_row;
+            let reqs = [
+                (100u64, 0u64, false),
+                (2000, cfg.channels as u64 * cfg.banks() as u64, false),
+                (4000, stride_row, false),
+                (6000, 3, true),
+                (8000, 3 + stride_row, false),
+            ];
+            for (now, line, write) in reqs {
+                let d = cfg.decode(line * lb);
+                let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
+                let got = hbm.access(now, d.channel, bank, d.row, write);
+                dram.try_enqueue(now, line * lb, write, 7).unwrap();
+                let mut done = None;
+                let mut t = now;
+                while done.is_none() {
+                    t += 1;
+                    dram.advance(t, &mut |c| done = Some(c.cycle));
+                }
+                assert_eq!(Some(got), done, "line {line} at {now}");
+            }
+            assert_eq!(hbm.stats().row_hits, 1);
+            assert_eq!(hbm.stats().row_conflicts, 1);
+        }
+    }
+
+    #[test]
+    fn a_busy_channel_spreads_requests_over_its_bus() {
+        let cfg = DramConfig::hbm3_h100();
+        let mut l = Layout::new();
+        Hbm::layout(&cfg, &mut l).unwrap();
+        let mut buf = std::vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+        // 64 reads to the 16 banks of channel 0 at once: the bus carries
+        // 4 bursts of 2 clocks per line, so they finish about 64 * 8
+        // clocks after the first.
+        let mut last = 0;
+        let mut first = u64::MAX;
+        for i in 0..64u32 {
+            let done = hbm.access(1000, 0, (i % 16) as usize, i / 16, false);
+            first = first.min(done);
+            last = last.max(done);
+        }
+        let clocks = cfg.clock.mul_ceil(last - first);
+        assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+    }
+}
+
+/// Mean latency of request streams through this model and through the
+/// line-level controller: `cargo test --release -p simfa-core
+/// stream_latency -- --ignored --nocapture`.
+#[cfg(test)]
+mod experiment {
+    use super::*;
+    use crate::mem::dram::Dram;
+
+    /// Mean completion of a stream through both models.
+    fn compare(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (f64, f64) {
+        let (h, d, _, _) = compare_all(cfg, reqs);
+        (h, d)
+    }
+
+    /// Mean latency and every completion, through both models.
+    fn compare_all(
+        cfg: &DramConfig,
+        reqs: &[(u64, u64, bool)],
+    ) -> (f64, f64, std::vec::Vec<u64>, std::vec::Vec<u64>) {
+        let mut l = Layout::new();
+        Hbm::layout(cfg, &mut l).unwrap();
+        Dram::layout(cfg, &mut l).unwrap();
+        let mut buf = std::vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut hbm = Hbm::new(cfg, &mut a).unwrap();
+        let mut dram = Dram::new(cfg, &mut a).unwrap();
+        let lb = cfg.line_bytes as u64;
+        let mut sum_h = 0u64;
+        let mut sum_d = 0u64;
+        let mut pending: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+        let mut done = std::vec![0u64; reqs.len()];
+        let mut t = 0u64;
+        let mut hdone = std::vec::Vec::new();
+        for (i, &(now, line, write)) in reqs.iter().enumerate() {
+            let d = cfg.decode(line * lb);
+            let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
+            let c = hbm.access(now, d.channel, bank, d.row, write);
+            hdone.push(c);
+            sum_h += c - now;
+            pending.push_back((now, line, write, i as u32));
+        }
+        let mut left = reqs.len();
+        let mut blocked = std::vec![false; cfg.channels as usize];
+        while left > 0 {
+            blocked.iter_mut().for_each(|b| *b = false);
+            let mut keep: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+            while let Some(&(now, line, write, i)) = pending.front() {
+                if now > t {
+                    break;
+                }
+                pending.pop_front();
+                let ch = cfg.decode(line * lb).channel as usize;
+                if blocked[ch] || dram.try_enqueue(now.max(t), line * lb, write, i).is_err() {
+                    blocked[ch] = true;
+                    keep.push_back((now, line, write, i));
+                }
+            }
+            while let Some(x) = keep.pop_back() {
+                pending.push_front(x);
+            }
+            t += 1;
+            dram.advance(t, &mut |c| {
+                done[c.tag as usize] = c.cycle;
+                left -= 1;
+            });
+        }
+        for (i, &(now, _, _)) in reqs.iter().enumerate() {
+            sum_d += done[i] - now;
+        }
+        (
+            sum_h as f64 / reqs.len() as f64,
+            sum_d as f64 / reqs.len() as f64,
+            hdone,
+            done,
+        )
+    }
+
+    #[test]
+    #[ignore]
+    fn trace_bw() {
+        let cfg = DramConfig::hbm2e_h800_pcie();
+        let text = std::fs::read_to_string("/tmp/probe/bw16.trace").unwrap();
+        let mut reqs = std::vec::Vec::new();
+        for l in text.lines() {
+            let f: std::vec::Vec<&str> = l.split(' ').collect();
+            let c: u64 = f[0].parse().unwrap();
+            let a = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap();
+            let line = a / 128;
+            reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
+        }
+        let (h, d, hd, dd) = compare_all(&cfg, &reqs);
+        std::println!(
+            "bw trace: hbm {h:.0} dram {d:.0}; last hbm {} dram {}",
+            hd.iter().max().unwrap(),
+            dd.iter().max().unwrap()
+        );
+    }
+
+    #[test]
+    #[ignore]
+    fn trace_groups() {
+        let cfg = DramConfig::hbm3_h100();
+        let text = std::fs::read_to_string("/tmp/probe/g1.trace").unwrap();
+        let mut reqs = std::vec::Vec::new();
+        for l in text.lines() {
+            let f: std::vec::Vec<&str> = l.split(' ').collect();
+            let c: u64 = f[0].parse().unwrap();
+            let a = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap();
+            let line = a / 128;
+            reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
+        }
+        let (h, d, hd, dd) = compare_all(&cfg, &reqs);
+        std::println!("trace: hbm {h:.0} dram {d:.0}");
+        for g in 0..reqs.len() / 256 {
+            let r = g * 256..(g + 1) * 256;
+            let t0 = reqs[g * 256].0;
+            let hm = hd[r.clone()].iter().max().unwrap() - t0;
+            let dm = dd[r.clone()].iter().max().unwrap() - t0;
+            std::println!("group {g}: start {t0} max hbm {hm} dram {dm}");
+            if g == 1 {
+                let (mi, _) = dd[r.clone()]
+                    .iter()
+                    .enumerate()
+                    .max_by_key(|x| x.1)
+                    .unwrap();
+                let mi = mi + g * 256;
+                let lb = cfg.line_bytes as u64;
+                let dm = cfg.decode(reqs[mi].1 * lb);
+                for j in r.clone() {
+                    let dj = cfg.decode(reqs[j].1 * lb);
+                    if dj.channel == dm.channel {
+                        std::println!(
+                            "  req {j} at {} ch {} bg {} bank {} row {} line {}: hbm {} dram {}",
+                            reqs[j].0,
+                            dj.channel,
+                            dj.bank_group,
+                            dj.bank,
+                            dj.row,
+                            dj.line,
+                            hd[j] - reqs[j].0,
+                            dd[j] - reqs[j].0
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn shuffled_trace() {
+        let cfg = DramConfig::hbm3_h100();
+        let text = std::fs::read_to_string("/tmp/probe/f1.trace").unwrap();
+        let mut reqs = std::vec::Vec::new();
+        for l in text.lines() {
+            let f: std::vec::Vec<&str> = l.split(' ').collect();
+            let c: u64 = f[0].parse().unwrap();
+            let a = u64::from_str_radix(f[2].trim_start_matches("0x"), 16).unwrap();
+            let line = a / 128;
+            reqs.push((c, line ^ (line >> 7) ^ (line >> 14), f[1] == "ST"));
+        }
+        let (h, d) = compare(&cfg, &reqs);
+        std::println!("in order: hbm {h:.0} dram {d:.0}");
+        for w in [100u64, 500, 2000] {
+            // Hand over in a different order: sorted by cycle + a
+            // pseudo-random offset below w.
+            let mut x = 99u64;
+            let mut keyed: std::vec::Vec<(u64, usize)> = reqs
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (r.0 + x % w, i)
+                })
+                .collect();
+            keyed.sort();
+            let mut l = Layout::new();
+            Hbm::layout(&cfg, &mut l).unwrap();
+            let mut buf = std::vec![0u8; l.bytes()];
+            let mut a = Arena::new(&mut buf);
+            let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+            let mut sum = 0u64;
+            let mut late = 0;
+            for &(_, i) in &keyed {
+                let (now, line, write) = reqs[i];
+                let dd = cfg.decode(line * 128);
+                let bank = dd.bank_group as usize * cfg.banks_per_group as usize + dd.bank as usize;
+                let c = hbm.access(now, dd.channel, bank, dd.row, write);
+                sum += c - now;
+                if c - now > 3000 {
+                    late += 1;
+                }
+            }
+            std::println!(
+                "shuffled within {w}: hbm {:.0}, {late} over 3000",
+                sum as f64 / reqs.len() as f64
+            );
+        }
+    }
+
+    #[test]
+    #[ignore]
+    fn stream_latency_both_models() {
+        let cfg = DramConfig::hbm3_h100();
+        let mut x = 12345u64;
+        let mut rnd = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (gap_num, label) in [(8u64, "light"), (2, "medium"), (1, "heavy")] {
+            for pattern in ["random", "strided8", "seq"] {
+                let mut reqs = std::vec::Vec::new();
+                let mut now = 100u64;
+                for i in 0..20000u64 {
+                    let line = match pattern {
+                        "random" => rnd() % (1 << 24),
+                        "strided8" => 1_000_000 + 8 * i,
+                        _ => 2_000_000 + i,
+                    };
+                    let line = {
+                        let a = line;
+                        a ^ (a >> 7) ^ (a >> 14)
+                    };
+                    reqs.push((now, line, false));
+                    if i % gap_num == 0 {
+                        now += 1;
+                    }
+                }
+                let (h, d) = compare(&cfg, &reqs);
+                std::println!(
+                    "{label} {pattern}: hbm {h:.0} dram {d:.0} ({:+.1}%)",
+                    (h - d) / d * 100.0
+                );
+            }
+        }
+    }
+}

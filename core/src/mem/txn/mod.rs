@@ -1,0 +1,1145 @@
+//! The transaction-level memory model (`memory = "transaction"`, the
+//! default): whole TMA operations in, completion cycles out, in closed
+//! form.
+//!
+//! # What happens to an operation
+//!
+//! When the simulator issues a TMA operation it hands it to
+//! [`TxnMemory::transfer`] and gets back the cycle its last byte lands;
+//! it queues one completion event, and that is all the event traffic an
+//! operation costs. Inside, the operation's lines are generated exactly as
+//! the line-level engine generates them (tensor-map walk, clipping,
+//! deduplication) and timed one by one against state that only moves
+//! forward:
+//!
+//! 1. **The SM's TMA engine** emits `lines_per_cycle` lines per cycle from
+//!    the later of the operation's setup end and the engine's last
+//!    emission, and never has more than `max_lines` in flight: each SM
+//!    keeps the return cycles of its outstanding lines, sorted, and a line
+//!    waits for the earliest of them when all are taken (exactly the
+//!    line-level engine's rule).
+//! 2. **Chunks.** Consecutive lines are grouped into chunks of up to
+//!    `transaction.chunk_lines` lines (rows of a box; see [`l2`]). A chunk
+//!    is the unit of the coalescer and of L2 residency: one lookup per
+//!    chunk, not per line. A chunk belongs to the slice of its first line
+//!    and so to one partition, which decides near or far for all its
+//!    lines.
+//! 3. **Coalescer.** A read chunk that the SM pair's coalescer remembers as
+//!    still in flight (all its lines outstanding) merges with it and lands
+//!    with it, touching neither crossbar nor L2.
+//! 4. **Crossbar and slices.** Every line crosses the crossbar
+//!    (`xbar_latency`, plus `far_latency` to the far partition) and books
+//!    one `slice_interval` slot of its own slice's input port, picked by
+//!    the slice hash: a [reservation calendar](crate::mem::calendar) per
+//!    slice, so the hash still decides how the load spreads. A far read
+//!    with the remote-copy proxy first books the mirror slice's port and
+//!    probes for a shadow copy there.
+//! 5. **L2.** A resident chunk whose data is ready is a hit (`hit_latency`);
+//!    one whose fill is still in flight makes the read wait for the fill
+//!    (an MSHR merge); a missing chunk is filled from HBM line by line,
+//!    each miss holding one of its slice's `mshrs` MSHRs (taken in order:
+//!    a miss waits for the oldest when it is still busy) until its fill is
+//!    usable `fill_latency` after the data returns. Stores allocate their
+//!    chunk dirty; evicted dirty chunks are written back. Far hits and
+//!    fills make shadow copies under the proxy's threshold and
+//!    probability, drawn from the seeded generator.
+//! 6. **HBM** is a service model per pseudo-channel ([`hbm`]).
+//!
+//! # Determinism and bounds
+//!
+//! Everything is integer arithmetic on arena tables sized from the
+//! configuration before the run; no operation loops more than its lines
+//! times a bounded calendar search. Results depend only on the order
+//! operations are handed over, which the simulator fixes.
+//!
+//! # Where it differs from the line-level model
+//!
+//! Residency is per chunk (a chunk is fully resident or not; a set holds
+//! fewer, heavier entries); near or far is per chunk; a chunk's lines share
+//! one fill-ready cycle; the coalescer and MSHR merges work on chunks;
+//! resources are booked in hand-over order rather than event order, and
+//! HBM serves in hand-over order rather than FR-FCFS. `simfa validate
+//! memory` measures the effect on whole kernels.
+
+pub mod gen;
+pub mod hbm;
+pub mod l2;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::{Arena, Layout};
+use crate::error::{BuildError, Capacity};
+use crate::mem::calendar::Calendars;
+use crate::mem::config::{L2Config, TmaLineConfig, TxnConfig};
+use crate::mem::dram::DramConfig;
+use crate::mem::hash::SliceSelector;
+use crate::mem::lines::DedupSet;
+use crate::mem::system::MemStats;
+use crate::observer::Event;
+use crate::port::Shape;
+use crate::rand::Rng;
+
+use gen::{Chunker, Lines, PatternLines};
+use hbm::Hbm;
+use l2::{ChunkTable, Pattern, HOME, SHADOW};
+
+/// Cycles each slice port's calendar looks ahead.
+const SLICE_HORIZON_LOG2: u32 = 14;
+
+/// Where [`TxnMemory::transfer`] reports what the line-level model reports
+/// through its events: every DRAM request (for the digest and the DRAM
+/// trace) and, when [`TxnSink::wants_notes`] is true, the L2's detail
+/// events ([`Event::DramDone`], [`Event::LineFill`], [`Event::LineServed`])
+/// for consistency checkers.
+pub trait TxnSink {
+    /// The DRAM accepted a request for line address `addr` at `cycle`.
+    fn dram(&mut self, cycle: u64, write: bool, addr: u64);
+
+    /// Whether to build and deliver detail events.
+    fn wants_notes(&self) -> bool {
+        false
+    }
+
+    /// A detail event that happens at `cycle`.
+    fn note(&mut self, _cycle: u64, _event: Event) {}
+}
+
+/// A sink that drops everything.
+impl TxnSink for () {
+    fn dram(&mut self, _: u64, _: bool, _: u64) {}
+}
+
+/// One TMA operation handed to the memory.
+#[derive(Clone, Copy, Debug)]
+pub struct TxnOp<'k> {
+    /// Issuing SM.
+    pub sm: u16,
+    /// A store (shared to global) rather than a load.
+    pub store: bool,
+    /// What it moves.
+    pub shape: Shape<'k>,
+    /// Bytes of a bulk range (ignored for tensor boxes).
+    pub bytes: u64,
+    /// Cycle its setup ends: its lines may leave the engine from then.
+    pub start: u64,
+}
+
+/// What became of an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxnDone {
+    /// Cycle its last line is back (for an operation without lines, the
+    /// cycle the engine reached it).
+    pub done: u64,
+    /// Line requests it emitted.
+    pub lines: u64,
+}
+
+/// Cycles of return times each SM's engine keeps count of: a line that
+/// would return later than this after the engine's clock counts as
+/// returning at the end of the window.
+const FLIGHT_LOG2: u32 = 13;
+const FLIGHT: u64 = 1 << FLIGHT_LOG2;
+
+/// Per-SM engine state. The return cycles of the lines in flight are
+/// counted per cycle in a window of [`FLIGHT`] cycles from `cursor` (a
+/// count per cycle and a bitmap of the non-zero ones), so that "how many
+/// are back by cycle `e`" and "when is the next one back" cost a few word
+/// scans, whatever the order the returns were added in.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct Engine {
+    /// Cycle of the last emission.
+    free: u64,
+    /// Lines emitted in cycle `free`.
+    used: u16,
+    /// Lines in flight: returning at or after `cursor`.
+    out: u16,
+    /// Every return before this cycle has been counted back.
+    cursor: u64,
+}
+
+/// A chunk one SM pair's coalescer remembers.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+struct Coal {
+    pat: Pattern,
+    /// When its first line left the engine.
+    first_emit: u64,
+    /// Earliest and latest return of its lines.
+    first_back: u64,
+    last_back: u64,
+}
+
+/// A run's lines, their slices and emission cycles, and where its lines
+/// of each partition start.
+struct Run {
+    line: [u64; 64],
+    slice: [u16; 64],
+    emit: [u64; 64],
+    count: [u8; 2],
+    /// Slice of the first line in each partition.
+    home: [u16; 2],
+}
+
+impl Default for Run {
+    fn default() -> Self {
+        Run {
+            line: [0; 64],
+            slice: [0; 64],
+            emit: [0; 64],
+            count: [0; 2],
+            home: [0; 2],
+        }
+    }
+}
+
+/// What a chunk met, decided at its first line.
+#[derive(Clone, Copy, Debug)]
+enum Outcome {
+    /// Merged in the coalescer with a chunk landing at this cycle.
+    Coalesced(u64),
+    /// A shadow copy in the near partition, usable from this cycle.
+    Shadow(u64),
+    /// Resident at home, usable from this cycle (possibly a fill in flight).
+    Resident(u64),
+    /// Not resident: filled from HBM.
+    Miss,
+    /// Resident at home by a fill whose miss arrived after this read (it
+    /// was handed over first, but this read came first): the read is the
+    /// miss that fill answers, its data back `.1` cycles after it reaches
+    /// the slice, and entry `.0` becomes usable that much sooner.
+    Refill(usize, u64),
+    /// A store.
+    Store,
+}
+
+/// When the miss behind an entry usable from `ready`, `lat` after it,
+/// reached its slice.
+#[inline]
+const fn since(e: &l2::Entry) -> u64 {
+    e.ready.saturating_sub(e.lat as u64)
+}
+
+/// A fill latency as an entry keeps it.
+#[inline]
+fn lat16(ready: u64, from: u64) -> u16 {
+    ready.saturating_sub(from).min(u16::MAX as u64) as u16
+}
+
+/// The transaction-level memory behind every SM's TMA engine; see the
+/// [module documentation](self).
+pub struct TxnMemory<'a> {
+    dedup: DedupSet<'a>,
+    m: Model<'a>,
+}
+
+/// Everything but the dedup set (borrowed apart while lines are generated).
+struct Model<'a> {
+    l2: L2Config,
+    dram: DramConfig,
+    tma: TmaLineConfig,
+    select: SliceSelector,
+    chunk: u8,
+    sms: u16,
+    shift: u32,
+    rng: Rng,
+    engines: &'a mut [Engine],
+    /// Per SM, [`FLIGHT`] counts of lines returning at each cycle.
+    flight: &'a mut [u16],
+    /// Per SM, one bit per non-zero count.
+    flight_nz: &'a mut [u64],
+    ports: Calendars<'a>,
+    /// Per slice, its MSHRs in the order they are taken: when each was
+    /// taken and when it frees.
+    mshr: &'a mut [[u64; 2]],
+    mshr_next: &'a mut [u64],
+    coal: &'a mut [Coal],
+    coal_n: usize,
+    chunks: ChunkTable<'a>,
+    hbm: Hbm<'a>,
+    stats: MemStats,
+    early_hits: bool,
+}
+
+/// Table sizes.
+struct Sizes {
+    flight: usize,
+    flight_nz: usize,
+    mshrs: usize,
+    pairs: usize,
+    coal: usize,
+}
+
+impl Sizes {
+    fn new(l2: &L2Config, txn: &TxnConfig, sms: u16) -> Sizes {
+        let pairs = (sms as usize).div_ceil(2);
+        Sizes {
+            flight: sms as usize * FLIGHT as usize,
+            flight_nz: sms as usize * FLIGHT as usize / 64,
+            mshrs: l2.slices as usize * l2.mshrs as usize,
+            pairs,
+            coal: pairs * txn.coalescer_entries.max(1) as usize,
+        }
+    }
+}
+
+impl<'a> TxnMemory<'a> {
+    /// Accounts in `l` for every table of the model for `sms` SMs and a
+    /// dedup set of `dedup_lines` lines.
+    #[allow(clippy::too_many_arguments)]
+    pub fn layout(
+        l2: &L2Config,
+        dram: &DramConfig,
+        txn: &TxnConfig,
+        sms: u16,
+        dedup_lines: usize,
+        l: &mut Layout,
+    ) -> Result<(), BuildError> {
+        let z = Sizes::new(l2, txn, sms);
+        DedupSet::layout(dedup_lines, l)?;
+        l.add::<Engine>(sms as usize)?;
+        l.add::<u16>(z.flight)?;
+        l.add::<u64>(z.flight_nz)?;
+        Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
+        l.add::<[u64; 2]>(z.mshrs)?;
+        l.add::<u64>(l2.slices as usize)?;
+        l.add::<Coal>(z.coal)?;
+        ChunkTable::layout(l2.slices as usize, l2.sets as usize, l2.ways as usize, l)?;
+        Hbm::layout(dram, l)
+    }
+
+    /// Builds the model from `a`; `seed` feeds the proxy's draws.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        l2: &L2Config,
+        dram: &DramConfig,
+        tma: &TmaLineConfig,
+        txn: &TxnConfig,
+        sms: u16,
+        dedup_lines: usize,
+        seed: u64,
+        a: &mut Arena<'a>,
+    ) -> Result<Self, BuildError> {
+        let z = Sizes::new(l2, txn, sms);
+        let what = Capacity::MemoryPort;
+        let dedup = DedupSet::new_in(a, dedup_lines, what)?;
+        let engines = a.alloc(sms as usize, Engine::default(), what)?;
+        let flight = a.alloc(z.flight, 0u16, what)?;
+        let flight_nz = a.alloc(z.flight_nz, 0u64, what)?;
+        let ports = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
+        let mshr = a.alloc(z.mshrs, [0u64; 2], what)?;
+        let mshr_next = a.alloc(l2.slices as usize, 0u64, what)?;
+        let coal = a.alloc(z.coal, Coal::default(), what)?;
+        let chunks = ChunkTable::new_in(a, l2.slices as usize, l2.sets as usize, l2.ways as usize)?;
+        let hbm = Hbm::new(dram, a)?;
+        Ok(TxnMemory {
+            dedup,
+            m: Model {
+                l2: *l2,
+                dram: *dram,
+                tma: *tma,
+                select: SliceSelector::new(l2.hash, l2.slices as u32),
+                chunk: txn.chunk_lines.min(l2.ways).min(tma.max_lines).clamp(1, 64) as u8,
+                sms,
+                shift: l2.line_bytes.trailing_zeros(),
+                rng: Rng::new(seed ^ 0x5458_4E50_524F_5859),
+                engines,
+                flight,
+                flight_nz,
+                ports,
+                mshr,
+                mshr_next,
+                coal,
+                coal_n: z.coal / z.pairs.max(1),
+                chunks,
+                hbm,
+                stats: MemStats::default(),
+                early_hits: false,
+            },
+        })
+    }
+
+    /// Injects (or not) the test-only `Fault::EarlyHit`: a read that finds
+    /// its chunk's fill in flight is answered as a hit after the hit
+    /// latency instead of waiting for the fill.
+    pub fn with_early_hits(mut self, on: bool) -> Self {
+        self.m.early_hits = on;
+        self
+    }
+
+    /// Counters so far (the DRAM's included).
+    pub fn stats(&self) -> MemStats {
+        let mut s = self.m.stats;
+        let h = self.m.hbm.stats();
+        let lb = self.m.l2.line_bytes as u64;
+        s.dram_read_bytes = h.reads * lb;
+        s.dram_write_bytes = h.writes * lb;
+        s.dram_row_hits = h.row_hits;
+        s
+    }
+
+    /// The HBM model (for its statistics).
+    pub fn hbm(&self) -> &Hbm<'a> {
+        &self.m.hbm
+    }
+
+    /// Times operation `op` and returns when it lands. Operations of one
+    /// SM must come in issue order; their `start` may be earlier than an
+    /// earlier operation's (the engine serves them in order anyway).
+    pub fn transfer(&mut self, op: &TxnOp<'_>, sink: &mut impl TxnSink) -> TxnDone {
+        let m = &mut self.m;
+        let sm = (op.sm as usize).min(m.engines.len().saturating_sub(1));
+        let Some(mut eng) = m.engines.get(sm).copied() else {
+            return TxnDone {
+                done: op.start,
+                lines: 0,
+            };
+        };
+        if op.start > eng.free {
+            eng.free = op.start;
+            eng.used = 0;
+        }
+        let shift = m.shift;
+        let mut lines = Lines::new(&op.shape, op.bytes, shift);
+        let dedup = m.tma.dedup;
+        let mut done = eng.free;
+        let mut n = 0u64;
+        let k = m.chunk as u64;
+        let mut c = Chunker::default();
+        while let Some((first, len, stride, rows)) =
+            lines.next_group(shift, 1 << 20, dedup.then_some(&mut self.dedup))
+        {
+            n += len * rows;
+            if rows == 1 {
+                // A run: merged with its neighbours into patterns.
+                let (mut a, mut left) = (first, len);
+                while left > 0 {
+                    let took = c.push_run(a, left, m.chunk);
+                    if took == 0 {
+                        done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
+                        c.clear();
+                        continue;
+                    }
+                    a += took;
+                    left -= took;
+                }
+                continue;
+            }
+            // Regular rows: chunks of whole rows, or rows cut into chunks.
+            if !c.is_empty() {
+                done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
+                c.clear();
+            }
+            if len <= k && stride <= gen::MAX_STRIDE {
+                let per = k / len;
+                let mut r = 0;
+                while r < rows {
+                    let g = per.min(rows - r);
+                    let p = Pattern {
+                        first: first + r * stride,
+                        stride: if g > 1 { stride } else { 0 },
+                        row: len as u8,
+                        count: (len * g) as u8,
+                        part: 0,
+                        weight: (len * g) as u8,
+                    };
+                    done = done.max(m.chunk(sm, op.store, &p, &mut eng, sink));
+                    r += g;
+                }
+            } else {
+                for r in 0..rows {
+                    let mut j = 0;
+                    while j < len {
+                        let w = k.min(len - j);
+                        let p = Pattern {
+                            first: first + r * stride + j,
+                            stride: 0,
+                            row: w as u8,
+                            count: w as u8,
+                            part: 0,
+                            weight: w as u8,
+                        };
+                        done = done.max(m.chunk(sm, op.store, &p, &mut eng, sink));
+                        j += w;
+                    }
+                }
+            }
+        }
+        if !c.is_empty() {
+            done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
+        }
+        self.dedup.clear();
+        m.engines[sm] = eng;
+        TxnDone { done, lines: n }
+    }
+}
+
+impl Model<'_> {
+    #[inline]
+    fn slice_of(&self, line: u64) -> usize {
+        self.select.slice(line) as usize
+    }
+
+    #[inline]
+    fn mirror(&self, slice: usize) -> usize {
+        // `(slice + slices / 2) % slices` for an even slice count.
+        let half = self.l2.slices as usize / 2;
+        if slice >= half {
+            slice - half
+        } else {
+            slice + half
+        }
+    }
+
+    /// Counts back every line of SM `sm` returning at or before `e`.
+    #[inline]
+    fn back_by(&mut self, sm: usize, eng: &mut Engine, e: u64) {
+        if e < eng.cursor {
+            return;
+        }
+        let words = (FLIGHT / 64) as usize;
+        let cb = sm * FLIGHT as usize;
+        let nb = sm * words;
+        if e - eng.cursor >= FLIGHT || eng.out == 0 {
+            if eng.out != 0 {
+                self.flight[cb..cb + FLIGHT as usize].fill(0);
+                self.flight_nz[nb..nb + words].fill(0);
+            }
+            eng.out = 0;
+            eng.cursor = e + 1;
+            return;
+        }
+        // Cycles cursor..=e, word by word of the bitmap.
+        let mut c = eng.cursor;
+        while c <= e {
+            let w = ((c / 64) % (words as u64)) as usize;
+            let off = c % 64;
+            let n = (64 - off).min(e - c + 1);
+            let mask = if n == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << n) - 1) << off
+            };
+            let mut bits = self.flight_nz[nb + w] & mask;
+            self.flight_nz[nb + w] &= !mask;
+            while bits != 0 {
+                let b = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let i = cb + w * 64 + b;
+                eng.out = eng.out.saturating_sub(self.flight[i]);
+                self.flight[i] = 0;
+            }
+            c += n;
+        }
+        eng.cursor = e + 1;
+    }
+
+    /// Counts lines of SM `sm` back, earliest first, until `need` of them
+    /// are (or none is left in flight); returns the cycle the last of them
+    /// is back.
+    #[inline]
+    fn wait_back(&mut self, sm: usize, eng: &mut Engine, need: u32) -> u64 {
+        let words = (FLIGHT / 64) as usize;
+        let cb = sm * FLIGHT as usize;
+        let nb = sm * words;
+        let mut got = 0u32;
+        let mut c = eng.cursor;
+        for _ in 0..=words {
+            if eng.out == 0 {
+                break;
+            }
+            let w = ((c / 64) % (words as u64)) as usize;
+            let off = c % 64;
+            let mut bits = self.flight_nz[nb + w] & (u64::MAX << off);
+            while bits != 0 {
+                let b = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                let i = cb + w * 64 + b as usize;
+                let k = self.flight[i];
+                self.flight[i] = 0;
+                self.flight_nz[nb + w] &= !(1u64 << b);
+                eng.out = eng.out.saturating_sub(k);
+                got += k as u32;
+                if got >= need || eng.out == 0 {
+                    let at = c - off + b;
+                    eng.cursor = at + 1;
+                    return at;
+                }
+            }
+            c += 64 - off;
+        }
+        // Unreachable with lines in flight; a damaged snapshot lands here.
+        eng.out = 0;
+        eng.cursor
+    }
+
+    /// The emission cycle of the first line of a chunk of `n` lines of SM
+    /// `sm`: at most `lines_per_cycle` lines per cycle, and the chunk
+    /// leaves when all its lines fit in the `max_lines` in flight (it
+    /// waits for enough earlier lines to come back: the line-level
+    /// engine's rule, at chunk granularity).
+    #[inline]
+    fn emit_chunk(&mut self, sm: usize, eng: &mut Engine, n: u8) -> u64 {
+        let cap = self.tma.max_lines as u32;
+        let mut e = eng.free;
+        if eng.used >= self.tma.lines_per_cycle {
+            e += 1;
+        }
+        self.back_by(sm, eng, e);
+        let over = (eng.out as u32 + n as u32).saturating_sub(cap);
+        if over > 0 {
+            e = e.max(self.wait_back(sm, eng, over));
+        }
+        if e != eng.free {
+            eng.free = e;
+            eng.used = 0;
+        }
+        eng.used += 1;
+        e
+    }
+
+    /// The emission cycle of the next line of a chunk, after its first.
+    #[inline]
+    fn emit_next(&mut self, eng: &mut Engine) -> u64 {
+        if eng.used >= self.tma.lines_per_cycle {
+            eng.free += 1;
+            eng.used = 0;
+        }
+        eng.used += 1;
+        eng.free
+    }
+
+    /// Adds `n` lines of SM `sm` returning at `r` (after their emission).
+    #[inline]
+    fn returns(&mut self, sm: usize, eng: &mut Engine, r: u64, n: u8) {
+        let r = r.clamp(eng.cursor, eng.cursor + FLIGHT - 1);
+        let words = FLIGHT / 64;
+        let w = ((r / 64) % words) as usize;
+        self.flight[sm * FLIGHT as usize + w * 64 + (r % 64) as usize] += n as u16;
+        self.flight_nz[sm * words as usize + w] |= 1 << (r % 64);
+        eng.out += n as u16;
+    }
+
+    /// Books the next MSHR of `slice` for a miss arriving at `t`; returns
+    /// when it may go to DRAM and the MSHR's index.
+    #[inline]
+    fn mshr_take(&mut self, slice: usize, t: u64) -> (u64, usize) {
+        let n = self.l2.mshrs as usize;
+        let k = self.mshr_next[slice];
+        self.mshr_next[slice] = k.wrapping_add(1);
+        let i = slice * n + (k % n as u64) as usize;
+        // The oldest MSHR is busy at `t` if it was taken at or before `t`
+        // (one taken later, by a miss handed over earlier but arriving
+        // later, does not hold this one up).
+        let [taken, free] = self.mshr[i];
+        let go = if taken <= t && free > t {
+            self.stats.mshr_stalls += 1;
+            free
+        } else {
+            t
+        };
+        self.mshr[i][0] = go;
+        (go, i)
+    }
+
+    /// One DRAM access of line `line` at `t`; returns its completion.
+    fn dram(&mut self, t: u64, line: u64, write: bool, sink: &mut impl TxnSink) -> u64 {
+        let addr = line << self.shift;
+        let d = self.dram.decode(self.l2.dram_address(addr));
+        let bank = d.bank_group as usize * self.dram.banks_per_group as usize + d.bank as usize;
+        sink.dram(t, write, addr);
+        self.hbm.access(t, d.channel, bank, d.row, write)
+    }
+
+    /// Writes back evicted chunk `e` at `t` if it is a dirty home copy.
+    fn evicted(&mut self, t: u64, e: l2::Entry, sink: &mut impl TxnSink) {
+        if !e.dirty() || e.kind() != HOME {
+            return;
+        }
+        let p = e.pattern();
+        let half = self.l2.slices as usize / 2;
+        for line in PatternLines::new(&p) {
+            if (self.slice_of(line) >= half) as u8 == p.part {
+                self.stats.dram_writes += 1;
+                self.dram(t, line, true, sink);
+            }
+        }
+    }
+
+    /// Inserts chunk `p` into `slice`, writing back what it evicts.
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &mut self,
+        t: u64,
+        slice: usize,
+        p: &Pattern,
+        kind: u8,
+        dirty: bool,
+        ready: u64,
+        lat: u16,
+        sink: &mut impl TxnSink,
+    ) {
+        let mut out: heapless::Vec<l2::Entry, 64> = heapless::Vec::new();
+        self.chunks.insert(slice, p, kind, dirty, ready, lat, |e| {
+            let _ = out.push(e);
+        });
+        for e in out {
+            self.evicted(t, e, sink);
+        }
+    }
+
+    /// The remote-copy proxy: copy chunk `p`, served by far slice `home`,
+    /// into the mirror slice, usable from `ready`.
+    fn maybe_shadow(
+        &mut self,
+        t: u64,
+        home: usize,
+        p: &Pattern,
+        ready: u64,
+        lat: u16,
+        sink: &mut impl TxnSink,
+    ) {
+        let px = self.l2.proxy;
+        if !px.enabled {
+            return;
+        }
+        let mirror = self.mirror(home);
+        if self.chunks.find(mirror, p).is_some() {
+            return;
+        }
+        let cap = self.chunks.slice_capacity().max(1) as u64;
+        let occ = self.chunks.occupancy(mirror) as u64 * 1000 / cap;
+        if occ >= px.threshold_permille as u64
+            && !self.rng.chance(px.max_prob_permille as u32, 1000)
+        {
+            return;
+        }
+        self.stats.shadow_inserts += 1;
+        self.insert(t, mirror, p, SHADOW, false, ready, lat, sink);
+    }
+
+    #[inline]
+    fn note_served(
+        &self,
+        sink: &mut impl TxnSink,
+        line: u64,
+        slice: usize,
+        hit: bool,
+        at: u64,
+        served: u64,
+    ) {
+        if sink.wants_notes() {
+            let ev = Event::LineServed {
+                addr: line << self.shift,
+                slice: slice as u16,
+                hit,
+                at,
+                served,
+            };
+            sink.note(at, ev);
+        }
+    }
+
+    /// Times run `q` of an operation of SM `sm` (up to `chunk_lines`
+    /// lines, emitted together once they all fit in flight); returns its
+    /// last line's return cycle. Its lines in each L2 partition form one
+    /// chunk.
+    fn chunk(
+        &mut self,
+        sm: usize,
+        store: bool,
+        q: &Pattern,
+        eng: &mut Engine,
+        sink: &mut impl TxnSink,
+    ) -> u64 {
+        let n = q.count.max(1);
+        self.stats.requests += n as u64;
+        if store {
+            self.stats.writes += n as u64;
+        }
+        let e0 = self.emit_chunk(sm, eng, n);
+
+        let mut run = Run::default();
+        let half = self.l2.slices as usize / 2;
+        for (i, line) in PatternLines::new(q).enumerate() {
+            let e = if i == 0 { e0 } else { self.emit_next(eng) };
+            let s = self.slice_of(line);
+            let part = (s >= half) as usize;
+            run.line[i] = line;
+            run.slice[i] = s as u16;
+            run.emit[i] = e;
+            if run.count[part] == 0 {
+                run.home[part] = s as u16;
+            }
+            run.count[part] += 1;
+        }
+        let near = ((sm as u32 * 2) / self.sms.max(1) as u32) as usize;
+        let mut last = 0u64;
+        for part in [near, 1 - near] {
+            if run.count[part] == 0 {
+                continue;
+            }
+            let p = Pattern {
+                part: part as u8,
+                weight: run.count[part],
+                ..*q
+            };
+            let r = self.part_chunk(sm, store, &p, part != near, &run, n, eng, sink);
+            last = last.max(r);
+        }
+        last
+    }
+
+    /// Times chunk `p`, the lines of `run` in partition `p.part`, read or
+    /// written by SM `sm`, `far` from it or not; returns its last line's
+    /// return cycle.
+    #[allow(clippy::too_many_arguments)]
+    fn part_chunk(
+        &mut self,
+        sm: usize,
+        store: bool,
+        p: &Pattern,
+        far: bool,
+        run: &Run,
+        n: u8,
+        eng: &mut Engine,
+        sink: &mut impl TxnSink,
+    ) -> u64 {
+        let xbar = self.l2.xbar_latency as u64;
+        let far_lat = self.l2.far_latency as u64;
+        let hit_lat = self.l2.hit_latency as u64;
+        let interval = self.l2.slice_interval;
+        let part = p.part as usize;
+        let home = run.home[part] as usize;
+        let probe = far && !store && self.l2.proxy.enabled;
+        let notes = sink.wants_notes();
+        let back = xbar + if far { far_lat } else { 0 };
+        let w = p.weight as u64;
+        let half = self.l2.slices as usize / 2;
+        let mine = |i: usize| (run.slice[i] as usize >= half) as usize == part;
+        let e0 = (0..n as usize)
+            .find(|&i| mine(i))
+            .map_or(0, |i| run.emit[i]);
+        let coal_slot = (sm / 2) * self.coal_n + (p.key() as usize & (self.coal_n - 1));
+        // What the chunk meets, decided at its first line.
+        let outcome = if store {
+            Outcome::Store
+        } else {
+            let c = &self.coal[coal_slot];
+            if self.l2.coalescer && c.pat == *p && c.first_emit <= e0 && c.first_back > e0 {
+                Outcome::Coalesced(c.last_back)
+            } else if probe {
+                // A shadow copy made by a fill that came after this read
+                // does not exist for it yet.
+                match self.chunks.find(self.mirror(home), p) {
+                    Some(i) if since(self.chunks.entry(i)) <= e0 + xbar => {
+                        self.chunks.touch(i);
+                        Outcome::Shadow(self.chunks.entry(i).ready)
+                    }
+                    _ => self.lookup(home, p, e0 + xbar + far_lat),
+                }
+            } else {
+                self.lookup(home, p, e0 + back)
+            }
+        };
+        let (mut first_back, mut last_back) = (u64::MAX, 0u64);
+        let mut look = u64::MAX;
+        let mut ready_max = 0u64;
+        match outcome {
+            // The common cases, line loops without branches on the outcome.
+            Outcome::Coalesced(at) => {
+                self.stats.coalesced += w;
+                let e = (0..n as usize)
+                    .filter(|&i| mine(i))
+                    .map(|i| run.emit[i])
+                    .max();
+                let r = at.max(e.unwrap_or(0));
+                self.returns(sm, eng, r, p.weight);
+                return r;
+            }
+            Outcome::Resident(ready) if !probe && !notes && ready <= e0 + back => {
+                // Every line finds the data ready: a plain hit.
+                self.stats.l2_requests += w;
+                self.stats.l2_hits += w;
+                if far {
+                    self.stats.far_reads += w;
+                }
+                for i in 0..n as usize {
+                    if !mine(i) {
+                        continue;
+                    }
+                    let t = self
+                        .ports
+                        .reserve(run.slice[i] as usize, run.emit[i] + back, interval);
+                    look = look.min(t);
+                    let r = t + hit_lat + back;
+                    first_back = first_back.min(r);
+                    last_back = last_back.max(r);
+                }
+                // Hits come back within a few cycles of each other: their
+                // places in flight free with the last.
+                self.returns(sm, eng, last_back, p.weight);
+            }
+            Outcome::Shadow(ready) if !notes => {
+                self.stats.l2_requests += w;
+                self.stats.shadow_hits += w;
+                for i in 0..n as usize {
+                    if !mine(i) {
+                        continue;
+                    }
+                    let mirror = self.mirror(run.slice[i] as usize);
+                    let t = self.ports.reserve(mirror, run.emit[i] + xbar, interval);
+                    let r = t.max(ready) + hit_lat + xbar;
+                    first_back = first_back.min(r);
+                    last_back = last_back.max(r);
+                }
+                self.returns(sm, eng, last_back, p.weight);
+            }
+            _ => {
+                for i in 0..n as usize {
+                    if !mine(i) {
+                        continue;
+                    }
+                    let (line, slice, e) = (run.line[i], run.slice[i] as usize, run.emit[i]);
+                    let r = if let Outcome::Shadow(ready) = outcome {
+                        self.stats.l2_requests += 1;
+                        self.stats.shadow_hits += 1;
+                        let mirror = self.mirror(slice);
+                        let t = self.ports.reserve(mirror, e + xbar, interval);
+                        let served = t.max(ready) + hit_lat;
+                        self.note_served(sink, line, mirror, true, t, served);
+                        served + xbar
+                    } else {
+                        self.stats.l2_requests += 1;
+                        let t = if probe {
+                            let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
+                            self.ports.reserve(slice, tp + far_lat, interval)
+                        } else {
+                            self.ports.reserve(slice, e + back, interval)
+                        };
+                        look = look.min(t);
+                        self.line_at_home(
+                            outcome,
+                            line,
+                            slice,
+                            t,
+                            far,
+                            back,
+                            notes,
+                            &mut ready_max,
+                            sink,
+                        )
+                    };
+                    first_back = first_back.min(r);
+                    last_back = last_back.max(r);
+                    // Misses spread out: each line frees its place itself.
+                    self.returns(sm, eng, r, 1);
+                }
+            }
+        }
+        match outcome {
+            Outcome::Store => match self.chunks.find(home, p) {
+                Some(i) => {
+                    self.stats.l2_hits += w;
+                    self.chunks.touch(i);
+                    self.chunks.mark_dirty(i);
+                }
+                None => {
+                    self.stats.l2_misses += w;
+                    self.insert(look, home, p, HOME, true, look, 0, sink);
+                }
+            },
+            Outcome::Miss => {
+                let lat = lat16(ready_max, look);
+                self.insert(look, home, p, HOME, false, ready_max, lat, sink);
+                if far {
+                    self.stats.far_reads += w;
+                    self.maybe_shadow(look, home, p, ready_max, lat, sink);
+                }
+            }
+            Outcome::Refill(i, lat) => {
+                self.chunks.refill(i, ready_max, lat as u16);
+                if far {
+                    self.stats.far_reads += w;
+                    self.maybe_shadow(look, home, p, ready_max, lat as u16, sink);
+                }
+            }
+            Outcome::Resident(ready) if far => {
+                self.maybe_shadow(look, home, p, ready.max(look), 0, sink)
+            }
+            _ => {}
+        }
+        if !store {
+            self.coal[coal_slot] = Coal {
+                pat: *p,
+                first_emit: e0,
+                first_back,
+                last_back,
+            };
+        }
+        last_back
+    }
+
+    /// A line of a chunk that reached its home slice at `t`: a write, a
+    /// hit, a wait for the chunk's fill, or a miss to HBM. Returns when
+    /// its data is back at the SM.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn line_at_home(
+        &mut self,
+        outcome: Outcome,
+        line: u64,
+        slice: usize,
+        t: u64,
+        far: bool,
+        back: u64,
+        notes: bool,
+        ready_max: &mut u64,
+        sink: &mut impl TxnSink,
+    ) -> u64 {
+        let hit_lat = self.l2.hit_latency as u64;
+        match outcome {
+            Outcome::Store => {
+                if notes {
+                    let ev = Event::LineFill {
+                        addr: line << self.shift,
+                        slice: slice as u16,
+                        ready: t,
+                        write: true,
+                    };
+                    sink.note(t, ev);
+                }
+                t + hit_lat + back
+            }
+            Outcome::Resident(ready) if t >= ready || self.early_hits => {
+                self.stats.l2_hits += 1;
+                if far {
+                    self.stats.far_reads += 1;
+                }
+                let served = t + hit_lat;
+                self.note_served(sink, line, slice, true, t, served);
+                served + back
+            }
+            Outcome::Resident(ready) => {
+                self.stats.l2_misses += 1;
+                self.stats.mshr_merged += 1;
+                self.note_served(sink, line, slice, false, ready, ready);
+                ready + back
+            }
+            Outcome::Refill(_, lat) => {
+                // The fill this read leads: no second DRAM read.
+                self.stats.l2_misses += 1;
+                self.stats.mshr_merged += 1;
+                let fill = t + lat;
+                *ready_max = (*ready_max).max(fill);
+                if notes {
+                    let addr = line << self.shift;
+                    let c = fill.saturating_sub(self.l2.fill_latency as u64);
+                    sink.note(c, Event::DramDone { addr });
+                    let ev = Event::LineFill {
+                        addr,
+                        slice: slice as u16,
+                        ready: fill,
+                        write: false,
+                    };
+                    sink.note(c, ev);
+                }
+                self.note_served(sink, line, slice, false, fill, fill);
+                fill + back
+            }
+            _ => {
+                self.stats.l2_misses += 1;
+                self.stats.dram_reads += 1;
+                let (go, mi) = self.mshr_take(slice, t);
+                let c = self.dram(go, line, false, sink);
+                let fill = c + self.l2.fill_latency as u64;
+                self.mshr[mi][1] = fill;
+                *ready_max = (*ready_max).max(fill);
+                if notes {
+                    let addr = line << self.shift;
+                    sink.note(c, Event::DramDone { addr });
+                    let ev = Event::LineFill {
+                        addr,
+                        slice: slice as u16,
+                        ready: fill,
+                        write: false,
+                    };
+                    sink.note(c, ev);
+                }
+                self.note_served(sink, line, slice, false, fill, fill);
+                fill + back
+            }
+        }
+    }
+
+    /// Looks chunk `p` up in its home slice for a read arriving about `t`.
+    fn lookup(&mut self, home: usize, p: &Pattern, t: u64) -> Outcome {
+        match self.chunks.find(home, p) {
+            Some(i) => {
+                self.chunks.touch(i);
+                let e = self.chunks.entry(i);
+                if since(e) <= t {
+                    Outcome::Resident(e.ready)
+                } else {
+                    Outcome::Refill(i, e.lat as u64)
+                }
+            }
+            None => Outcome::Miss,
+        }
+    }
+}
+
+impl TxnMemory<'_> {
+    /// Writes the mutable state into a snapshot (the dedup set is empty
+    /// between operations and not saved).
+    pub(crate) fn save_state(
+        &self,
+        w: &mut crate::codec::Writer<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
+        let m = &self.m;
+        w.val(&m.rng)?;
+        w.val(&m.stats)?;
+        w.slice(m.engines)?;
+        w.slice(m.flight)?;
+        w.slice(m.flight_nz)?;
+        m.ports.save_state(w)?;
+        w.slice(m.mshr)?;
+        w.slice(m.mshr_next)?;
+        w.slice(m.coal)?;
+        m.chunks.save_state(w)?;
+        m.hbm.save_state(w)
+    }
+
+    /// Overwrites the mutable state from a snapshot.
+    pub(crate) fn load_state(
+        &mut self,
+        r: &mut crate::codec::Reader<'_>,
+    ) -> Result<(), crate::codec::SnapshotError> {
+        let m = &mut self.m;
+        m.rng = r.val()?;
+        m.stats = r.val()?;
+        r.slice(m.engines)?;
+        r.slice(m.flight)?;
+        r.slice(m.flight_nz)?;
+        // Every engine's count of lines in flight is its window's sum, and
+        // the bitmap marks exactly the non-zero counts.
+        let cap = m.tma.max_lines;
+        let words = (FLIGHT / 64) as usize;
+        for (sm, e) in m.engines.iter().enumerate() {
+            let counts = &m.flight[sm * FLIGHT as usize..(sm + 1) * FLIGHT as usize];
+            let nz = &m.flight_nz[sm * words..(sm + 1) * words];
+            let sum: u64 = counts.iter().map(|&c| c as u64).sum();
+            let marks = counts
+                .iter()
+                .enumerate()
+                .all(|(i, &c)| (c != 0) == (nz[i / 64] >> (i % 64) & 1 != 0));
+            if e.out > cap || sum != e.out as u64 || !marks || e.used > m.tma.lines_per_cycle {
+                return Err(crate::codec::SnapshotError::Corrupt { what: "TMA engine" });
+            }
+        }
+        m.ports.load_state(r)?;
+        r.slice(m.mshr)?;
+        r.slice(m.mshr_next)?;
+        r.slice(m.coal)?;
+        m.chunks.load_state(r)?;
+        m.hbm.load_state(r)
+    }
+}
