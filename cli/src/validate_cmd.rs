@@ -22,6 +22,10 @@ pub struct ValidateArgs {
     /// Batch of the FA3 ablation (default: the measured 4).
     #[arg(long, value_name = "B", value_parser = clap::value_parser!(u32).range(1..=4096))]
     fa3_batch: Option<u32>,
+    /// Memory model for every preset: transaction (their default), line or
+    /// fixed.
+    #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
+    memory: Option<simfa_core::config::MemoryModel>,
 }
 
 impl ValidateArgs {
@@ -37,6 +41,7 @@ impl ValidateArgs {
         let opts = ValidateOptions {
             only: self.only,
             fa3_batch: self.fa3_batch,
+            memory: self.memory,
             ..ValidateOptions::default()
         };
         let show = !self.json && std::io::stderr().is_terminal();

@@ -19,6 +19,7 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use simfa_core::config::MemoryModel;
 use simfa_core::{GpuConfig, WgmmaMode};
 
 use crate::calibrate::{
@@ -90,6 +91,8 @@ pub struct ValidateOptions {
     pub fa3_batch: Option<u32>,
     /// Bytes per cell of the TMA throughput table (64 MiB by default).
     pub tma_total_bytes: u64,
+    /// Run every preset under this memory model instead of its own.
+    pub memory: Option<MemoryModel>,
 }
 
 impl Default for ValidateOptions {
@@ -98,6 +101,7 @@ impl Default for ValidateOptions {
             only: Vec::new(),
             fa3_batch: None,
             tma_total_bytes: 64 << 20,
+            memory: None,
         }
     }
 }
@@ -105,8 +109,20 @@ impl Default for ValidateOptions {
 /// The result of `simfa validate`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Validation {
+    /// The memory model the simulations ran with: the presets' default,
+    /// or [`ValidateOptions::memory`].
+    pub memory_model: String,
     /// Every dataset run.
     pub datasets: Vec<Dataset>,
+}
+
+/// Preset `name` under memory model `memory` when given.
+fn preset(name: &str, memory: Option<MemoryModel>) -> GpuConfig {
+    let mut c = GpuConfig::preset(name).unwrap_or_else(GpuConfig::h800);
+    if let Some(m) = memory {
+        c.memory = m;
+    }
+    c
 }
 
 fn dataset(
@@ -158,8 +174,12 @@ fn point(label: String, measured: f64, simulated: f64) -> Point {
     }
 }
 
-fn wgmma(which: &str, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, CalibError> {
-    let cfg = GpuConfig::h800_pcie();
+fn wgmma(
+    which: &str,
+    memory: Option<MemoryModel>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Dataset, CalibError> {
+    let cfg = preset("h800-pcie", memory);
     let pts = data::wgmma_points()?;
     let jobs: Vec<(u16, WgmmaMode, f64, f64)> = pts
         .iter()
@@ -231,8 +251,12 @@ fn clocks() -> Result<Dataset, CalibError> {
     ))
 }
 
-fn gemm(gpu: &str, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, CalibError> {
-    let cfg = GpuConfig::preset(gpu).unwrap_or_else(GpuConfig::h800);
+fn gemm(
+    gpu: &str,
+    memory: Option<MemoryModel>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Dataset, CalibError> {
+    let cfg = preset(gpu, memory);
     let pts: Vec<_> = data::gemm_points()?
         .into_iter()
         .filter(|p| p.gpu == gpu)
@@ -258,9 +282,10 @@ fn gemm(gpu: &str, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, 
 /// The ablation's TFLOP/s and the variants' time ratios to the full kernel.
 fn ablation(
     batch: Option<u32>,
+    memory: Option<MemoryModel>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Dataset, Dataset), CalibError> {
-    let cfg = GpuConfig::h100();
+    let cfg = preset("h100", memory);
     let pts = data::fa3_h100_ablation_points()?;
     let sims = run_all(
         &pts,
@@ -316,8 +341,11 @@ fn fa3_at(p: &data::Fa3Point, batch: Option<u32>) -> data::Fa3Point {
     }
 }
 
-fn fa3_h20(progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Dataset, CalibError> {
-    let cfg = GpuConfig::h20();
+fn fa3_h20(
+    memory: Option<MemoryModel>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Dataset, CalibError> {
+    let cfg = preset("h20", memory);
     let pts = data::fa3_h20_points()?;
     let points = run_all(
         &pts,
@@ -362,7 +390,7 @@ pub fn validate(
         let p = |d: usize, t: usize| progress(name, d, t);
         match name {
             "pchase" => {
-                let cfg = GpuConfig::h800_pcie();
+                let cfg = preset("h800-pcie", opts.memory);
                 let rows = pchase_rows()?;
                 let c = calibrate_pchase(&cfg, &rows, &PchaseOptions::default(), &p)?;
                 let points = c
@@ -380,7 +408,7 @@ pub fn validate(
                 ));
             }
             "tma-bw" => {
-                let cfg = GpuConfig::h800_pcie();
+                let cfg = preset("h800-pcie", opts.memory);
                 let o = TmaBwOptions {
                     total_bytes: opts.tma_total_bytes,
                     cells: None,
@@ -406,12 +434,12 @@ pub fn validate(
                     points,
                 ));
             }
-            "wgmma-latency" | "wgmma-tflops" => out.push(wgmma(name, &p)?),
+            "wgmma-latency" | "wgmma-tflops" => out.push(wgmma(name, opts.memory, &p)?),
             "clocks" => out.push(clocks()?),
-            "gemm-h100" => out.push(gemm("h100", &p)?),
-            "gemm-h20" => out.push(gemm("h20", &p)?),
+            "gemm-h100" => out.push(gemm("h100", opts.memory, &p)?),
+            "gemm-h20" => out.push(gemm("h20", opts.memory, &p)?),
             "fa3-h100-ablation" => {
-                let (a, r) = ablation(opts.fa3_batch, &p)?;
+                let (a, r) = ablation(opts.fa3_batch, opts.memory, &p)?;
                 out.push(a);
                 if want("fa3-h100-ratios") {
                     out.push(r);
@@ -419,13 +447,22 @@ pub fn validate(
             }
             "fa3-h100-ratios" => {
                 if !want("fa3-h100-ablation") {
-                    out.push(ablation(opts.fa3_batch, &p)?.1);
+                    out.push(ablation(opts.fa3_batch, opts.memory, &p)?.1);
                 }
             }
-            _ => out.push(fa3_h20(&p)?),
+            _ => out.push(fa3_h20(opts.memory, &p)?),
         }
     }
-    Ok(Validation { datasets: out })
+    // Every preset has the same default model.
+    let memory_model = opts
+        .memory
+        .unwrap_or(GpuConfig::h800().memory)
+        .name()
+        .to_string();
+    Ok(Validation {
+        memory_model,
+        datasets: out,
+    })
 }
 
 impl Validation {
@@ -437,6 +474,7 @@ impl Validation {
     /// A table, one dataset per line, then every point of the small ones.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
+        let _ = writeln!(s, "memory model: {}", self.memory_model);
         let _ = writeln!(
             s,
             "{:<18} {:<10} {:>6} {:>8}  {:<10} worst point",
