@@ -40,13 +40,7 @@ impl AgreementArgs {
         };
         let a = agreement(&cfg, suite, &progress);
         bar.finish_and_clear();
-        let a = a.map_err(|e| {
-            if e.is_input_error() {
-                Failure::Input(e.to_string())
-            } else {
-                Failure::Sim(e.to_string())
-            }
-        })?;
+        let a = a.map_err(crate::calibrate_cmd::calib_failure)?;
         if self.json {
             let text = serde_json::to_string_pretty(&a).map_err(Failure::input)?;
             out(&format!("{text}\n"))

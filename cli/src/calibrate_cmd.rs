@@ -348,7 +348,9 @@ impl Counter {
     }
 }
 
-fn calib_failure(e: CalibError) -> Failure {
+/// A calibration or validation error as the failure (and exit status) it
+/// maps to: bad input exits 2, a failed simulation 1.
+pub fn calib_failure(e: CalibError) -> Failure {
     if e.is_input_error() {
         Failure::Input(e.to_string())
     } else {

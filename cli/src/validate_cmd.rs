@@ -62,13 +62,7 @@ impl ValidateArgs {
             let w = *width.lock().unwrap_or_else(|e| e.into_inner());
             let _ = write!(std::io::stderr(), "\r{:w$}\r", "");
         }
-        let v = result.map_err(|e| {
-            if e.is_input_error() {
-                Failure::Input(e.to_string())
-            } else {
-                Failure::Sim(e.to_string())
-            }
-        })?;
+        let v = result.map_err(crate::calibrate_cmd::calib_failure)?;
         if self.json {
             out(&format!("{}\n", v.to_json_pretty()))
         } else {
