@@ -1031,16 +1031,8 @@ impl Model<'_> {
                 let fill = t + lat;
                 *ready_max = (*ready_max).max(fill);
                 if notes {
-                    let addr = line << self.shift;
                     let c = fill.saturating_sub(self.l2.fill_latency as u64);
-                    sink.note(c, Event::DramDone { addr });
-                    let ev = Event::LineFill {
-                        addr,
-                        slice: slice as u16,
-                        ready: fill,
-                        write: false,
-                    };
-                    sink.note(c, ev);
+                    self.note_fill(sink, line, slice, c, fill);
                 }
                 self.note_served(sink, line, slice, false, fill, fill);
                 fill + back
@@ -1054,20 +1046,26 @@ impl Model<'_> {
                 self.mshr[mi][1] = fill;
                 *ready_max = (*ready_max).max(fill);
                 if notes {
-                    let addr = line << self.shift;
-                    sink.note(c, Event::DramDone { addr });
-                    let ev = Event::LineFill {
-                        addr,
-                        slice: slice as u16,
-                        ready: fill,
-                        write: false,
-                    };
-                    sink.note(c, ev);
+                    self.note_fill(sink, line, slice, c, fill);
                 }
                 self.note_served(sink, line, slice, false, fill, fill);
                 fill + back
             }
         }
+    }
+
+    /// The checker's detail events of a read fill of `line` in `slice`:
+    /// its DRAM data back at `c`, the line usable from `fill`.
+    fn note_fill(&self, sink: &mut impl TxnSink, line: u64, slice: usize, c: u64, fill: u64) {
+        let addr = line << self.shift;
+        sink.note(c, Event::DramDone { addr });
+        let ev = Event::LineFill {
+            addr,
+            slice: slice as u16,
+            ready: fill,
+            write: false,
+        };
+        sink.note(c, ev);
     }
 
     /// Looks chunk `p` up in its home slice for a read arriving about `t`.
