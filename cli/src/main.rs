@@ -65,7 +65,7 @@ enum Cmd {
         /// The kernel file.
         file: PathBuf,
         #[command(flatten)]
-        gpu: GpuArgs,
+        gpu: SimGpuArgs,
         #[command(flatten)]
         out: Outputs,
     },
@@ -79,7 +79,7 @@ enum Cmd {
         #[command(flatten)]
         shape: Shape,
         #[command(flatten)]
-        gpu: GpuArgs,
+        gpu: SimGpuArgs,
         #[command(flatten)]
         out: Outputs,
     },
@@ -89,7 +89,7 @@ enum Cmd {
         #[command(flatten)]
         shape: Fa3Shape,
         #[command(flatten)]
-        gpu: GpuArgs,
+        gpu: SimGpuArgs,
         #[command(flatten)]
         out: Outputs,
     },
@@ -204,10 +204,23 @@ struct GpuArgs {
     /// TOML configuration file: `preset = "..."` plus field overrides.
     #[arg(long, value_name = "FILE.toml")]
     config: Option<PathBuf>,
+}
+
+/// Which GPU to simulate, and with which memory model.
+#[derive(Debug, Args)]
+struct SimGpuArgs {
+    #[command(flatten)]
+    gpu: GpuArgs,
     /// Memory model, over the preset's or file's: transaction (default),
     /// line (the line-level reference) or fixed.
     #[arg(long, value_name = "MODEL", value_parser = parse_memory)]
     memory: Option<MemoryModel>,
+}
+
+impl SimGpuArgs {
+    fn resolve(&self) -> Result<GpuConfig, Failure> {
+        self.gpu.resolve().map(|c| with_memory(c, self.memory))
+    }
 }
 
 /// `--memory`'s values: a model's name (`hierarchy` is `line`).
@@ -270,7 +283,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             let cfg = gpu.resolve()?;
             let k = load_kernel(&file).map_err(Failure::input)?;
             // Name the inputs in run failures too (loading errors do already).
-            let inputs = match &gpu.config {
+            let inputs = match &gpu.gpu.config {
                 Some(c) => format!("{} with {}", file.display(), c.display()),
                 None => file.display().to_string(),
             };
@@ -348,7 +361,6 @@ impl GpuArgs {
             (Some(path), _) => load_config(path).map_err(Failure::input),
             (None, name) => preset(name.as_deref().unwrap_or("h800")).map_err(Failure::input),
         }
-        .map(|c| with_memory(c, self.memory))
     }
 }
 

@@ -389,6 +389,10 @@ fn unknown_memory_model_exits_2_and_names_the_choices() {
         e.contains("cache") && e.contains("transaction, line, fixed"),
         "{e}"
     );
+    // Commands that do not simulate do not take it (rather than ignore it).
+    let o = simfa(&["gen", "gemm", "--m", "128", "--memory", "line"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--memory"), "{}", stderr(&o));
 }
 
 #[test]
