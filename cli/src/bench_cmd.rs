@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use simfa_core::{GpuConfig, Kernel};
+use simfa_core::GpuConfig;
 use simfa_std::gen::fa3::{fa3, Fa3Params};
 use simfa_std::gen::sweep_row;
 use simfa_std::run::simulate;
@@ -52,23 +52,21 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Simulates `k` `runs` times; the row holds the median wall time.
-fn measure(name: String, cfg: &GpuConfig, k: &Kernel, runs: u32) -> Result<Row, Failure> {
+/// Runs `once` (returning cycles, wall seconds and arena bytes) `runs`
+/// times; the row holds the median wall time.
+fn measure(
+    name: String,
+    runs: u32,
+    mut once: impl FnMut() -> Result<(u64, f64, usize), Failure>,
+) -> Result<Row, Failure> {
     let mut walls = Vec::new();
-    let mut last = None;
-    for _ in 0..runs {
-        let t = Instant::now();
-        let out = simulate(cfg, k, &mut ()).map_err(|e| Failure::Sim(e.to_string()))?;
-        walls.push(t.elapsed().as_secs_f64());
-        last = Some(out);
+    let (mut cycles, mut arena) = (0, 0);
+    for _ in 0..runs.max(1) {
+        let (c, wall, a) = once()?;
+        (cycles, arena) = (c, a);
+        walls.push(wall);
     }
-    let out = last.ok_or_else(|| Failure::Input("--runs must be at least 1".into()))?;
-    Ok(row(
-        name,
-        out.summary.cycles,
-        median(&mut walls),
-        out.arena_bytes,
-    ))
+    Ok(row(name, cycles, median(&mut walls), arena))
 }
 
 /// A row from a median wall time.
@@ -114,23 +112,25 @@ impl BenchArgs {
         );
         rows.push(measure(
             format!("fa3 llama3-70b s={}", self.seqlen),
-            &cfg,
-            &k,
             self.runs,
+            || {
+                let t = Instant::now();
+                let out = simulate(&cfg, &k, &mut ()).map_err(|e| Failure::Sim(e.to_string()))?;
+                Ok((
+                    out.summary.cycles,
+                    t.elapsed().as_secs_f64(),
+                    out.arena_bytes,
+                ))
+            },
         )?);
         if !self.skip_gemm {
             for g in simfa_std::gen::sweep_shapes() {
                 eprintln!("bench: gemm {}x{}x{} ...", g.m, g.n, g.k);
-                let mut walls = Vec::new();
-                let mut last = None;
-                for _ in 0..self.runs {
-                    let r = sweep_row(&cfg, &g).map_err(|e| Failure::Sim(e.to_string()))?;
-                    walls.push(r.wall_s);
-                    last = Some(r);
-                }
-                let r = last.ok_or_else(|| Failure::Input("--runs must be at least 1".into()))?;
                 let name = format!("gemm {}x{}x{}", g.m, g.n, g.k);
-                rows.push(row(name, r.cycles, median(&mut walls), r.arena_bytes));
+                rows.push(measure(name, self.runs, || {
+                    let r = sweep_row(&cfg, &g).map_err(|e| Failure::Sim(e.to_string()))?;
+                    Ok((r.cycles, r.wall_s, r.arena_bytes))
+                })?);
             }
         }
         let peak = peak_rss_bytes();

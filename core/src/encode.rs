@@ -139,7 +139,7 @@ mod tests {
         k
     }
 
-    fn bytes(k: &Kernel) -> std::vec::Vec<u8> {
+    fn bytes(k: &Kernel) -> Vec<u8> {
         let mut buf = [0u8; 8192];
         encode(k, &mut buf).unwrap().to_vec()
     }

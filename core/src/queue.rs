@@ -222,7 +222,7 @@ mod tests {
         fn matches_sorted_reference(ops in proptest::collection::vec((0u64..20, 0u8..3, any::<bool>()), 0..200)) {
             let mut s = [filler(); 64];
             let mut q = EventQueue::new(&mut s);
-            let mut reference: std::vec::Vec<(u64, u8, u64, u32)> = std::vec::Vec::new();
+            let mut reference: Vec<(u64, u8, u64, u32)> = Vec::new();
             let mut seq = 0u64;
             for (i, (cycle, class, pop)) in ops.into_iter().enumerate() {
                 if pop {

@@ -788,7 +788,7 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
+            cases: ::std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512),
             ..ProptestConfig::default()
         })]
 
@@ -979,47 +979,62 @@ mod tests {
         }
     }
 
+    /// The two queues' push and pop, for one benchmark loop.
+    trait Queue {
+        fn put(&mut self, cycle: u64, class: u8, ev: u32);
+        fn take(&mut self) -> (u64, u32);
+    }
+
+    impl Queue for TimingWheel<'_, u32> {
+        fn put(&mut self, cycle: u64, class: u8, ev: u32) {
+            let _ = self.push(cycle, class, ev);
+        }
+        fn take(&mut self) -> (u64, u32) {
+            let e = self.pop().unwrap();
+            (e.cycle, e.event)
+        }
+    }
+
+    impl Queue for EventQueue<'_, u32> {
+        fn put(&mut self, cycle: u64, class: u8, ev: u32) {
+            let _ = self.push(cycle, class, ev);
+        }
+        fn take(&mut self) -> (u64, u32) {
+            let e = self.pop().unwrap();
+            (e.cycle, e.event)
+        }
+    }
+
     /// Steady state: pop the earliest event, push one at its cycle plus a
     /// latency (`far` per mille beyond 4096 cycles). Returns ns per
     /// push+pop pair and a checksum.
+    fn steady(q: &mut impl Queue, n: usize, in_flight: usize, far: u64) -> (f64, u64) {
+        let mut rng = XorShift(0x1234_5678);
+        for i in 0..in_flight {
+            q.put(latency(&mut rng, far), (i & 1) as u8, i as u32);
+        }
+        let t = ::std::time::Instant::now();
+        let mut sum = 0u64;
+        for i in 0..n {
+            let (cycle, ev) = q.take();
+            sum = sum.wrapping_add(cycle ^ ev as u64);
+            q.put(cycle + latency(&mut rng, far), (i & 1) as u8, ev);
+        }
+        let ns = t.elapsed().as_nanos() as f64 / n as f64;
+        (ns, ::std::hint::black_box(sum))
+    }
+
     fn bench_wheel(n: usize, in_flight: usize, far: u64) -> (f64, u64) {
         let mut buf = wheel_buf(in_flight, 12);
         let mut a = Arena::new(&mut buf);
         let mut q =
             TimingWheel::<u32>::new_in(&mut a, in_flight, 12, Capacity::EventQueue).unwrap();
-        let mut rng = XorShift(0x1234_5678);
-        for i in 0..in_flight {
-            q.push(latency(&mut rng, far), (i & 1) as u8, i as u32)
-                .unwrap();
-        }
-        let t = std::time::Instant::now();
-        let mut sum = 0u64;
-        for i in 0..n {
-            let e = q.pop().unwrap();
-            sum = sum.wrapping_add(e.cycle ^ e.event as u64);
-            let _ = q.push(e.cycle + latency(&mut rng, far), (i & 1) as u8, e.event);
-        }
-        let ns = t.elapsed().as_nanos() as f64 / n as f64;
-        (ns, std::hint::black_box(sum))
+        steady(&mut q, n, in_flight, far)
     }
 
     fn bench_heap(n: usize, in_flight: usize, far: u64) -> (f64, u64) {
         let mut store = vec![filler(); in_flight];
-        let mut q = EventQueue::new(&mut store);
-        let mut rng = XorShift(0x1234_5678);
-        for i in 0..in_flight {
-            q.push(latency(&mut rng, far), (i & 1) as u8, i as u32)
-                .unwrap();
-        }
-        let t = std::time::Instant::now();
-        let mut sum = 0u64;
-        for i in 0..n {
-            let e = q.pop().unwrap();
-            sum = sum.wrapping_add(e.cycle ^ e.event as u64);
-            let _ = q.push(e.cycle + latency(&mut rng, far), (i & 1) as u8, e.event);
-        }
-        let ns = t.elapsed().as_nanos() as f64 / n as f64;
-        (ns, std::hint::black_box(sum))
+        steady(&mut EventQueue::new(&mut store), n, in_flight, far)
     }
 
     /// L2-like latencies 100..=900 cycles; `far` per mille 4096..=20000.
@@ -1043,7 +1058,7 @@ mod tests {
             let (w, ws) = bench_wheel(n, k, far);
             let (h, hs) = bench_heap(n, k, far);
             assert_eq!(ws, hs, "same pops in the same order");
-            std::println!(
+            ::std::println!(
                 "push+pop, {k} in flight, {far}/1000 beyond horizon: TimingWheel {w:.1} ns/op, EventQueue {h:.1} ns/op ({:.1}x)",
                 h / w
             );

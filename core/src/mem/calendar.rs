@@ -361,9 +361,8 @@ impl<'a> Calendars<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ::std::collections::BTreeSet;
     use proptest::prelude::*;
-    use std::collections::BTreeSet;
-    use std::vec::Vec;
 
     fn cal(n: usize, h: u32) -> (Vec<u8>, usize) {
         let mut l = Layout::new();
@@ -436,7 +435,7 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
+            cases: ::std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
             ..ProptestConfig::default()
         })]
 

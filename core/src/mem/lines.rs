@@ -390,24 +390,6 @@ impl LineGen {
         Some(l)
     }
 
-    /// The rest of the current row as a run of consecutive line numbers
-    /// `(first, count)`, or the next row's when the current one is done;
-    /// `None` when the box is. Repeats across rows are included, as for
-    /// the [`Iterator`].
-    #[inline]
-    pub fn next_run(&mut self) -> Option<(u64, u64)> {
-        if self.row_left == 0 {
-            if self.rows_left == 0 {
-                return None;
-            }
-            self.next_row();
-        }
-        let run = (self.cur, self.row_left);
-        self.cur = self.cur.wrapping_add(self.row_left);
-        self.row_left = 0;
-        Some(run)
-    }
-
     /// The next group of rows whose lines form one regular pattern:
     /// `(first, lines, stride, rows)`, `rows` rows of `lines` consecutive
     /// line numbers each, the `k`-th starting at `first + k * stride`
@@ -419,7 +401,7 @@ impl LineGen {
     /// row has the same lines and no two share one; dimensions of one index
     /// are skipped, as the walk skips them); otherwise each row is
     /// its own group. Takes a row at a time when the previous call left one
-    /// half-read (only [`LineGen::next_run`] and the iterator do).
+    /// half-read (only the iterator does).
     #[inline]
     pub fn next_group(
         &mut self,

@@ -30,6 +30,7 @@ use crate::arena::{Arena, Layout};
 use crate::error::{BuildError, Capacity};
 use crate::mem::config::L2Config;
 use crate::mem::dram::{Completion, Dram, DramConfig};
+use crate::mem::hash::SliceSelector;
 use crate::mem::table::FixedMap;
 use crate::mem::tags::TagArray;
 use crate::observer::Event;
@@ -331,6 +332,8 @@ impl Sizes {
 /// The L2 and DRAM behind every SM's TMA engine.
 pub struct MemorySystem<'a> {
     cfg: L2Config,
+    /// The slice hash over the configured slices, without a division.
+    select: SliceSelector,
     sms: u16,
     rng: Rng,
     reqs: &'a mut [Req],
@@ -457,6 +460,7 @@ impl<'a> MemorySystem<'a> {
         )?;
         Ok(MemorySystem {
             cfg: *l2,
+            select: SliceSelector::new(l2.hash, l2.slices as u32),
             sms,
             rng: Rng::new(seed ^ 0x4C32_5052_4F58_5921),
             nfree: z.reqs,
@@ -511,7 +515,7 @@ impl<'a> MemorySystem<'a> {
     }
 
     fn home(&self, line: u64) -> u16 {
-        self.cfg.hash.slice(line, self.cfg.slices as u32) as u16
+        self.select.slice(line) as u16
     }
 
     fn push(&mut self, cycle: u64, ev: MemEv) {

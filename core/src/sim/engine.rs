@@ -385,10 +385,12 @@ struct TxnEvents<'d, 'o, O: Observer> {
 
 impl<O: Observer> TxnSink for TxnEvents<'_, '_, O> {
     fn dram(&mut self, cycle: u64, write: bool, addr: u64) {
-        let ev = Event::DramRequest { write, addr };
-        self.digest.fold(cycle);
-        self.digest.fold_all(&ev.digest_words());
-        self.obs.on_event(Cycle(cycle), &ev);
+        super::emit(
+            self.digest,
+            cycle,
+            self.obs,
+            Event::DramRequest { write, addr },
+        );
     }
 
     fn wants_notes(&self) -> bool {

@@ -617,10 +617,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 
     /// Emits an event that happened at `cycle` (not necessarily now).
     fn emit_at(&mut self, cycle: u64, obs: &mut impl Observer, ev: Event) {
-        debug_assert!(!ev.is_detail());
-        self.digest.fold(cycle);
-        self.digest.fold_all(&ev.digest_words());
-        obs.on_event(Cycle(cycle), &ev);
+        emit(&mut self.digest, cycle, obs, ev);
     }
 
     /// Delivers a detail event (never folded into the digest). Callers
@@ -823,4 +820,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let who = self.who(ti);
         self.emit(obs, Event::Wake { who });
     }
+}
+
+/// Folds canonical event `ev` at `cycle` into `digest` and hands it to the
+/// observer: the one way an event enters the digest.
+fn emit(digest: &mut Digest, cycle: u64, obs: &mut impl Observer, ev: Event) {
+    debug_assert!(!ev.is_detail());
+    digest.fold(cycle);
+    digest.fold_all(&ev.digest_words());
+    obs.on_event(Cycle(cycle), &ev);
 }

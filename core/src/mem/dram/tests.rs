@@ -142,7 +142,7 @@ fn requests(cfg: &DramConfig, raw: &[(u8, u32, u8, bool)]) -> Vec<(u64, u64, boo
 proptest! {
     // 96 cases unless PROPTEST_CASES says otherwise.
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        cases: ::std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
         ..ProptestConfig::default()
     })]
 
@@ -207,7 +207,7 @@ fn presets_validate_and_reach_their_rated_bandwidth() {
         let sm_mhz = crate::GpuConfig::preset(gpu).unwrap().clock_mhz;
         let peak = cfg.peak_bytes_per_second(sm_mhz);
         let err = (peak as f64 - rated).abs() / rated;
-        std::println!(
+        ::std::println!(
             "{gpu}: {} channels x {} B / {} clk at {} DRAM clocks per SM cycle x {sm_mhz} MHz = {:.4} TB/s (rated {:.2}, {:.2}% off); arena {} KiB",
             cfg.channels,
             cfg.burst_bytes,
@@ -267,7 +267,7 @@ fn row_hit_stream_reaches_peak_bandwidth() {
     quiet.timing.n_refi = 1 << 20;
     let (busy_q, elapsed_q, refs_q) = row_hit_stream(&quiet, lines);
     let without = busy_q as f64 / elapsed_q as f64;
-    std::println!(
+    ::std::println!(
         "row-hit stream, one H100 pseudo-channel, {lines} lines: {:.1}% of peak including refresh ({refs} REF in {elapsed} clocks), {:.1}% without refresh ({refs_q} REF)",
         with * 100.0,
         without * 100.0
@@ -301,7 +301,7 @@ fn random_reads_at_low_load_have_hbm_latency() {
         }
         let s = d.stats();
         let mean = s.read_latency_sum as f64 / s.reads as f64;
-        std::println!(
+        ::std::println!(
             "H100 random reads, low load, ctrl_latency {}: mean {mean:.1} SM cycles, max {}; hits {} misses {} conflicts {}",
             cfg.ctrl_latency,
             s.read_latency_max,
@@ -526,11 +526,11 @@ fn clock_conversion_never_reports_early() {
 #[test]
 #[ignore]
 fn bench_saturated_traffic() {
-    let n: u64 = std::env::var("DRAM_BENCH_N")
+    let n: u64 = ::std::env::var("DRAM_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2_000_000);
-    let only: Option<usize> = std::env::var("DRAM_BENCH_CASE")
+    let only: Option<usize> = ::std::env::var("DRAM_BENCH_CASE")
         .ok()
         .and_then(|v| v.parse().ok());
     for (i, (channels, random)) in [(160, true), (160, false), (16, true), (16, false)]
@@ -546,7 +546,7 @@ fn bench_saturated_traffic() {
         let mut d = Dram::new(&cfg, &mut Arena::new(&mut buf)).unwrap();
         let mut x = 0x9E37_79B9_7F4A_7C15u64;
         let (mut now, mut sent, mut got, mut cmds) = (0u64, 0u64, 0u64, 0u64);
-        let t0 = std::time::Instant::now();
+        let t0 = ::std::time::Instant::now();
         while got < n {
             while sent < n {
                 x ^= x << 13;
@@ -565,7 +565,7 @@ fn bench_saturated_traffic() {
         let s = d.stats();
         let peak = cfg.peak_bytes_per_second(1830) as f64;
         let bw = s.bytes as f64 / (now as f64 / 1.83e9);
-        std::println!(
+        ::std::println!(
             "{channels} channels, {}: {:.2} M requests/s, {:.0} ns per command ({:.2} commands per request); simulated {:.0}% of peak; hits {} misses {} conflicts {}",
             if random { "random" } else { "sequential" },
             n as f64 / el / 1e6,

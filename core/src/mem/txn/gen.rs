@@ -239,7 +239,6 @@ impl Iterator for PatternLines {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::vec::Vec;
 
     /// Cuts `lines` into chunks of at most `max` lines, feeding the
     /// chunker runs of consecutive lines.

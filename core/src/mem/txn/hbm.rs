@@ -489,7 +489,7 @@ mod tests {
             let mut l = Layout::new();
             Hbm::layout(&cfg, &mut l).unwrap();
             Dram::layout(&cfg, &mut l).unwrap();
-            let mut buf = std::vec![0u8; l.bytes()];
+            let mut buf = vec![0u8; l.bytes()];
             let mut a = Arena::new(&mut buf);
             let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
             let mut dram = Dram::new(&cfg, &mut a).unwrap();
@@ -529,7 +529,7 @@ mod tests {
         let cfg = DramConfig::hbm3_h100();
         let mut l = Layout::new();
         Hbm::layout(&cfg, &mut l).unwrap();
-        let mut buf = std::vec![0u8; l.bytes()];
+        let mut buf = vec![0u8; l.bytes()];
         let mut a = Arena::new(&mut buf);
         let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
         // 64 reads to the 16 banks of channel 0 at once: the bus carries
@@ -562,24 +562,21 @@ mod experiment {
     }
 
     /// Mean latency and every completion, through both models.
-    fn compare_all(
-        cfg: &DramConfig,
-        reqs: &[(u64, u64, bool)],
-    ) -> (f64, f64, std::vec::Vec<u64>, std::vec::Vec<u64>) {
+    fn compare_all(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (f64, f64, Vec<u64>, Vec<u64>) {
         let mut l = Layout::new();
         Hbm::layout(cfg, &mut l).unwrap();
         Dram::layout(cfg, &mut l).unwrap();
-        let mut buf = std::vec![0u8; l.bytes()];
+        let mut buf = vec![0u8; l.bytes()];
         let mut a = Arena::new(&mut buf);
         let mut hbm = Hbm::new(cfg, &mut a).unwrap();
         let mut dram = Dram::new(cfg, &mut a).unwrap();
         let lb = cfg.line_bytes as u64;
         let mut sum_h = 0u64;
         let mut sum_d = 0u64;
-        let mut pending: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
-        let mut done = std::vec![0u64; reqs.len()];
+        let mut pending: ::std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+        let mut done = vec![0u64; reqs.len()];
         let mut t = 0u64;
-        let mut hdone = std::vec::Vec::new();
+        let mut hdone = Vec::new();
         for (i, &(now, line, write)) in reqs.iter().enumerate() {
             let d = cfg.decode(line * lb);
             let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
@@ -589,10 +586,10 @@ mod experiment {
             pending.push_back((now, line, write, i as u32));
         }
         let mut left = reqs.len();
-        let mut blocked = std::vec![false; cfg.channels as usize];
+        let mut blocked = vec![false; cfg.channels as usize];
         while left > 0 {
             blocked.iter_mut().for_each(|b| *b = false);
-            let mut keep: std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+            let mut keep: ::std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
             while let Some(&(now, line, write, i)) = pending.front() {
                 if now > t {
                     break;
@@ -637,7 +634,7 @@ mod experiment {
         };
         for (gap_num, label) in [(8u64, "light"), (2, "medium"), (1, "heavy")] {
             for pattern in ["random", "strided8", "seq"] {
-                let mut reqs = std::vec::Vec::new();
+                let mut reqs = Vec::new();
                 let mut now = 100u64;
                 for i in 0..20000u64 {
                     let line = match pattern {
@@ -655,7 +652,7 @@ mod experiment {
                     }
                 }
                 let (h, d) = compare(&cfg, &reqs);
-                std::println!(
+                ::std::println!(
                     "{label} {pattern}: hbm {h:.0} dram {d:.0} ({:+.1}%)",
                     (h - d) / d * 100.0
                 );

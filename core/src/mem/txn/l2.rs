@@ -491,12 +491,11 @@ mod tests {
     use super::*;
     use crate::mem::tags::TagArray;
     use proptest::prelude::*;
-    use std::vec::Vec;
 
     fn table(slices: usize, sets: usize, ways: usize) -> Vec<u8> {
         let mut l = Layout::new();
         ChunkTable::layout(slices, sets, ways, &mut l).unwrap();
-        std::vec![0u8; l.bytes()]
+        vec![0u8; l.bytes()]
     }
 
     fn single(line: u64) -> Pattern {
@@ -571,7 +570,7 @@ mod tests {
             let mut t = ChunkTable::new_in(&mut a, 1, sets, ways).unwrap();
             let mut tl = Layout::new();
             TagArray::layout(sets, ways, &mut tl).unwrap();
-            let mut tbuf = std::vec![0u8; tl.bytes()];
+            let mut tbuf = vec![0u8; tl.bytes()];
             let mut ta = Arena::new(&mut tbuf);
             let mut tags = TagArray::new_in(&mut ta, sets, ways, Capacity::MemoryPort).unwrap();
             for (line, dirty) in ops {
