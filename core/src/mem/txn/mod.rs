@@ -168,25 +168,24 @@ struct Coal {
     last_back: u64,
 }
 
-/// A run's lines, their slices and emission cycles, and where its lines
-/// of each partition start.
+/// A chunk's lines split by L2 partition, in emission order: each line's
+/// address, slice and emission cycle. Scratch space of [`Model::chunk`],
+/// overwritten (never cleared) by every chunk: only the first `count[p]`
+/// entries of partition `p` are meaningful.
 struct Run {
-    line: [u64; 64],
-    slice: [u16; 64],
-    emit: [u64; 64],
+    line: [[u64; 64]; 2],
+    slice: [[u16; 64]; 2],
+    emit: [[u64; 64]; 2],
     count: [u8; 2],
-    /// Slice of the first line in each partition.
-    home: [u16; 2],
 }
 
 impl Default for Run {
     fn default() -> Self {
         Run {
-            line: [0; 64],
-            slice: [0; 64],
-            emit: [0; 64],
+            line: [[0; 64]; 2],
+            slice: [[0; 64]; 2],
+            emit: [[0; 64]; 2],
             count: [0; 2],
-            home: [0; 2],
         }
     }
 }
@@ -257,6 +256,8 @@ struct Model<'a> {
     hbm: Hbm<'a>,
     stats: MemStats,
     early_hits: bool,
+    /// Scratch: the lines of the chunk being timed.
+    run: Run,
 }
 
 /// Table sizes.
@@ -353,6 +354,7 @@ impl<'a> TxnMemory<'a> {
                 hbm,
                 stats: MemStats::default(),
                 early_hits: false,
+                run: Run::default(),
             },
         })
     }
@@ -681,8 +683,9 @@ impl Model<'_> {
         self.chunks.insert(slice, p, kind, dirty, ready, lat, |e| {
             let _ = out.push(e);
         });
-        for e in out {
-            self.evicted(t, e, sink);
+        // By index: moving the vector into an iterator would copy it.
+        for i in 0..out.len() {
+            self.evicted(t, out[i], sink);
         }
     }
 
@@ -757,49 +760,44 @@ impl Model<'_> {
         }
         let e0 = self.emit_chunk(sm, eng, n);
 
-        let mut run = Run::default();
         let half = self.l2.slices as usize / 2;
+        self.run.count = [0; 2];
         for (i, line) in PatternLines::new(q).enumerate() {
             let e = if i == 0 { e0 } else { self.emit_next(eng) };
             let s = self.slice_of(line);
             let part = (s >= half) as usize;
-            run.line[i] = line;
-            run.slice[i] = s as u16;
-            run.emit[i] = e;
-            if run.count[part] == 0 {
-                run.home[part] = s as u16;
-            }
-            run.count[part] += 1;
+            let k = self.run.count[part] as usize;
+            self.run.line[part][k] = line;
+            self.run.slice[part][k] = s as u16;
+            self.run.emit[part][k] = e;
+            self.run.count[part] += 1;
         }
         let near = ((sm as u32 * 2) / self.sms.max(1) as u32) as usize;
         let mut last = 0u64;
         for part in [near, 1 - near] {
-            if run.count[part] == 0 {
+            if self.run.count[part] == 0 {
                 continue;
             }
             let p = Pattern {
                 part: part as u8,
-                weight: run.count[part],
+                weight: self.run.count[part],
                 ..*q
             };
-            let r = self.part_chunk(sm, store, &p, part != near, &run, n, eng, sink);
+            let r = self.part_chunk(sm, store, &p, part != near, eng, sink);
             last = last.max(r);
         }
         last
     }
 
-    /// Times chunk `p`, the lines of `run` in partition `p.part`, read or
-    /// written by SM `sm`, `far` from it or not; returns its last line's
-    /// return cycle.
-    #[allow(clippy::too_many_arguments)]
+    /// Times chunk `p`, the lines of the scratch run in partition
+    /// `p.part`, read or written by SM `sm`, `far` from it or not; returns
+    /// its last line's return cycle.
     fn part_chunk(
         &mut self,
         sm: usize,
         store: bool,
         p: &Pattern,
         far: bool,
-        run: &Run,
-        n: u8,
         eng: &mut Engine,
         sink: &mut impl TxnSink,
     ) -> u64 {
@@ -808,16 +806,13 @@ impl Model<'_> {
         let hit_lat = self.l2.hit_latency as u64;
         let interval = self.l2.slice_interval;
         let part = p.part as usize;
-        let home = run.home[part] as usize;
+        let n = self.run.count[part] as usize;
+        let home = self.run.slice[part][0] as usize;
         let probe = far && !store && self.l2.proxy.enabled;
         let notes = sink.wants_notes();
         let back = xbar + if far { far_lat } else { 0 };
         let w = p.weight as u64;
-        let half = self.l2.slices as usize / 2;
-        let mine = |i: usize| (run.slice[i] as usize >= half) as usize == part;
-        let e0 = (0..n as usize)
-            .find(|&i| mine(i))
-            .map_or(0, |i| run.emit[i]);
+        let e0 = self.run.emit[part][0];
         let coal_slot = (sm / 2) * self.coal_n + (p.key() as usize & (self.coal_n - 1));
         // What the chunk meets, decided at its first line.
         let outcome = if store {
@@ -847,11 +842,8 @@ impl Model<'_> {
             // The common cases, line loops without branches on the outcome.
             Outcome::Coalesced(at) => {
                 self.stats.coalesced += w;
-                let e = (0..n as usize)
-                    .filter(|&i| mine(i))
-                    .map(|i| run.emit[i])
-                    .max();
-                let r = at.max(e.unwrap_or(0));
+                let e = self.run.emit[part][..n].iter().max();
+                let r = at.max(e.copied().unwrap_or(0));
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
@@ -862,13 +854,9 @@ impl Model<'_> {
                 if far {
                     self.stats.far_reads += w;
                 }
-                for i in 0..n as usize {
-                    if !mine(i) {
-                        continue;
-                    }
-                    let t = self
-                        .ports
-                        .reserve(run.slice[i] as usize, run.emit[i] + back, interval);
+                for i in 0..n {
+                    let (slice, e) = (self.run.slice[part][i], self.run.emit[part][i]);
+                    let t = self.ports.reserve(slice as usize, e + back, interval);
                     look = look.min(t);
                     let r = t + hit_lat + back;
                     first_back = first_back.min(r);
@@ -881,12 +869,10 @@ impl Model<'_> {
             Outcome::Shadow(ready) if !notes => {
                 self.stats.l2_requests += w;
                 self.stats.shadow_hits += w;
-                for i in 0..n as usize {
-                    if !mine(i) {
-                        continue;
-                    }
-                    let mirror = self.mirror(run.slice[i] as usize);
-                    let t = self.ports.reserve(mirror, run.emit[i] + xbar, interval);
+                for i in 0..n {
+                    let (slice, e) = (self.run.slice[part][i], self.run.emit[part][i]);
+                    let mirror = self.mirror(slice as usize);
+                    let t = self.ports.reserve(mirror, e + xbar, interval);
                     let r = t.max(ready) + hit_lat + xbar;
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
@@ -894,11 +880,9 @@ impl Model<'_> {
                 self.returns(sm, eng, last_back, p.weight);
             }
             _ => {
-                for i in 0..n as usize {
-                    if !mine(i) {
-                        continue;
-                    }
-                    let (line, slice, e) = (run.line[i], run.slice[i] as usize, run.emit[i]);
+                for i in 0..n {
+                    let line = self.run.line[part][i];
+                    let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
                     let r = if let Outcome::Shadow(ready) = outcome {
                         self.stats.l2_requests += 1;
                         self.stats.shadow_hits += 1;
