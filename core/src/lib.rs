@@ -56,6 +56,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 pub mod arena;
+pub mod builder;
 pub mod codec;
 pub mod config;
 pub mod digest;

@@ -19,10 +19,11 @@
 //! The kernel is filled in place (it is about 47 KB) so that a caller
 //! without a heap can keep it in a `static`.
 
+use crate::builder::{self, Builder, BuilderError};
 use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
-use crate::isa::{Expr, ExprId, Instr, Ref, WgmmaMode, Work};
-use crate::kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
+use crate::isa::{Expr, Instr, WgmmaMode, Work};
+use crate::kernel::{CtaOrder, Kernel, TensorMap};
 
 /// Number of samples: two kernels, each on the fixed port and on both
 /// models of the memory hierarchy (line-level and transaction-level).
@@ -47,11 +48,11 @@ pub fn build(i: usize, k: &mut Kernel) -> Option<GpuConfig> {
     if i >= SAMPLES {
         return None;
     }
-    clear(k);
-    match i / 3 {
-        0 => ring(k)?,
-        _ => tiles(k)?,
-    }
+    let built = match i / 3 {
+        0 => ring(k),
+        _ => tiles(k),
+    };
+    built.ok()?;
     Some(config(MODELS[i % 3]))
 }
 
@@ -89,24 +90,7 @@ fn config(memory: MemoryModel) -> GpuConfig {
     c
 }
 
-fn clear(k: &mut Kernel) {
-    k.name.clear();
-    k.grid = [1, 1, 1];
-    k.order = CtaOrder::Linear;
-    k.smem_bytes = 0;
-    k.roles.clear();
-    k.maps.clear();
-    k.mbarriers.clear();
-    k.stages.clear();
-    k.exprs.clear();
-    k.code.clear();
-}
-
-fn name24(s: &str) -> Option<crate::kernel::Name> {
-    let mut n = crate::kernel::Name::new();
-    n.push_str(s).ok()?;
-    Some(n)
-}
+type B<'k> = Builder<&'k mut Kernel>;
 
 /// `k + Σ coef·var` with variables `cta`, `cx`, `cy`, `wg`, `l0`, then
 /// `/ div` and `% rem` (0: none).
@@ -122,119 +106,74 @@ struct E {
     rem: i64,
 }
 
-fn expr(k: &mut Kernel, e: E) -> Option<ExprId> {
-    let mut x = Expr::constant(e.k);
-    x.cta = e.cta;
-    x.c[0] = e.cx;
-    x.c[1] = e.cy;
-    x.wg = e.wg;
-    x.l[0] = e.l0;
-    x.div = e.div;
-    x.rem = e.rem;
-    let id = k.exprs.len() as ExprId;
-    k.exprs.push(x).ok()?;
-    Some(id)
-}
-
-fn konst(k: &mut Kernel, v: i64) -> Option<ExprId> {
-    expr(
-        k,
-        E {
-            k: v,
-            ..E::default()
-        },
-    )
-}
-
-fn code(k: &mut Kernel, instrs: &[Instr]) -> Option<()> {
-    for &i in instrs {
-        k.code.push(i).ok()?;
+impl E {
+    fn expr(self) -> Expr {
+        let mut x = Expr::constant(self.k);
+        x.cta = self.cta;
+        x.c[0] = self.cx;
+        x.c[1] = self.cy;
+        x.wg = self.wg;
+        x.l[0] = self.l0;
+        x.div = self.div;
+        x.rem = self.rem;
+        x
     }
-    Some(())
 }
 
-fn role(k: &mut Kernel, name: &str, count: u8, regs: u16, start: usize) -> Option<()> {
-    let len = k.code.len() - start;
-    k.roles
-        .push(Role {
-            name: name24(name)?,
-            count,
-            regs,
-            start: start as u16,
-            len: len as u16,
-            stream: false,
-        })
-        .ok()
+fn code(b: &mut B<'_>, instrs: &[Instr]) -> Result<(), BuilderError> {
+    for &i in instrs {
+        b.op(i)?;
+    }
+    Ok(())
 }
 
 /// `examples/ring.sasm`: a producer filling a two-stage ring with 1-D TMA
 /// loads, a consumer waiting on the loads' mbarriers and running WGMMAs.
-fn ring(k: &mut Kernel) -> Option<()> {
-    k.name = name24("ring")?;
-    k.grid = [4, 1, 1];
-    k.smem_bytes = 4096;
-    k.maps
-        .push(TensorMap {
-            name: name24("X")?,
-            base: 0x1000,
-            elem_bytes: 2,
-            rank: 1,
-            dims: [1 << 20, 0, 0, 0, 0],
-            strides: [2, 0, 0, 0, 0],
-            boxdim: [256, 0, 0, 0, 0],
-        })
-        .ok()?;
-    k.mbarriers
-        .push(MbarDecl {
-            name: name24("full")?,
-            len: 2,
-            count: 1,
-        })
-        .ok()?;
-    k.stages
-        .push(StageDecl {
-            name: name24("empty")?,
-            len: 2,
-            consumers: 1,
-        })
-        .ok()?;
-    let four = konst(k, 4)?;
-    let slot = expr(
-        k,
-        E {
-            l0: 1,
-            rem: 2,
-            ..E::default()
-        },
-    )?;
-    let coord = expr(
-        k,
+fn ring(k: &mut Kernel) -> Result<(), BuilderError> {
+    let mut b = Builder::new(k, "ring")?;
+    b.grid([4, 1, 1]);
+    b.smem(4096);
+    b.map(TensorMap {
+        name: builder::name("tensor map", "X")?,
+        base: 0x1000,
+        elem_bytes: 2,
+        rank: 1,
+        dims: [1 << 20, 0, 0, 0, 0],
+        strides: [2, 0, 0, 0, 0],
+        boxdim: [256, 0, 0, 0, 0],
+    })?;
+    let full_decl = b.mbarriers("full", 2, 1)?;
+    let empty_decl = b.stages("empty", 2, 1)?;
+    let slot = E {
+        l0: 1,
+        rem: 2,
+        ..E::default()
+    }
+    .expr();
+    let coord = b.expr(
         E {
             l0: 256,
             cta: 1024,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let parity = expr(
-        k,
+    let parity = b.expr(
         E {
             l0: 1,
             div: 2,
             rem: 2,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let full = Ref { decl: 0, idx: slot };
-    let empty = Ref { decl: 0, idx: slot };
-    let start = k.code.len();
-    let b = start as u16;
+    let full = b.at(full_decl, slot)?;
+    let empty = b.at(empty_decl, slot)?;
+    b.begin_role("producer", 1, 24)?;
+    let l = b.loop_begin(Expr::constant(4))?;
     code(
-        k,
+        &mut b,
         &[
-            Instr::LoopBegin {
-                count: four,
-                end: b + 5,
-            },
             Instr::StageAcquire { stage: empty },
             Instr::MbarExpectTx {
                 bar: full,
@@ -246,20 +185,16 @@ fn ring(k: &mut Kernel) -> Option<()> {
                 coords: [coord, 0, 0, 0, 0],
             },
             Instr::MbarArrive { bar: full },
-            Instr::LoopEnd { begin: b },
-            Instr::Exit,
         ],
     )?;
-    role(k, "producer", 1, 24, start)?;
-    let start = k.code.len();
-    let b = start as u16;
+    b.loop_end(l)?;
+    b.op(Instr::Exit)?;
+    b.end_role()?;
+    b.begin_role("consumer", 1, 240)?;
+    let l = b.loop_begin(Expr::constant(4))?;
     code(
-        k,
+        &mut b,
         &[
-            Instr::LoopBegin {
-                count: four,
-                end: b + 6,
-            },
             Instr::MbarWait { bar: full, parity },
             Instr::Wgmma {
                 n: 64,
@@ -268,11 +203,12 @@ fn ring(k: &mut Kernel) -> Option<()> {
             Instr::WgmmaCommit,
             Instr::WgmmaWait { n: 0 },
             Instr::StageRelease { stage: empty },
-            Instr::LoopEnd { begin: b },
-            Instr::Exit,
         ],
     )?;
-    role(k, "consumer", 1, 240, start)
+    b.loop_end(l)?;
+    b.op(Instr::Exit)?;
+    b.end_role()?;
+    b.finish().map(|_| ())
 }
 
 /// Two WarpGroups per CTA on a 3 x 2 grid in grouped order: each round
@@ -280,94 +216,79 @@ fn ring(k: &mut Kernel) -> Option<()> {
 /// transaction bytes complete its phase), run a WGMMA, store a 2-D box of
 /// a tensor that the edges clip (partly or wholly), and meet at a named
 /// barrier; at the end they drain their WGMMA groups and stores.
-fn tiles(k: &mut Kernel) -> Option<()> {
-    k.name = name24("tiles")?;
-    k.grid = [3, 2, 1];
-    k.order = CtaOrder::Grouped { rows: 2 };
-    k.smem_bytes = 8192;
-    k.maps
-        .push(TensorMap {
-            name: name24("T")?,
-            base: 0x10_0000,
-            elem_bytes: 4,
-            rank: 2,
-            dims: [100, 70, 0, 0, 0],
-            strides: [4, 400, 0, 0, 0],
-            boxdim: [32, 16, 0, 0, 0],
-        })
-        .ok()?;
-    k.mbarriers
-        .push(MbarDecl {
-            name: name24("b")?,
-            len: 2,
-            count: 2,
-        })
-        .ok()?;
-    let three = konst(k, 3)?;
-    let one = konst(k, 1)?;
-    let slot = expr(
-        k,
-        E {
-            l0: 1,
-            rem: 2,
-            ..E::default()
-        },
-    )?;
-    let parity = expr(
-        k,
+fn tiles(k: &mut Kernel) -> Result<(), BuilderError> {
+    let mut b = Builder::new(k, "tiles")?;
+    b.grid([3, 2, 1]);
+    b.order(CtaOrder::Grouped { rows: 2 });
+    b.smem(8192);
+    b.map(TensorMap {
+        name: builder::name("tensor map", "T")?,
+        base: 0x10_0000,
+        elem_bytes: 4,
+        rank: 2,
+        dims: [100, 70, 0, 0, 0],
+        strides: [4, 400, 0, 0, 0],
+        boxdim: [32, 16, 0, 0, 0],
+    })?;
+    let decl = b.mbarriers("b", 2, 2)?;
+    let one = b.konst(1)?;
+    let slot = E {
+        l0: 1,
+        rem: 2,
+        ..E::default()
+    }
+    .expr();
+    let parity = b.expr(
         E {
             l0: 1,
             div: 2,
             rem: 2,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let src = expr(
-        k,
+    let src = b.expr(
         E {
             k: 0x20_0000,
             cta: 4096,
             wg: 256,
             l0: 512,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let x = expr(
-        k,
+    let x = b.expr(
         E {
             k: -8,
             cx: 32,
             wg: 48,
             l0: 8,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let y = expr(
-        k,
+    let y = b.expr(
         E {
             cy: 16,
             l0: 20,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let dst = expr(
-        k,
+    let dst = b.expr(
         E {
             k: 0x30_0000,
             cta: 128,
             ..E::default()
-        },
+        }
+        .expr(),
     )?;
-    let bar = Ref { decl: 0, idx: slot };
-    let start = k.code.len();
-    let b = start as u16;
+    let bar = b.at(decl, slot)?;
+    b.begin_role("worker", 2, 64)?;
+    let l = b.loop_begin(Expr::constant(3))?;
     code(
-        k,
+        &mut b,
         &[
-            Instr::LoopBegin {
-                count: three,
-                end: b + 12,
-            },
             Instr::MbarExpectTx { bar, bytes: 256 },
             Instr::BulkLoad {
                 bar,
@@ -402,7 +323,12 @@ fn tiles(k: &mut Kernel) -> Option<()> {
                     int: 64,
                 },
             },
-            Instr::LoopEnd { begin: b },
+        ],
+    )?;
+    b.loop_end(l)?;
+    code(
+        &mut b,
+        &[
             Instr::WgmmaWait { n: 0 },
             Instr::StoreWait { n: 0 },
             Instr::BulkStore {
@@ -413,7 +339,8 @@ fn tiles(k: &mut Kernel) -> Option<()> {
             Instr::Exit,
         ],
     )?;
-    role(k, "worker", 2, 64, start)
+    b.end_role()?;
+    b.finish().map(|_| ())
 }
 
 #[cfg(test)]

@@ -86,10 +86,11 @@
 //! section V-B3 frontend constants; [`Calibration::H800`] holds the H800
 //! fit and [`GemmParams::h800_calibrated`] applies it. Both default to 0.
 
+use simfa_core::builder::Builder;
 use simfa_core::kernel::Name;
-use simfa_core::{CtaOrder, Expr, Instr, Kernel, MbarDecl, Ref, Role, StageDecl, TensorMap};
+use simfa_core::{CtaOrder, Expr, Instr, Kernel, Ref, TensorMap};
 
-use super::GenError;
+use super::{GenError, Kb};
 
 /// Default tile rows (M).
 pub const TILE_M: u32 = 128;
@@ -471,23 +472,6 @@ impl GemmParams {
 }
 
 /// Index of `e` in the expression table, pushing it if not yet present.
-pub(super) fn expr(k: &mut Kernel, e: Expr) -> Result<u16, GenError> {
-    if let Some(i) = k.exprs.iter().position(|x| *x == e) {
-        return Ok(i as u16);
-    }
-    k.exprs
-        .push(e)
-        .map_err(|_| GenError::Capacity("expression table"))?;
-    Ok((k.exprs.len() - 1) as u16)
-}
-
-pub(super) fn code(k: &mut Kernel, i: Instr) -> Result<u16, GenError> {
-    k.code
-        .push(i)
-        .map_err(|_| GenError::Capacity("code table"))?;
-    Ok((k.code.len() - 1) as u16)
-}
-
 pub(super) fn name(s: &str) -> Name {
     let mut n = Name::new();
     for c in s.chars() {
@@ -655,40 +639,16 @@ fn operands(p: &GemmParams) -> Operands {
 /// The coordinate operand of a TMA instruction on `map`: the first `rank`
 /// expressions, unused slots constant 0, numbered as the text assembly
 /// numbers them (coordinates first, then the 0).
-fn coords(k: &mut Kernel, map: u8, es: &[Expr]) -> Result<[u16; 5], GenError> {
-    let rank = k.maps[map as usize].rank as usize;
-    let mut out = [0u16; 5];
-    for (o, &e) in out.iter_mut().zip(&es[..rank]) {
-        *o = expr(k, e)?;
-    }
-    if rank < 5 {
-        let zero = expr(k, Expr::constant(0))?;
-        out[rank..].fill(zero);
-    }
-    Ok(out)
+fn coords(k: &mut Kb, map: u8, es: &[Expr]) -> Result<[u16; 5], GenError> {
+    let rank = k.kernel().maps[map as usize].rank as usize;
+    Ok(k.coords(&es[..rank])?)
 }
 
-fn open(k: &mut Kernel, trips: Expr) -> Result<u16, GenError> {
-    let count = expr(k, trips)?;
-    code(k, Instr::LoopBegin { count, end: 0 })
-}
-
-fn close(k: &mut Kernel, begin: u16) -> Result<(), GenError> {
-    let end = code(k, Instr::LoopEnd { begin })?;
-    if let Instr::LoopBegin { count, .. } = k.code[begin as usize] {
-        k.code[begin as usize] = Instr::LoopBegin { count, end };
-    }
-    Ok(())
-}
-
-fn bubble(k: &mut Kernel, cycles: u64) -> Result<(), GenError> {
+fn bubble(k: &mut Kb, cycles: u64) -> Result<(), GenError> {
     if cycles > 0 {
-        code(
-            k,
-            Instr::Bubble {
-                cycles: cycles as u32,
-            },
-        )?;
+        k.op(Instr::Bubble {
+            cycles: cycles as u32,
+        })?;
     }
     Ok(())
 }
@@ -702,127 +662,94 @@ const FULL: u8 = 0;
 const EMPTY: u8 = 0;
 
 /// The TMA half of an iteration: arm `full[slot]`, load A and B, arrive.
-fn emit_loads(k: &mut Kernel, ops: &Operands, bytes: u32) -> Result<(), GenError> {
-    let slot = expr(k, ops.slot)?;
+fn emit_loads(k: &mut Kb, ops: &Operands, bytes: u32) -> Result<(), GenError> {
+    let slot = k.expr(ops.slot)?;
     let full = Ref {
         decl: FULL,
         idx: slot,
     };
-    code(k, Instr::MbarExpectTx { bar: full, bytes })?;
+    k.op(Instr::MbarExpectTx { bar: full, bytes })?;
     let a = coords(k, MAP_A, &ops.a)?;
-    code(
-        k,
-        Instr::TmaLoad {
-            map: MAP_A,
-            bar: full,
-            coords: a,
-        },
-    )?;
+    k.op(Instr::TmaLoad {
+        map: MAP_A,
+        bar: full,
+        coords: a,
+    })?;
     let b = coords(k, MAP_B, &ops.b)?;
-    code(
-        k,
-        Instr::TmaLoad {
-            map: MAP_B,
-            bar: full,
-            coords: b,
-        },
-    )?;
-    code(k, Instr::MbarArrive { bar: full })?;
+    k.op(Instr::TmaLoad {
+        map: MAP_B,
+        bar: full,
+        coords: b,
+    })?;
+    k.op(Instr::MbarArrive { bar: full })?;
     Ok(())
 }
 
 /// The MMA half of an iteration: wait for `full[slot]`, the WGMMAs, drain.
-fn emit_mma(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
-    let slot = expr(k, ops.slot)?;
-    let parity = expr(k, ops.parity)?;
+fn emit_mma(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
+    let slot = k.expr(ops.slot)?;
+    let parity = k.expr(ops.parity)?;
     let full = Ref {
         decl: FULL,
         idx: slot,
     };
-    code(k, Instr::MbarWait { bar: full, parity })?;
+    k.op(Instr::MbarWait { bar: full, parity })?;
     for _ in 0..p.wgmmas_per_iter() {
-        code(
-            k,
-            Instr::Wgmma {
-                n: p.block_n as u16,
-                mode: simfa_core::WgmmaMode::Ss,
-            },
-        )?;
+        k.op(Instr::Wgmma {
+            n: p.block_n as u16,
+            mode: simfa_core::WgmmaMode::Ss,
+        })?;
     }
-    code(k, Instr::WgmmaCommit)?;
-    code(k, Instr::WgmmaWait { n: 0 })?;
+    k.op(Instr::WgmmaCommit)?;
+    k.op(Instr::WgmmaWait { n: 0 })?;
     Ok(())
 }
 
 /// The epilogue of one tile: convert the WarpGroup's FP32 accumulator to
 /// FP16 on the SM's shared units (one FP16 result per element), then
 /// (persistent: drain the previous store) store C.
-fn emit_store(k: &mut Kernel, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
+fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
     let elems = p.rows_per_consumer() * p.block_n;
-    code(
-        k,
-        Instr::Compute {
-            work: simfa_core::Work {
-                fp16: elems,
-                ..simfa_core::Work::default()
-            },
+    k.op(Instr::Compute {
+        work: simfa_core::Work {
+            fp16: elems,
+            ..simfa_core::Work::default()
         },
-    )?;
+    })?;
     if p.persistent {
-        code(k, Instr::StoreWait { n: 0 })?;
+        k.op(Instr::StoreWait { n: 0 })?;
     }
     let c = coords(k, MAP_C, &ops.c)?;
-    code(
-        k,
-        Instr::TmaStore {
-            map: MAP_C,
-            coords: c,
-        },
-    )?;
+    k.op(Instr::TmaStore {
+        map: MAP_C,
+        coords: c,
+    })?;
     Ok(())
 }
 
 /// Declares the role `nm` whose program is the code from `start` to the end.
-pub(super) fn push_role(
-    k: &mut Kernel,
-    nm: &str,
-    count: u32,
-    regs: u32,
-    start: u16,
-) -> Result<(), GenError> {
-    k.roles
-        .push(Role {
-            name: name(nm),
-            count: count as u8,
-            regs: regs as u16,
-            start,
-            len: k.code.len() as u16 - start,
-            stream: false,
-        })
-        .map_err(|_| GenError::Capacity("role table"))
-}
-
 /// Builds the GEMM kernel `gemm_MxNxK` (the name is cut to the 24
 /// characters a kernel name holds) described by `p`, after checking every
 /// parameter ([`GemmParams::validate`]); the kernel is validated before it
 /// is returned. The default parameters build the paper's kernel.
 pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     p.validate()?;
-    let mut k = Kernel {
-        name: name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
-        grid: if p.persistent {
-            [p.grid_ctas().min(u32::MAX as u64) as u32, 1, 1]
-        } else {
-            [p.tiles_n(), p.tiles_m(), 1]
-        },
-        order: if p.group_m > 1 && !p.persistent {
-            CtaOrder::Grouped { rows: p.group_m }
-        } else {
-            CtaOrder::Linear
-        },
-        smem_bytes: p.smem_bytes() as u32,
-        ..Kernel::default()
-    };
+    let mut b = Builder::new(
+        Kernel::default(),
+        &name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
+    )?;
+    let k = &mut b;
+    k.grid(if p.persistent {
+        [p.grid_ctas().min(u32::MAX as u64) as u32, 1, 1]
+    } else {
+        [p.tiles_n(), p.tiles_m(), 1]
+    });
+    k.order(if p.group_m > 1 && !p.persistent {
+        CtaOrder::Grouped { rows: p.group_m }
+    } else {
+        CtaOrder::Linear
+    });
+    k.smem(p.smem_bytes() as u32);
     let [a_base, b_base, c_base] = tensor_bases(p);
     let (bm, bn, bk, h) = (p.block_m, p.block_n, p.block_k, p.rows_per_consumer());
     let maps = if p.persistent {
@@ -840,25 +767,11 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         ]
     };
     for m in maps {
-        k.maps
-            .push(m)
-            .map_err(|_| GenError::Capacity("tensor map table"))?;
+        k.map(m)?;
     }
-    k.mbarriers
-        .push(MbarDecl {
-            name: name("full"),
-            len: p.stages as u16,
-            count: 1,
-        })
-        .map_err(|_| GenError::Capacity("mbarrier table"))?;
+    k.mbarriers("full", p.stages as u16, 1)?;
     if p.stages >= 2 {
-        k.stages
-            .push(StageDecl {
-                name: name("empty"),
-                len: p.stages as u16,
-                consumers: p.consumers as u16,
-            })
-            .map_err(|_| GenError::Capacity("stage table"))?;
+        k.stages("empty", p.stages as u16, p.consumers as u16)?;
     }
     let ops = operands(p);
     let bytes = p.stage_bytes() as u32;
@@ -867,59 +780,60 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     if p.stages == 1 {
         // One WarpGroup loads and computes; expressions are numbered in
         // order of first use, as the text assembly numbers them.
-        bubble(&mut k, p.prologue_bubble as u64)?;
-        let tiles = ops.tile_trips.map(|t| open(&mut k, t)).transpose()?;
-        let kl = open(&mut k, ops.k_trips)?;
-        emit_loads(&mut k, &ops, bytes)?;
-        emit_mma(&mut k, p, &ops)?;
-        bubble(&mut k, iter_bubble)?;
-        close(&mut k, kl)?;
-        emit_store(&mut k, p, &ops)?;
+        k.begin_role("main", 1, p.mma_regs())?;
+        bubble(k, p.prologue_bubble as u64)?;
+        let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
+        let kl = k.loop_begin(ops.k_trips)?;
+        emit_loads(k, &ops, bytes)?;
+        emit_mma(k, p, &ops)?;
+        bubble(k, iter_bubble)?;
+        k.loop_end(kl)?;
+        emit_store(k, p, &ops)?;
         if let Some(t) = tiles {
-            close(&mut k, t)?;
+            k.loop_end(t)?;
         }
-        code(&mut k, Instr::StoreWait { n: 0 })?;
-        code(&mut k, Instr::Exit)?;
-        push_role(&mut k, "main", 1, p.mma_regs(), 0)?;
+        k.op(Instr::StoreWait { n: 0 })?;
+        k.op(Instr::Exit)?;
+        k.end_role()?;
     } else {
-        let empty = |k: &mut Kernel| -> Result<Ref, GenError> {
+        let empty = |k: &mut Kb| -> Result<Ref, GenError> {
             Ok(Ref {
                 decl: EMPTY,
-                idx: expr(k, ops.slot)?,
+                idx: k.expr(ops.slot)?,
             })
         };
         // producer
-        let tiles = ops.tile_trips.map(|t| open(&mut k, t)).transpose()?;
-        let kl = open(&mut k, ops.k_trips)?;
-        let stage = empty(&mut k)?;
-        code(&mut k, Instr::StageAcquire { stage })?;
-        emit_loads(&mut k, &ops, bytes)?;
-        close(&mut k, kl)?;
+        k.begin_role("producer", 1, PRODUCER_REGS as u32)?;
+        let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
+        let kl = k.loop_begin(ops.k_trips)?;
+        let stage = empty(k)?;
+        k.op(Instr::StageAcquire { stage })?;
+        emit_loads(k, &ops, bytes)?;
+        k.loop_end(kl)?;
         if let Some(t) = tiles {
-            close(&mut k, t)?;
+            k.loop_end(t)?;
         }
-        code(&mut k, Instr::Exit)?;
-        push_role(&mut k, "producer", 1, PRODUCER_REGS as u32, 0)?;
+        k.op(Instr::Exit)?;
+        k.end_role()?;
         // consumers
-        let start = k.code.len() as u16;
-        bubble(&mut k, p.prologue_bubble as u64)?;
-        let tiles = ops.tile_trips.map(|t| open(&mut k, t)).transpose()?;
-        let kl = open(&mut k, ops.k_trips)?;
-        emit_mma(&mut k, p, &ops)?;
-        let stage = empty(&mut k)?;
-        code(&mut k, Instr::StageRelease { stage })?;
-        bubble(&mut k, iter_bubble)?;
-        close(&mut k, kl)?;
-        emit_store(&mut k, p, &ops)?;
+        k.begin_role("consumer", p.consumers, p.mma_regs())?;
+        bubble(k, p.prologue_bubble as u64)?;
+        let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
+        let kl = k.loop_begin(ops.k_trips)?;
+        emit_mma(k, p, &ops)?;
+        let stage = empty(k)?;
+        k.op(Instr::StageRelease { stage })?;
+        bubble(k, iter_bubble)?;
+        k.loop_end(kl)?;
+        emit_store(k, p, &ops)?;
         if let Some(t) = tiles {
-            close(&mut k, t)?;
+            k.loop_end(t)?;
         }
-        code(&mut k, Instr::StoreWait { n: 0 })?;
-        code(&mut k, Instr::Exit)?;
-        push_role(&mut k, "consumer", p.consumers, p.mma_regs(), start)?;
+        k.op(Instr::StoreWait { n: 0 })?;
+        k.op(Instr::Exit)?;
+        k.end_role()?;
     }
-    k.validate().map_err(GenError::Invalid)?;
-    Ok(k)
+    Ok(b.finish()?)
 }
 
 #[cfg(test)]

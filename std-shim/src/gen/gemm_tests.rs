@@ -16,12 +16,12 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
             return Err(GenError::NotMultiple { dim, value, tile });
         }
     }
-    let mut k = Kernel {
-        name: name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
-        grid: [p.n / 128, p.m / 128, 1],
-        smem_bytes: 65536,
-        ..Kernel::default()
-    };
+    let mut k = Kb::new(
+        Kernel::default(),
+        &name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
+    )?;
+    k.grid([p.n / 128, p.m / 128, 1]);
+    k.smem(65536);
     let e = ELEM_BYTES as u64;
     let b_base = after(A_BASE, p.m as u64 * p.k as u64 * e);
     let c_base = after(b_base, p.k as u64 * p.n as u64 * e);
@@ -32,128 +32,76 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     ];
     let (a, b, c) = (0u8, 1u8, 2u8);
     for m in maps {
-        k.maps
-            .push(m)
-            .map_err(|_| GenError::Capacity("tensor map table"))?;
+        k.map(m)?;
     }
-    k.mbarriers
-        .push(MbarDecl {
-            name: name("full"),
-            len: 1,
-            count: 1,
-        })
-        .map_err(|_| GenError::Capacity("mbarrier table"))?;
+    k.mbarriers("full", 1, 1)?;
 
     // In order of first use, as the text assembly numbers them.
-    let trips = expr(&mut k, Expr::constant((p.k / 64) as i64))?;
-    let zero = expr(&mut k, Expr::constant(0))?;
-    let k_off = expr(
-        &mut k,
-        Expr {
-            l: [64_i64, 0, 0, 0],
-            ..Expr::constant(0)
-        },
-    )?;
-    let row = expr(
-        &mut k,
-        Expr {
-            c: [0, 128_i64, 0],
-            ..Expr::constant(0)
-        },
-    )?;
-    let col = expr(
-        &mut k,
-        Expr {
-            c: [128_i64, 0, 0],
-            ..Expr::constant(0)
-        },
-    )?;
-    let parity = expr(
-        &mut k,
-        Expr {
-            l: [1, 0, 0, 0],
-            rem: 2,
-            ..Expr::constant(0)
-        },
-    )?;
+    let trips = Expr::constant((p.k / 64) as i64);
+    k.expr(trips)?;
+    let zero = k.expr(Expr::constant(0))?;
+    let k_off = k.expr(Expr {
+        l: [64_i64, 0, 0, 0],
+        ..Expr::constant(0)
+    })?;
+    let row = k.expr(Expr {
+        c: [0, 128_i64, 0],
+        ..Expr::constant(0)
+    })?;
+    let col = k.expr(Expr {
+        c: [128_i64, 0, 0],
+        ..Expr::constant(0)
+    })?;
+    let parity = k.expr(Expr {
+        l: [1, 0, 0, 0],
+        rem: 2,
+        ..Expr::constant(0)
+    })?;
     let full = Ref { decl: 0, idx: zero };
-    let tile_bytes = k.maps[a as usize].full_box_bytes() + k.maps[b as usize].full_box_bytes();
+    let maps = &k.kernel().maps;
+    let tile_bytes = maps[a as usize].full_box_bytes() + maps[b as usize].full_box_bytes();
 
-    let begin = code(
-        &mut k,
-        Instr::LoopBegin {
-            count: trips,
-            end: 0,
-        },
-    )?;
-    code(
-        &mut k,
-        Instr::MbarExpectTx {
-            bar: full,
-            bytes: tile_bytes as u32,
-        },
-    )?;
-    code(
-        &mut k,
-        Instr::TmaLoad {
-            map: a,
-            bar: full,
-            coords: [k_off, row, zero, zero, zero],
-        },
-    )?;
-    code(
-        &mut k,
-        Instr::TmaLoad {
-            map: b,
-            bar: full,
-            coords: [col, k_off, zero, zero, zero],
-        },
-    )?;
-    code(&mut k, Instr::MbarArrive { bar: full })?;
-    code(&mut k, Instr::MbarWait { bar: full, parity })?;
+    k.begin_role("main", 1, 168)?;
+    let begin = k.loop_begin(trips)?;
+    k.op(Instr::MbarExpectTx {
+        bar: full,
+        bytes: tile_bytes as u32,
+    })?;
+    k.op(Instr::TmaLoad {
+        map: a,
+        bar: full,
+        coords: [k_off, row, zero, zero, zero],
+    })?;
+    k.op(Instr::TmaLoad {
+        map: b,
+        bar: full,
+        coords: [col, k_off, zero, zero, zero],
+    })?;
+    k.op(Instr::MbarArrive { bar: full })?;
+    k.op(Instr::MbarWait { bar: full, parity })?;
     for _ in 0..(128 / 64) * (64 / 16) {
-        code(
-            &mut k,
-            Instr::Wgmma {
-                n: 128_u16,
-                mode: simfa_core::WgmmaMode::Ss,
-            },
-        )?;
+        k.op(Instr::Wgmma {
+            n: 128_u16,
+            mode: simfa_core::WgmmaMode::Ss,
+        })?;
     }
-    code(&mut k, Instr::WgmmaCommit)?;
-    code(&mut k, Instr::WgmmaWait { n: 0 })?;
-    let end = code(&mut k, Instr::LoopEnd { begin })?;
-    k.code[begin as usize] = Instr::LoopBegin { count: trips, end };
-    code(
-        &mut k,
-        Instr::Compute {
-            work: simfa_core::Work {
-                fp16: 128 * 128,
-                ..Default::default()
-            },
+    k.op(Instr::WgmmaCommit)?;
+    k.op(Instr::WgmmaWait { n: 0 })?;
+    k.loop_end(begin)?;
+    k.op(Instr::Compute {
+        work: simfa_core::Work {
+            fp16: 128 * 128,
+            ..Default::default()
         },
-    )?;
-    code(
-        &mut k,
-        Instr::TmaStore {
-            map: c,
-            coords: [col, row, zero, zero, zero],
-        },
-    )?;
-    code(&mut k, Instr::StoreWait { n: 0 })?;
-    code(&mut k, Instr::Exit)?;
-    k.roles
-        .push(Role {
-            name: name("main"),
-            count: 1,
-            regs: 168,
-            start: 0,
-            len: k.code.len() as u16,
-            stream: false,
-        })
-        .map_err(|_| GenError::Capacity("role table"))?;
-    k.validate().map_err(GenError::Invalid)?;
-    Ok(k)
+    })?;
+    k.op(Instr::TmaStore {
+        map: c,
+        coords: [col, row, zero, zero, zero],
+    })?;
+    k.op(Instr::StoreWait { n: 0 })?;
+    k.op(Instr::Exit)?;
+    k.end_role()?;
+    Ok(k.finish()?)
 }
 
 #[test]

@@ -23,7 +23,11 @@ pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};
 pub use pchase::{cycles_per_hop, pchase, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};
 
-use simfa_core::KernelError;
+use simfa_core::builder::{Builder, BuilderError};
+use simfa_core::{Kernel, KernelError};
+
+/// The builder every generator fills its kernel through.
+pub(crate) type Kb = Builder<Kernel>;
 
 use crate::run::RunError;
 
@@ -49,6 +53,10 @@ pub enum GenError {
     /// A fixed capacity of the kernel model ran out.
     #[error("the kernel exceeds the {0} capacity")]
     Capacity(&'static str),
+    /// The kernel builder refused the kernel (a full table, a name too
+    /// long, an invalid result).
+    #[error("{0}")]
+    Build(BuilderError),
     /// The generated kernel is invalid (for example a grid of 2^32 CTAs or more).
     #[error("the generated kernel is invalid: {0}")]
     Invalid(KernelError),
@@ -60,6 +68,15 @@ pub enum GenError {
         /// What is wrong with it.
         problem: String,
     },
+}
+
+impl From<BuilderError> for GenError {
+    fn from(e: BuilderError) -> Self {
+        match e {
+            BuilderError::Invalid(k) => GenError::Invalid(k),
+            e => GenError::Build(e),
+        }
+    }
 }
 
 /// Why a microbenchmark could not produce its figure.

@@ -51,9 +51,10 @@
 //! expect_tx-to-expect_tx period, and the figure is that span divided by
 //! `M`.
 
-use simfa_core::{Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Op, Ref};
+use simfa_core::{Cycle, Event, Expr, GpuConfig, Instr, Kernel, Observer, Op, Ref};
 
-use super::gemm::{code, expr, name, push_role};
+use super::gemm::name;
+use super::Kb;
 use super::{BenchError, GenError};
 
 /// Default byte distance between chased lines.
@@ -201,21 +202,15 @@ pub fn pchase(p: &PchaseParams) -> Result<Kernel, GenError> {
         ));
     }
     let step = golden_step(n);
-    let mut k = Kernel {
-        name: name(&format!("pchase_{}", p.working_set_bytes)),
-        grid: [1, 1, 1],
-        smem_bytes: SMEM_BYTES,
-        ..Kernel::default()
-    };
+    let mut k = Kb::new(
+        Kernel::default(),
+        &name(&format!("pchase_{}", p.working_set_bytes)),
+    )?;
+    k.smem(SMEM_BYTES);
     for nm in ["warm", "meas"] {
-        k.mbarriers
-            .push(MbarDecl {
-                name: name(nm),
-                len: 1,
-                count: 1,
-            })
-            .map_err(|_| GenError::Capacity("mbarrier table"))?;
+        k.mbarriers(nm, 1, 1)?;
     }
+    k.begin_role("chase", 1, REGS as u32)?;
     let parity_expr = Expr {
         l: [1, 0, 0, 0],
         rem: 2,
@@ -235,36 +230,29 @@ pub fn pchase(p: &PchaseParams) -> Result<Kernel, GenError> {
             continue;
         }
         // In order of first use, as the text assembly numbers them.
-        let count = expr(&mut k, Expr::constant(trips as i64))?;
-        let zero = expr(&mut k, Expr::constant(0))?;
-        let addr = expr(&mut k, addr)?;
-        let parity = expr(&mut k, parity_expr)?;
+        let count = Expr::constant(trips as i64);
+        k.expr(count)?;
+        let zero = k.konst(0)?;
+        let addr = k.expr(addr)?;
+        let parity = k.expr(parity_expr)?;
         let bar = Ref { decl, idx: zero };
-        let begin = code(&mut k, Instr::LoopBegin { count, end: 0 })?;
-        code(
-            &mut k,
-            Instr::MbarExpectTx {
-                bar,
-                bytes: HOP_BYTES,
-            },
-        )?;
-        code(
-            &mut k,
-            Instr::BulkLoad {
-                bar,
-                addr,
-                bytes: HOP_BYTES,
-            },
-        )?;
-        code(&mut k, Instr::MbarArrive { bar })?;
-        code(&mut k, Instr::MbarWait { bar, parity })?;
-        let end = code(&mut k, Instr::LoopEnd { begin })?;
-        k.code[begin as usize] = Instr::LoopBegin { count, end };
+        let begin = k.loop_begin(count)?;
+        k.op(Instr::MbarExpectTx {
+            bar,
+            bytes: HOP_BYTES,
+        })?;
+        k.op(Instr::BulkLoad {
+            bar,
+            addr,
+            bytes: HOP_BYTES,
+        })?;
+        k.op(Instr::MbarArrive { bar })?;
+        k.op(Instr::MbarWait { bar, parity })?;
+        k.loop_end(begin)?;
     }
-    code(&mut k, Instr::Exit)?;
-    push_role(&mut k, "chase", 1, REGS as u32, 0)?;
-    k.validate().map_err(GenError::Invalid)?;
-    Ok(k)
+    k.op(Instr::Exit)?;
+    k.end_role()?;
+    Ok(k.finish()?)
 }
 
 /// Finds the measured section in the event stream (see the module docs).

@@ -28,9 +28,10 @@
 //! `y = ((t div 8) mod 8) * b1`, `z = (t div 64) * b2`. Bulk copies read
 //! `t * bytes`.
 
-use simfa_core::{Expr, GpuConfig, Instr, Kernel, MbarDecl, Ref, TensorMap};
+use simfa_core::{Expr, GpuConfig, Instr, Kernel, Ref, TensorMap};
 
-use super::gemm::{code, expr, name, push_role};
+use super::gemm::name;
+use super::Kb;
 use super::{BenchError, GenError};
 
 /// Default bytes moved by the whole grid (the real benchmark: 4 GiB).
@@ -250,22 +251,17 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
     let grid = p.grid();
     let iters = p.iterations();
     let tile = p.tile_bytes();
-    let mut k = Kernel {
-        name: name(&format!("tmabw_{}_x{}", p.copy.label(), p.blocks_per_sm)),
-        grid: [grid as u32, 1, 1],
-        smem_bytes: tile.max(16) as u32,
-        ..Kernel::default()
-    };
-    k.mbarriers
-        .push(MbarDecl {
-            name: name("full"),
-            len: 1,
-            count: 1,
-        })
-        .map_err(|_| GenError::Capacity("mbarrier table"))?;
+    let mut k = Kb::new(
+        Kernel::default(),
+        &name(&format!("tmabw_{}_x{}", p.copy.label(), p.blocks_per_sm)),
+    )?;
+    k.grid([grid as u32, 1, 1]);
+    k.smem(tile.max(16) as u32);
+    k.mbarriers("full", 1, 1)?;
     // In order of first use, as the text assembly numbers them.
-    let trips = expr(&mut k, Expr::constant(iters as i64))?;
-    let zero = expr(&mut k, Expr::constant(0))?;
+    let trips = Expr::constant(iters as i64);
+    k.expr(trips)?;
+    let zero = k.konst(0)?;
     let full = Ref { decl: 0, idx: zero };
     let g = grid as i64;
     // The tile index t = cta + l0 * grid, then decomposed.
@@ -279,14 +275,11 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
     };
     let load = match p.copy {
         CopyKind::Bulk { bytes } => {
-            let addr = expr(
-                &mut k,
-                Expr {
-                    cta: bytes as i64,
-                    l: [g * bytes as i64, 0, 0, 0],
-                    ..Expr::constant(0)
-                },
-            )?;
+            let addr = k.expr(Expr {
+                cta: bytes as i64,
+                l: [g * bytes as i64, 0, 0, 0],
+                ..Expr::constant(0)
+            })?;
             Instr::BulkLoad {
                 bar: full,
                 addr,
@@ -295,30 +288,25 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
         }
         c => {
             let map = tensor_map(p, iters * grid)?;
-            k.maps
-                .push(map)
-                .map_err(|_| GenError::Capacity("tensor map table"))?;
+            k.map(map)?;
             let b: Vec<u64> = c.boxdim().iter().map(|&x| x as u64).collect();
             let mut coords = [zero; 5];
             match b.len() {
                 1 => {
-                    coords[0] = expr(
-                        &mut k,
-                        Expr {
-                            cta: b[0] as i64,
-                            l: [g * b[0] as i64, 0, 0, 0],
-                            ..Expr::constant(0)
-                        },
-                    )?;
+                    coords[0] = k.expr(Expr {
+                        cta: b[0] as i64,
+                        l: [g * b[0] as i64, 0, 0, 0],
+                        ..Expr::constant(0)
+                    })?;
                 }
                 2 => {
-                    coords[0] = expr(&mut k, tile_index(0, ROW_TILES, b[0]))?;
-                    coords[1] = expr(&mut k, tile_index(ROW_TILES, 0, b[1]))?;
+                    coords[0] = k.expr(tile_index(0, ROW_TILES, b[0]))?;
+                    coords[1] = k.expr(tile_index(ROW_TILES, 0, b[1]))?;
                 }
                 _ => {
-                    coords[0] = expr(&mut k, tile_index(0, PLANE_TILES, b[0]))?;
-                    coords[1] = expr(&mut k, tile_index(PLANE_TILES, PLANE_TILES, b[1]))?;
-                    coords[2] = expr(&mut k, tile_index(PLANE_TILES * PLANE_TILES, 0, b[2]))?;
+                    coords[0] = k.expr(tile_index(0, PLANE_TILES, b[0]))?;
+                    coords[1] = k.expr(tile_index(PLANE_TILES, PLANE_TILES, b[1]))?;
+                    coords[2] = k.expr(tile_index(PLANE_TILES * PLANE_TILES, 0, b[2]))?;
                 }
             }
             Instr::TmaLoad {
@@ -328,37 +316,24 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
             }
         }
     };
-    let parity = expr(
-        &mut k,
-        Expr {
-            l: [1, 0, 0, 0],
-            rem: 2,
-            ..Expr::constant(0)
-        },
-    )?;
-    let begin = code(
-        &mut k,
-        Instr::LoopBegin {
-            count: trips,
-            end: 0,
-        },
-    )?;
-    code(
-        &mut k,
-        Instr::MbarExpectTx {
-            bar: full,
-            bytes: tile as u32,
-        },
-    )?;
-    code(&mut k, load)?;
-    code(&mut k, Instr::MbarArrive { bar: full })?;
-    code(&mut k, Instr::MbarWait { bar: full, parity })?;
-    let end = code(&mut k, Instr::LoopEnd { begin })?;
-    k.code[begin as usize] = Instr::LoopBegin { count: trips, end };
-    code(&mut k, Instr::Exit)?;
-    push_role(&mut k, "load", 1, REGS as u32, 0)?;
-    k.validate().map_err(GenError::Invalid)?;
-    Ok(k)
+    let parity = k.expr(Expr {
+        l: [1, 0, 0, 0],
+        rem: 2,
+        ..Expr::constant(0)
+    })?;
+    k.begin_role("load", 1, REGS as u32)?;
+    let begin = k.loop_begin(trips)?;
+    k.op(Instr::MbarExpectTx {
+        bar: full,
+        bytes: tile as u32,
+    })?;
+    k.op(load)?;
+    k.op(Instr::MbarArrive { bar: full })?;
+    k.op(Instr::MbarWait { bar: full, parity })?;
+    k.loop_end(begin)?;
+    k.op(Instr::Exit)?;
+    k.end_role()?;
+    Ok(k.finish()?)
 }
 
 /// Simulates the benchmark on `cfg` and returns its throughput in GB/s

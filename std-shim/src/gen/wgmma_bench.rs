@@ -17,7 +17,8 @@
 
 use simfa_core::{GpuConfig, Instr, Kernel, WgmmaMode};
 
-use super::gemm::{code, expr, name, push_role};
+use super::gemm::name;
+use super::Kb;
 use super::{BenchError, GenError};
 use crate::run::simulate;
 
@@ -32,22 +33,20 @@ pub fn wgmma_chain(sms: u16, n: u16, mode: WgmmaMode) -> Result<Kernel, GenError
             problem: format!("{n} is not a multiple of 8 in 8..=256"),
         });
     }
-    let mut k = Kernel {
-        name: name(&format!("wgmma_n{n}_{}", mode.name())),
-        grid: [sms.max(1) as u32, 1, 1],
-        ..Kernel::default()
-    };
-    let count = expr(&mut k, simfa_core::Expr::constant(CHAIN as i64))?;
-    let begin = code(&mut k, Instr::LoopBegin { count, end: 0 })?;
-    code(&mut k, Instr::Wgmma { n, mode })?;
-    let end = code(&mut k, Instr::LoopEnd { begin })?;
-    k.code[begin as usize] = Instr::LoopBegin { count, end };
-    code(&mut k, Instr::WgmmaCommit)?;
-    code(&mut k, Instr::WgmmaWait { n: 0 })?;
-    code(&mut k, Instr::Exit)?;
-    push_role(&mut k, "chain", 1, 168, 0)?;
-    k.validate().map_err(GenError::Invalid)?;
-    Ok(k)
+    let mut k = Kb::new(
+        Kernel::default(),
+        &name(&format!("wgmma_n{n}_{}", mode.name())),
+    )?;
+    k.grid([sms.max(1) as u32, 1, 1]);
+    k.begin_role("chain", 1, 168)?;
+    let begin = k.loop_begin(simfa_core::Expr::constant(CHAIN as i64))?;
+    k.op(Instr::Wgmma { n, mode })?;
+    k.loop_end(begin)?;
+    k.op(Instr::WgmmaCommit)?;
+    k.op(Instr::WgmmaWait { n: 0 })?;
+    k.op(Instr::Exit)?;
+    k.end_role()?;
+    Ok(k.finish()?)
 }
 
 /// What the benchmark measures.

@@ -38,11 +38,10 @@ mod program;
 #[cfg(test)]
 mod tests;
 
-use simfa_core::kernel::StageDecl;
-use simfa_core::{GpuConfig, Instr, Kernel, MbarDecl, Role, TensorMap, UnitClass, WgmmaMode, Work};
+use simfa_core::{GpuConfig, Instr, Kernel, TensorMap, UnitClass, WgmmaMode, Work};
 
 use super::gemm::name;
-use super::GenError;
+use super::{GenError, Kb};
 use program::{lin, Gen};
 
 const Q: usize = 0;
@@ -427,8 +426,9 @@ fn bshd(
 pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     let plan = Plan::new(p, cfg.sms)?;
     let t = plan.tiling;
-    let mut k = Kernel {
-        name: name(&format!(
+    let mut k = Kb::new(
+        Kernel::default(),
+        &name(&format!(
             "fa3_{}x{}x{}_d{}{}",
             p.batch,
             p.heads,
@@ -436,13 +436,12 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
             p.hdim,
             if p.causal { "c" } else { "" }
         )),
-        grid: if p.causal {
-            [plan.m_blocks, p.heads, p.batch]
-        } else {
-            [plan.ctas, 1, 1]
-        },
-        ..Kernel::default()
-    };
+    )?;
+    k.grid(if p.causal {
+        [plan.m_blocks, p.heads, p.batch]
+    } else {
+        [plan.ctas, 1, 1]
+    });
     let e = ELEM_BYTES as u64;
     let q_bytes = p.batch as u64 * p.seqlen_q as u64 * p.heads as u64 * p.hdim as u64 * e;
     let kv_bytes = p.batch as u64 * p.seqlen_kv as u64 * p.kv_heads as u64 * p.hdim as u64 * e;
@@ -473,40 +472,19 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     ];
     // Shared memory: Q, the K and V rings (the output tile aliases V).
     let smem = maps[Q].full_box_bytes() + t.stages as u64 * 2 * maps[K].full_box_bytes();
-    k.smem_bytes = smem as u32;
+    k.smem(smem as u32);
     for m in maps {
-        k.maps
-            .push(m)
-            .map_err(|_| GenError::Capacity("tensor map table"))?;
+        k.map(m)?;
     }
-    let decl = |k: &mut Kernel, nm: &str, len: u16, count: u16| -> Result<u8, GenError> {
-        k.mbarriers
-            .push(MbarDecl {
-                name: name(nm),
-                len,
-                count,
-            })
-            .map_err(|_| GenError::Capacity("mbarrier table"))?;
-        Ok((k.mbarriers.len() - 1) as u8)
-    };
     let st = t.stages as u16;
-    let q_full = decl(&mut k, "q_full", 1, 1)?;
-    let k_full = decl(&mut k, "k_full", st, 1)?;
-    let v_full = decl(&mut k, "v_full", st, 1)?;
-    let o_free = decl(&mut k, "o_free", 1, 1)?;
-    let stage = |k: &mut Kernel, nm: &str, len: u16| -> Result<u8, GenError> {
-        k.stages
-            .push(StageDecl {
-                name: name(nm),
-                len,
-                consumers: t.consumers as u16,
-            })
-            .map_err(|_| GenError::Capacity("stage table"))?;
-        Ok((k.stages.len() - 1) as u8)
-    };
-    let q_empty = stage(&mut k, "q_empty", 1)?;
-    let k_empty = stage(&mut k, "k_empty", st)?;
-    let v_empty = stage(&mut k, "v_empty", st)?;
+    let q_full = k.mbarriers("q_full", 1, 1)?;
+    let k_full = k.mbarriers("k_full", st, 1)?;
+    let v_full = k.mbarriers("v_full", st, 1)?;
+    let o_free = k.mbarriers("o_free", 1, 1)?;
+    let c = t.consumers as u16;
+    let q_empty = k.stages("q_empty", 1, c)?;
+    let k_empty = k.stages("k_empty", st, c)?;
+    let v_empty = k.stages("v_empty", st, c)?;
     let mut g = Gen {
         k,
         p,
@@ -521,30 +499,16 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
         v_empty,
         maps: [0, 1, 2, 3],
     };
-    let role = |g: &mut Gen<'_>, nm: &str, regs: u16, start: u16| -> Result<(), GenError> {
-        let len = g.k.code.len() as u16 - start;
-        g.k.roles
-            .push(Role {
-                name: name(nm),
-                count: 1,
-                regs,
-                start,
-                len,
-                stream: false,
-            })
-            .map_err(|_| GenError::Capacity("role table"))?;
-        Ok(())
-    };
     if p.variant != Variant::NoWs {
-        let start = g.k.code.len() as u16;
+        g.k.begin_role("producer", 1, t.producer_regs as u32)?;
         let b = g.loop_begin(g.tile_trips())?;
         g.producer_tile()?;
         g.loop_end(b)?;
         g.op(Instr::Exit)?;
-        role(&mut g, "producer", t.producer_regs, start)?;
+        g.k.end_role()?;
     }
     for c in 0..t.consumers {
-        let start = g.k.code.len() as u16;
+        g.k.begin_role(&format!("consumer{c}"), 1, t.consumer_regs as u32)?;
         if c + 1 == t.consumers && g.ping_pong() {
             // The last consumer opens the ping-pong for the first.
             let id = g.e(lin(1))?;
@@ -557,10 +521,9 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
         g.consumer_tile(c)?;
         g.loop_end(b)?;
         g.op(Instr::Exit)?;
-        role(&mut g, &format!("consumer{c}"), t.consumer_regs, start)?;
+        g.k.end_role()?;
     }
-    let k = g.k;
-    k.validate().map_err(GenError::Invalid)?;
+    let k = g.k.finish()?;
     k.check_fits(cfg).map_err(GenError::Invalid)?;
     Ok((k, plan))
 }

@@ -2,10 +2,9 @@
 //! each consumer's GEMMs, softmax `compute`, ping-pong and epilogue, written as
 //! affine expressions of the CTA index and loop counters.
 
-use simfa_core::{Expr, Instr, Kernel, Ref, WgmmaMode, Work};
+use simfa_core::{Expr, Instr, Ref, WgmmaMode, Work};
 
-use super::super::gemm::{code, expr};
-use super::super::GenError;
+use super::super::{GenError, Kb};
 use super::{Fa3Params, NonMma, Plan, Variant, K, O, Q, V, WG};
 
 /// The ring position `g` of a KV block: `lin div div` (div 1 for none).
@@ -42,7 +41,7 @@ impl Ring {
 /// Where the expression table, tiling and layout are gathered while the
 /// programs are written.
 pub(super) struct Gen<'a> {
-    pub(super) k: Kernel,
+    pub(super) k: Kb,
     pub(super) p: &'a Fa3Params,
     pub(super) plan: Plan,
     pub(super) nm: NonMma,
@@ -63,10 +62,10 @@ pub(super) fn lin(k: i64) -> Expr {
 
 impl Gen<'_> {
     pub(super) fn e(&mut self, e: Expr) -> Result<u16, GenError> {
-        expr(&mut self.k, e)
+        Ok(self.k.expr(e)?)
     }
     pub(super) fn op(&mut self, i: Instr) -> Result<u16, GenError> {
-        code(&mut self.k, i)
+        Ok(self.k.op(i)?)
     }
     fn at(&mut self, decl: u8, idx: Expr) -> Result<Ref, GenError> {
         Ok(Ref {
@@ -75,15 +74,10 @@ impl Gen<'_> {
         })
     }
     pub(super) fn loop_begin(&mut self, count: Expr) -> Result<u16, GenError> {
-        let c = self.e(count)?;
-        self.op(Instr::LoopBegin { count: c, end: 0 })
+        Ok(self.k.loop_begin(count)?)
     }
     pub(super) fn loop_end(&mut self, begin: u16) -> Result<(), GenError> {
-        let end = self.op(Instr::LoopEnd { begin })?;
-        if let Instr::LoopBegin { count, .. } = self.k.code[begin as usize] {
-            self.k.code[begin as usize] = Instr::LoopBegin { count, end };
-        }
-        Ok(())
+        Ok(self.k.loop_end(begin)?)
     }
     fn compute(&mut self, work: Work) -> Result<(), GenError> {
         if !work.is_empty() {
@@ -267,7 +261,7 @@ impl Gen<'_> {
         let stage = self.at(empty, slot)?;
         self.op(Instr::StageAcquire { stage })?;
         let bar = self.at(full, slot)?;
-        let bytes = self.k.maps[self.maps[which] as usize].full_box_bytes() as u32;
+        let bytes = self.k.kernel().maps[self.maps[which] as usize].full_box_bytes() as u32;
         self.op(Instr::MbarExpectTx { bar, bytes })?;
         let zero = self.e(lin(0))?;
         let coords = [

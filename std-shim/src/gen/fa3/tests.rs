@@ -3,8 +3,6 @@ use std::collections::HashMap;
 use simfa_core::config::MemoryModel;
 use simfa_core::{Cycle, Event, GpuConfig, Observer, Op};
 
-use super::super::gemm::name;
-
 use super::*;
 
 fn fixed() -> GpuConfig {
@@ -85,25 +83,14 @@ fn softmax_of_64x176_takes_988_cycles_alone() {
     slow.units.mufu = 8;
     assert_eq!(solo_cycles(&slow, &nm.per_block()), 988 + 704);
     // The simulated WarpGroup, alone on its SM, spends exactly that long.
-    let mut k = Kernel {
-        name: name("softmax"),
-        grid: [1, 1, 1],
-        ..Kernel::default()
-    };
+    let mut b = Kb::new(Kernel::default(), "softmax").unwrap();
+    b.begin_role("consumer", 1, 240).unwrap();
     for w in [nm.softmax, nm.rescale] {
-        k.code.push(Instr::Compute { work: w }).unwrap();
+        b.op(Instr::Compute { work: w }).unwrap();
     }
-    k.code.push(Instr::Exit).unwrap();
-    k.roles
-        .push(Role {
-            name: name("consumer"),
-            count: 1,
-            regs: 240,
-            start: 0,
-            len: 3,
-            stream: false,
-        })
-        .unwrap();
+    b.op(Instr::Exit).unwrap();
+    b.end_role().unwrap();
+    let k = b.finish().unwrap();
     let out = crate::run::simulate(&fixed(), &k, &mut ()).unwrap();
     assert_eq!(out.summary.stats.compute_cycles, 988);
     assert_eq!(out.summary.cycles, 989);
