@@ -493,6 +493,23 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether the operands that compact programs get from a validated
+    /// kernel are in range for kernel `k`: the tensor map exists, the
+    /// WGMMA N is one Hopper has (a multiple of 8 in 8..=256), a named
+    /// barrier's thread count is a non-zero multiple of 128. Barrier,
+    /// stage and named-barrier indices are checked when the op executes.
+    /// The simulator refuses a streamed op that fails this.
+    pub fn fits(&self, k: &crate::kernel::Kernel) -> bool {
+        match *self {
+            Op::TmaLoad { map, .. } | Op::TmaStore { map, .. } => (map as usize) < k.maps.len(),
+            Op::Wgmma { n, .. } => (8..=256).contains(&n) && n % 8 == 0,
+            Op::BarSync { threads, .. } | Op::BarArrive { threads, .. } => {
+                threads != 0 && threads as u32 % crate::kernel::WG_THREADS == 0
+            }
+            _ => true,
+        }
+    }
+
     /// A small stable code for digests and traces.
     pub const fn code(&self) -> u8 {
         match self {

@@ -19,6 +19,7 @@ pub mod gantt;
 mod gantt_svg;
 pub mod gen;
 pub mod load;
+pub mod proton;
 pub mod report;
 pub mod run;
 pub mod svg;

@@ -12,7 +12,7 @@ use simfa_core::digest::Digest;
 use simfa_core::isa::EvalCtx;
 use simfa_core::{
     BuildError, Cycle, Event, GpuConfig, Instr, Kernel, NoStream, Observer, Op, SimError,
-    Simulator, SnapshotError, Status, Summary, WaitReason, Waiter,
+    Simulator, SnapshotError, Status, StreamSource, Summary, WaitReason, Waiter,
 };
 
 /// Simulation steps between two calls of the progress hook (2^10). A step
@@ -175,7 +175,11 @@ impl Tally {
 
 /// Writes a snapshot of `sim` and the run's `tally` to `path` atomically
 /// (through a temporary file and a rename); returns the bytes written.
-pub fn save_snapshot(path: &Path, sim: &Simulator<'_>, tally: &Tally) -> Result<usize, RunError> {
+pub fn save_snapshot<S: StreamSource>(
+    path: &Path,
+    sim: &Simulator<'_, S>,
+    tally: &Tally,
+) -> Result<usize, RunError> {
     let name = || path.display().to_string();
     let mut buf = vec![0u8; sim.snapshot_size() + TRAILER];
     let n = sim.save(&mut buf).map_err(|error| RunError::Snapshot {
@@ -226,18 +230,21 @@ pub fn read_snapshot(path: &Path) -> Result<(Vec<u8>, Tally), RunError> {
     Ok((bytes, tally))
 }
 
-/// Restores a simulator from a file written by [`save_snapshot`] into
-/// `arena`; errors name the file.
-pub fn resume<'a>(
+/// Restores a simulator whose stream roles pull from `source` from a file
+/// written by [`save_snapshot`] into `arena`; errors name the file.
+pub fn resume<'a, S: StreamSource>(
     cfg: &GpuConfig,
     k: &'a Kernel,
     arena: &'a mut [u8],
+    source: S,
     path: &Path,
-) -> Result<(Simulator<'a>, Tally), RunError> {
+) -> Result<(Simulator<'a, S>, Tally), RunError> {
     let (bytes, tally) = read_snapshot(path)?;
-    let sim = Simulator::restore(cfg, k, arena, &bytes).map_err(|error| RunError::Snapshot {
-        path: path.display().to_string(),
-        error,
+    let sim = Simulator::restore_with_source(cfg, k, arena, source, &bytes).map_err(|error| {
+        RunError::Snapshot {
+            path: path.display().to_string(),
+            error,
+        }
     })?;
     Ok((sim, tally))
 }
@@ -305,6 +312,19 @@ pub fn simulate_with_snapshots(
     cfg: &GpuConfig,
     k: &Kernel,
     obs: &mut impl Observer,
+    progress: impl FnMut(u64, u32, u32),
+    snaps: &Snapshots,
+) -> Result<RunOutcome, RunError> {
+    simulate_from(cfg, k, NoStream, obs, progress, snaps)
+}
+
+/// Like [`simulate_with_snapshots`] for a kernel whose stream roles pull
+/// their instructions from `source` (an imported trace).
+pub fn simulate_from<S: StreamSource>(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    source: S,
+    obs: &mut impl Observer,
     mut progress: impl FnMut(u64, u32, u32),
     snaps: &Snapshots,
 ) -> Result<RunOutcome, RunError> {
@@ -323,8 +343,11 @@ pub fn simulate_with_snapshots(
         });
     }
     let (mut sim, tally) = match &snaps.resume {
-        Some(path) => resume(cfg, k, &mut arena, path)?,
-        None => (Simulator::new(cfg, k, &mut arena)?, Tally::default()),
+        Some(path) => resume(cfg, k, &mut arena, source, path)?,
+        None => (
+            Simulator::with_source(cfg, k, &mut arena, source)?,
+            Tally::default(),
+        ),
     };
     let mut counter = FlopCounter { inner: obs, tally };
     let mut save_at = snaps.save_at.as_ref();

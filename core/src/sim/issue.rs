@@ -157,9 +157,9 @@ impl<S: StreamSource> Simulator<'_, S> {
                 .source
                 .pull(cta.cta, t.role, t.wg_in_role, t.stream_pos)
             {
-                Ok(Some(op)) => Ok(Some(op)),
+                Ok(Some(op)) if op.fits(k) => Ok(Some(op)),
                 Ok(None) => Ok(Some(Op::Exit)),
-                Err(_) => Err(SimError::Source {
+                Ok(Some(_)) | Err(_) => Err(SimError::Source {
                     cta: cta.cta,
                     role: t.role,
                 }),
