@@ -7,8 +7,8 @@
 //! (`@f`, `@"f"`), attribute and type aliases or dialect names (`#mma`,
 //! `!ttg.memdesc`), block labels (`^bb0`), words (identifiers, keywords and
 //! numbers, `128x64xf16` included), the arrow `->`, the ellipsis `...`, the
-//! six brackets and any other character as a one-character token. Newlines
-//! are tokens too: statements end at them.
+//! eight brackets and any other character as a one-character token.
+//! Newlines are tokens too: statements end at them.
 
 use super::error::{TtgirError, TtgirErrorKind};
 
@@ -99,8 +99,10 @@ fn char_len(b: u8) -> usize {
     }
 }
 
-/// Cuts `src` into tokens, checking that strings are terminated and
-/// brackets balanced; `file` names the input in errors.
+/// Cuts `src` into tokens, checking that strings are terminated and that
+/// every closing bracket closes the innermost open one; `file` names the
+/// input in errors. Brackets still open at the end are left to
+/// [`check_closed`](super::stmt::check_closed), which knows regions.
 pub fn tokenize(file: &str, src: &str) -> Result<Vec<Token>, TtgirError> {
     let b = src.as_bytes();
     let n = b.len();
@@ -220,9 +222,6 @@ pub fn tokenize(file: &str, src: &str) -> Result<Vec<Token>, TtgirError> {
             start,
             end: i,
         });
-    }
-    if let Some(&(o, at)) = open.last() {
-        return Err(err(at, TtgirErrorKind::Unclosed(o as char)));
     }
     Ok(out)
 }
@@ -366,9 +365,6 @@ mod tests {
         );
         let e = tokenize("f", "}").unwrap_err();
         assert_eq!(e.kind, TtgirErrorKind::UnopenedBracket('}'));
-        let e = tokenize("f", "x\n{ <").unwrap_err();
-        assert_eq!(e.kind, TtgirErrorKind::Unclosed('<'));
-        assert_eq!((e.line, e.column), (2, 3));
     }
 
     #[test]

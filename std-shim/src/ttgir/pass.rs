@@ -20,7 +20,7 @@ use super::error::{position, TtgirError, TtgirErrorKind};
 use super::lex::{tokenize, unquote, Token, TokenKind};
 use super::ops::{derive, recognise, Ctx};
 use super::scope::{Scope, ScopeKind};
-use super::stmt::{op_view, statements, Stmt};
+use super::stmt::{check_closed, op_view, statements, Stmt};
 use super::types::Aliases;
 
 /// One instrumented op.
@@ -72,6 +72,7 @@ struct Analysis {
 /// Reads `src` (named `file` in errors): statements, records and sites.
 fn analyse(file: &str, src: &str) -> Result<Analysis, TtgirError> {
     let tokens = tokenize(file, src)?;
+    check_closed(file, src, &tokens)?;
     let stmts = statements(&tokens);
     let mut aliases = Aliases::default();
     for s in &stmts {

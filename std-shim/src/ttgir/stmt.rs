@@ -18,6 +18,7 @@
 //! %r = "dialect.op"(%a, %b) <{prop = 1 : i32}> ({...}) {attr} : (T1, T2) -> T3
 //! ```
 
+use super::error::{TtgirError, TtgirErrorKind};
 use super::lex::{Token, TokenKind};
 
 /// One statement: a range of tokens and the bytes they cover.
@@ -76,6 +77,37 @@ pub fn statements(tokens: &[Token]) -> Vec<Stmt> {
         close(&mut out, first, tokens.len());
     }
     out
+}
+
+/// Checks that every bracket of `tokens` is closed by the end of `src`
+/// (naming the innermost one left open),
+/// except the braces that open regions: an excerpt cut after a function
+/// header (`tt.func @f(...) {` and nothing after its body) is still read.
+pub fn check_closed(file: &str, src: &str, tokens: &[Token]) -> Result<(), TtgirError> {
+    let mut open: Vec<usize> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        match t.kind {
+            TokenKind::Open(_) => open.push(i),
+            TokenKind::Close(_) => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    for i in open.into_iter().rev() {
+        let t = &tokens[i];
+        if let TokenKind::Open(c) = t.kind {
+            if !(c == b'{' && opens_region(tokens, i)) {
+                return Err(TtgirError::at(
+                    file,
+                    src,
+                    t.start,
+                    TtgirErrorKind::Unclosed(c as char),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether the statement starting at `tokens[first]` goes on past the
@@ -377,6 +409,18 @@ mod tests {
                 "}"
             ]
         );
+    }
+
+    #[test]
+    fn only_regions_may_stay_open() {
+        let ok = "module {\n  tt.func @f() {\n    tt.return\n";
+        let t = tokenize("t", ok).unwrap();
+        assert!(check_closed("t", ok, &t).is_ok());
+        for (bad, c, line) in [("x\n{ <", '<', 2), ("%0 = foo {a = 1 : i32\n", '{', 1), ("f(\n", '(', 1)] {
+            let t = tokenize("f", bad).unwrap();
+            let e = check_closed("f", bad, &t).unwrap_err();
+            assert_eq!((e.kind, e.line), (TtgirErrorKind::Unclosed(c), line), "{bad:?}");
+        }
     }
 
     #[test]
