@@ -10,6 +10,8 @@
 //! simfa presets
 //! simfa calibrate pchase CSV [--gpu NAME | --config FILE] [--json] [--svg FILE] [--points N]
 //! simfa calibrate tma-bw [--gpu NAME | --config FILE] [--json] [--cells N]
+//! simfa ttgir instrument IN [-o OUT]
+//! simfa ttgir sites IN [--json]
 //! ```
 //!
 //! Exit status: 0 on success; 1 when the simulation fails (deadlock,
@@ -25,6 +27,7 @@ mod bench_cmd;
 mod calibrate_cmd;
 mod fa3_cmd;
 mod progress;
+mod ttgir_cmd;
 mod validate_cmd;
 
 use std::io::Write;
@@ -48,6 +51,7 @@ use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use fa3_cmd::Fa3Shape;
 use progress::Progress;
+use ttgir_cmd::TtgirCmd;
 use validate_cmd::ValidateArgs;
 
 /// Cycle-level simulator for Hopper TMA/WGMMA kernels.
@@ -120,6 +124,12 @@ enum Cmd {
     /// reference on a fixed suite (FA3, GEMM, pointer chase, TMA
     /// throughput), point by point.
     Agreement(AgreementArgs),
+    /// Instrument a Triton GPU IR (TTGIR) file with Proton records, or
+    /// list the ops it would instrument.
+    Ttgir {
+        #[command(subcommand)]
+        what: TtgirCmd,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -312,6 +322,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Calibrate { what } => what.run(),
         Cmd::Validate(v) => v.run(),
         Cmd::Agreement(a) => a.run(),
+        Cmd::Ttgir { what } => what.run(),
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;

@@ -1,5 +1,7 @@
 //! Every malformed input in `tests/hostile/` through the real `simfa`
-//! binary: the exit status and message that `tests/hostile/expect.toml`
+//! binary (kernels through `run` and `convert`, configurations through
+//! `run --config`, TTGIR files through `ttgir sites` and `ttgir
+//! instrument`): the exit status and message that `tests/hostile/expect.toml`
 //! gives, the file named in the message, no panic, no hang, and no output
 //! file (or temporary file) left behind by a failed command.
 
@@ -130,6 +132,12 @@ fn run_case(case: &Case) -> Result<(), String> {
     let p = s(&path);
     let scratch = Scratch::new("hostile");
     let trace = scratch.path("out.trace");
+    if case.file.ends_with(".mlir") {
+        check(case, "ttgir sites", &["ttgir", "sites", p], p, &scratch.0)?;
+        let out = scratch.path("out.mlir");
+        let args = ["ttgir", "instrument", p, "-o", s(&out)];
+        return check(case, "ttgir instrument", &args, p, &scratch.0);
+    }
     if case.file.ends_with(".toml") {
         let k = valid_kernel();
         let args = [
@@ -170,7 +178,7 @@ fn every_hostile_input_fails_cleanly() {
         on_disk, expected,
         "every file in tests/hostile/ needs an entry in expect.toml and every entry a file"
     );
-    for kind in [".sasm", ".sfk", ".toml"] {
+    for kind in [".sasm", ".sfk", ".toml", ".mlir"] {
         assert!(
             cases.iter().filter(|c| c.file.ends_with(kind)).count() >= 8,
             "too few {kind} cases"

@@ -5,7 +5,8 @@
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
 //! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
 //! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
-//! and the read-after-transfer consistency checker ([`check`]).
+//! the read-after-transfer consistency checker ([`check`]), and the TTGIR
+//! instrumentation pass for Triton kernels ([`ttgir`]).
 
 pub mod agreement;
 pub mod asm;
@@ -24,4 +25,5 @@ pub mod report;
 pub mod run;
 pub mod svg;
 pub mod trace;
+pub mod ttgir;
 pub mod validate;

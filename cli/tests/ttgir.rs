@@ -1,0 +1,56 @@
+//! `simfa ttgir instrument` and `simfa ttgir sites` through the real
+//! binary on the TTGIR fixtures.
+
+mod common;
+use common::{s, simfa, stderr, Scratch};
+
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/ttgir")
+        .join(name)
+        .canonicalize()
+        .expect("the TTGIR fixture exists")
+}
+
+#[test]
+fn instrument_writes_the_file_or_stdout_and_is_idempotent() {
+    let input = fixture("01_gluon_frontend_hopper_ops.mlir");
+    let scratch = Scratch::new("ttgir");
+    let once = scratch.path("once.mlir");
+    let o = simfa(&["ttgir", "instrument", s(&input), "-o", s(&once)]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+    let written = std::fs::read_to_string(&once).unwrap();
+    let to_stdout = simfa(&["ttgir", "instrument", s(&input)]);
+    assert_eq!(String::from_utf8(to_stdout.stdout).unwrap(), written);
+    assert_eq!(written.matches("proton.record start \"SIMFA|").count(), 10);
+    let again = simfa(&["ttgir", "instrument", s(&once)]);
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), written);
+}
+
+#[test]
+fn sites_prints_a_table_or_json() {
+    let input = fixture("05_legacy_proton_gemm_s3_excerpt.ttgir");
+    let table = simfa(&["ttgir", "sites", s(&input)]);
+    assert_eq!(table.status.code(), Some(0), "{}", stderr(&table));
+    let text = String::from_utf8(table.stdout).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(text.lines().next().unwrap().starts_with("site"));
+    let json = simfa(&["ttgir", "sites", s(&input), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["kind"], "WGMMA");
+    assert_eq!(rows[0]["line"], 18);
+    assert_eq!(rows[0]["op"], "triton_nvidia_gpu.warp_group_dot");
+    assert_eq!(rows[1]["scope"], "SIMFA|WGMMA_WAIT|pendings=1|site=1");
+}
+
+#[test]
+fn a_missing_input_is_named() {
+    let o = simfa(&["ttgir", "sites", "/nonexistent/k.mlir"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read /nonexistent/k.mlir"), "{}", stderr(&o));
+}

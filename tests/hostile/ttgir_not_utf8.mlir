@@ -1,0 +1,3 @@
+module {
+  // ÿþ not text
+}
