@@ -26,6 +26,7 @@ mod agreement_cmd;
 mod bench_cmd;
 mod calibrate_cmd;
 mod fa3_cmd;
+mod import_cmd;
 mod progress;
 mod ttgir_cmd;
 mod validate_cmd;
@@ -36,20 +37,23 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use simfa_core::config::MemoryModel;
-use simfa_core::{GpuConfig, Kernel, PRESETS};
+use simfa_core::{GpuConfig, Kernel, NoStream, StreamSource, PRESETS};
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
 use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
 use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
+use simfa_std::proton::export::ProtonWriter;
+use simfa_std::proton::ops_file::{ops_path, OpsFile};
 use simfa_std::report::Report;
-use simfa_std::run::{simulate_with_snapshots, RunError, Snapshots};
+use simfa_std::run::{simulate_from, RunError, Snapshots};
 use simfa_std::trace::{DramTrace, TraceFormat};
 
 use agreement_cmd::AgreementArgs;
 use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use fa3_cmd::Fa3Shape;
+use import_cmd::ImportCmd;
 use progress::Progress;
 use ttgir_cmd::TtgirCmd;
 use validate_cmd::ValidateArgs;
@@ -68,6 +72,10 @@ enum Cmd {
     Run {
         /// The kernel file.
         file: PathBuf,
+        /// The op file of a kernel with stream roles (an imported trace);
+        /// default: the kernel file's name with `.ops` appended.
+        #[arg(long, value_name = "FILE")]
+        ops: Option<PathBuf>,
         #[command(flatten)]
         gpu: SimGpuArgs,
         #[command(flatten)]
@@ -124,6 +132,11 @@ enum Cmd {
     /// reference on a fixed suite (FA3, GEMM, pointer chase, TMA
     /// throughput), point by point.
     Agreement(AgreementArgs),
+    /// Turn a recorded trace into a kernel whose WarpGroups replay it.
+    Import {
+        #[command(subcommand)]
+        what: ImportCmd,
+    },
     /// Instrument a Triton GPU IR (TTGIR) file with Proton records, or
     /// list the ops it would instrument.
     Ttgir {
@@ -262,6 +275,14 @@ impl Failure {
         Failure::Input(e.to_string())
     }
 
+    /// The same failure with `why` appended to its message.
+    fn because(self, why: &str) -> Self {
+        match self {
+            Failure::Input(m) => Failure::Input(format!("{m}: {why}")),
+            Failure::Sim(m) => Failure::Sim(format!("{m}: {why}")),
+        }
+    }
+
     /// The same failure, its message prefixed with `origin: `.
     fn within(self, origin: &str) -> Self {
         match self {
@@ -289,7 +310,12 @@ fn main() -> ExitCode {
 
 fn dispatch(cmd: Cmd) -> Result<(), Failure> {
     match cmd {
-        Cmd::Run { file, gpu, out } => {
+        Cmd::Run {
+            file,
+            ops,
+            gpu,
+            out,
+        } => {
             let cfg = gpu.resolve()?;
             let k = load_kernel(&file).map_err(Failure::input)?;
             // Name the inputs in run failures too (loading errors do already).
@@ -297,8 +323,31 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                 Some(c) => format!("{} with {}", file.display(), c.display()),
                 None => file.display().to_string(),
             };
-            run_and_report(&cfg, &k, &out, None).map_err(|f| f.within(&inputs))
+            if !k.roles.iter().any(|r| r.stream) {
+                if let Some(o) = ops {
+                    return Err(Failure::Input(format!(
+                        "--ops {}: {} has no stream roles to read it",
+                        o.display(),
+                        file.display()
+                    )));
+                }
+                return run_and_report(&cfg, &k, NoStream, &out, None)
+                    .map_err(|f| f.within(&inputs));
+            }
+            let path = ops.unwrap_or_else(|| ops_path(&file));
+            let mut src = OpsFile::open(&path).map_err(|e| {
+                Failure::Input(format!(
+                    "{}: its stream roles need their op file: {e}",
+                    file.display()
+                ))
+            })?;
+            let r = run_and_report(&cfg, &k, &mut src, &out, None);
+            r.map_err(|f| match src.error() {
+                Some(why) => f.within(&inputs).because(why),
+                None => f.within(&inputs),
+            })
         }
+        Cmd::Import { what } => what.run(),
         Cmd::Gen {
             what: GenCmd::Gemm { shape, gpu, output },
         } => {
@@ -326,13 +375,13 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, &out, None)
+            run_and_report(&cfg, &k, NoStream, &out, None)
         }
         Cmd::Fa3 { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let p = shape.params();
             let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, &out, Some(p.flops()))
+            run_and_report(&cfg, &k, NoStream, &out, Some(p.flops()))
         }
         Cmd::Bench(b) => b.run(),
         Cmd::Convert { input, output } => {
@@ -402,6 +451,7 @@ struct TraceArgs {
 fn run_and_report(
     cfg: &GpuConfig,
     k: &Kernel,
+    source: impl StreamSource,
     out: &Outputs,
     workload_flops: Option<u64>,
 ) -> Result<(), Failure> {
@@ -425,17 +475,33 @@ fn run_and_report(
     let mut gantt = (out.gantt.is_some() || out.svg.is_some())
         .then(|| GanttRecorder::for_kernel(out.gantt_sm, k));
     let mut checker = out.check.then(|| ConsistencyChecker::new(cfg));
+    let mut proton = match &out.proton {
+        Some(path) => {
+            let cannot = |e: std::io::Error| {
+                Failure::Input(format!("cannot write Proton trace {}: {e}", path.display()))
+            };
+            let f = std::io::BufWriter::new(std::fs::File::create(path).map_err(cannot)?);
+            Some(ProtonWriter::new(f, k).map_err(cannot)?)
+        }
+        None => None,
+    };
     let mut progress = Progress::new(!out.json);
-    let mut observers = ((&mut tracer, &mut gantt), &mut checker);
+    let mut observers = ((&mut tracer, &mut gantt), (&mut checker, &mut proton));
     let snaps = out.snapshots()?;
-    let result = simulate_with_snapshots(
+    let result = simulate_from(
         cfg,
         k,
+        source,
         &mut observers,
         |c, r, t| progress.update(c, r, t),
         &snaps,
     );
     progress.finish();
+    if let (Ok(o), Some(w), Some(path)) = (&result, proton.take(), &out.proton) {
+        w.finish(o.summary.cycles).map_err(|e| {
+            Failure::Input(format!("cannot write Proton trace {}: {e}", path.display()))
+        })?;
+    }
     if result.is_ok() {
         if let (Some(t), Some(path)) = (tracer.take(), &trace.dram_trace) {
             t.finish().map_err(|e| {
@@ -510,6 +576,11 @@ struct Outputs {
     /// Draw the same timeline as an SVG Gantt chart.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Write the run as a Proton-style chrome trace (one event per
+    /// instruction, SIMFA scope names); `simfa import proton` reads it
+    /// back into a kernel that simulates to the same cycles.
+    #[arg(long, value_name = "FILE")]
+    proton: Option<PathBuf>,
     /// Run the read-after-transfer consistency checker; exit 1 if it finds
     /// a violation (the first few are printed in full, then counts).
     #[arg(long)]

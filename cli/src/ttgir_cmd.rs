@@ -35,8 +35,8 @@ pub enum TtgirCmd {
 /// Reads `path` as text; errors name the file.
 fn read(path: &Path) -> Result<(String, String), Failure> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .map_err(|e| Failure::Input(format!("cannot read {name}: {e}")))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| Failure::Input(format!("cannot read {name}: {e}")))?;
     let text = decode(&name, &bytes).map_err(Failure::input)?.to_string();
     Ok((name, text))
 }

@@ -1,7 +1,7 @@
 //! Every malformed input in `tests/hostile/` through the real `simfa`
 //! binary (kernels through `run` and `convert`, configurations through
 //! `run --config`, TTGIR files through `ttgir sites` and `ttgir
-//! instrument`): the exit status and message that `tests/hostile/expect.toml`
+//! instrument`, Proton traces through `import proton`): the exit status and message that `tests/hostile/expect.toml`
 //! gives, the file named in the message, no panic, no hang, and no output
 //! file (or temporary file) left behind by a failed command.
 
@@ -138,6 +138,11 @@ fn run_case(case: &Case) -> Result<(), String> {
         let args = ["ttgir", "instrument", p, "-o", s(&out)];
         return check(case, "ttgir instrument", &args, p, &scratch.0);
     }
+    if case.file.ends_with(".json") {
+        let out = scratch.path("out.sfk");
+        let args = ["import", "proton", p, "-o", s(&out)];
+        return check(case, "import proton", &args, p, &scratch.0);
+    }
     if case.file.ends_with(".toml") {
         let k = valid_kernel();
         let args = [
@@ -178,7 +183,7 @@ fn every_hostile_input_fails_cleanly() {
         on_disk, expected,
         "every file in tests/hostile/ needs an entry in expect.toml and every entry a file"
     );
-    for kind in [".sasm", ".sfk", ".toml", ".mlir"] {
+    for kind in [".sasm", ".sfk", ".toml", ".mlir", ".json"] {
         assert!(
             cases.iter().filter(|c| c.file.ends_with(kind)).count() >= 8,
             "too few {kind} cases"

@@ -5,4 +5,10 @@
 //! - [`ops_file`]: the per-WarpGroup instruction streams of an imported
 //!   kernel, on disk, read back through [`simfa_core::StreamSource`].
 
+pub mod events;
+pub mod export;
+pub mod import;
 pub mod ops_file;
+
+#[cfg(test)]
+mod tests;

@@ -71,26 +71,35 @@ struct Entry {
     offset: u64,
 }
 
-/// Writes an op file stream by stream.
+/// Writes an op file stream by stream, into a temporary file beside it
+/// that [`OpsWriter::finish`] renames into place (a failed import leaves
+/// nothing behind).
 pub struct OpsWriter {
-    out: BufWriter<File>,
+    out: BufWriter<tempfile::NamedTempFile>,
+    dest: PathBuf,
     path: String,
     at: u64,
     index: Vec<Entry>,
 }
 
 impl OpsWriter {
-    /// Creates (truncates) the op file `path`.
+    /// Starts the op file `path` (replaced when finished).
     pub fn create(path: &Path) -> Result<Self, OpsError> {
         let p = path.display().to_string();
         let io = |source| OpsError::Io {
             path: p.clone(),
             source,
         };
-        let mut out = BufWriter::new(File::create(path).map_err(io)?);
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        let mut out = BufWriter::new(tmp);
         out.write_all(MAGIC).map_err(io)?;
         Ok(OpsWriter {
             out,
+            dest: path.to_path_buf(),
             path: p,
             at: MAGIC.len() as u64,
             index: Vec::new(),
@@ -149,7 +158,8 @@ impl OpsWriter {
             source,
         };
         self.out.write_all(&tail).map_err(io)?;
-        self.out.flush().map_err(io)?;
+        let tmp = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        tmp.persist(&self.dest).map_err(|e| io(e.error))?;
         Ok(self.index.iter().map(|e| e.ops).sum())
     }
 }
@@ -209,10 +219,7 @@ impl OpsFile {
         let n = u64::from_le_bytes(foot[0..8].try_into().unwrap());
         let at = u64::from_le_bytes(foot[8..16].try_into().unwrap());
         let room = len - FOOTER as u64;
-        if at < MAGIC.len() as u64
-            || at > room
-            || n.checked_mul(ENTRY as u64) != Some(room - at)
-        {
+        if at < MAGIC.len() as u64 || at > room || n.checked_mul(ENTRY as u64) != Some(room - at) {
             return Err(bad(format!(
                 "index of {n} entries at offset {at} does not fit the file"
             )));
@@ -290,8 +297,12 @@ impl OpsFile {
             }
         }
         let c = self.cursors.get_mut(&key).expect("cursor");
-        let (op, rest) = postcard::take_from_bytes::<Op>(&c.buf[c.i..])
-            .map_err(|e| format!("op {} of CTA {} role {} wg {}: {e}", c.pos, key.0, key.1, key.2))?;
+        let (op, rest) = postcard::take_from_bytes::<Op>(&c.buf[c.i..]).map_err(|e| {
+            format!(
+                "op {} of CTA {} role {} wg {}: {e}",
+                c.pos, key.0, key.1, key.2
+            )
+        })?;
         c.i = c.buf.len() - rest.len();
         c.pos += 1;
         Ok(op)

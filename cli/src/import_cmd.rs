@@ -1,0 +1,69 @@
+//! `simfa import proton`: a Proton chrome trace to a kernel that replays
+//! it (paper section V-A4).
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+use simfa_std::load::load_kernel;
+use simfa_std::proton::import::import_proton;
+use simfa_std::proton::ops_file::ops_path;
+
+use crate::{out, save, Failure};
+
+/// `simfa import ...`.
+#[derive(Debug, Subcommand)]
+pub enum ImportCmd {
+    /// Translate a Proton chrome trace into a kernel whose roles stream
+    /// the recorded instructions: writes KERNEL and its op file
+    /// KERNEL.ops, which `simfa run KERNEL` reads.
+    Proton {
+        /// The chrome trace (JSON), of any size: it is read as a stream.
+        trace: PathBuf,
+        /// A kernel file whose declarations (grid, tensor maps, mbarriers,
+        /// stages, roles) the trace's events refer to; default: the
+        /// trace's own `otherData.simfa_kernel` (written by `--proton`).
+        #[arg(long, value_name = "KERNEL")]
+        header: Option<PathBuf>,
+        /// The kernel file to write (.sfk binary, anything else text);
+        /// default: the trace's name with `.sfk`.
+        #[arg(short, long, value_name = "KERNEL")]
+        output: Option<PathBuf>,
+    },
+}
+
+impl ImportCmd {
+    pub fn run(self) -> Result<(), Failure> {
+        match self {
+            ImportCmd::Proton {
+                trace,
+                header,
+                output,
+            } => {
+                let header = header
+                    .map(|h| load_kernel(&h).map_err(Failure::input))
+                    .transpose()?;
+                let kernel = output.unwrap_or_else(|| trace.with_extension("sfk"));
+                let ops = ops_path(&kernel);
+                let (k, sum) = import_proton(&trace, header, &ops).map_err(Failure::input)?;
+                save(&k, &kernel)?;
+                out(&format!(
+                    "imported {} events of {} into {} ({} WarpGroup streams, {} instructions \
+                     in {})\n  {} replayed exactly, {} translated from their scopes, {} ignored, \
+                     {} duplicates from other warps dropped, {} warps differing from their \
+                     WarpGroup\n",
+                    sum.events,
+                    trace.display(),
+                    kernel.display(),
+                    sum.streams,
+                    sum.ops,
+                    ops.display(),
+                    sum.exact,
+                    sum.translated,
+                    sum.ignored,
+                    sum.duplicates,
+                    sum.mismatched_warps,
+                ))
+            }
+        }
+    }
+}
