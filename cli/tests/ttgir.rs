@@ -52,5 +52,9 @@ fn sites_prints_a_table_or_json() {
 fn a_missing_input_is_named() {
     let o = simfa(&["ttgir", "sites", "/nonexistent/k.mlir"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot read /nonexistent/k.mlir"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot read /nonexistent/k.mlir"),
+        "{}",
+        stderr(&o)
+    );
 }

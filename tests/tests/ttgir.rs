@@ -37,7 +37,10 @@ const FIXTURES: &[(&str, &[ScopeKind])] = &[
     ),
     ("04_triton_hopper_two_dot_header.mlir", &[Wgmma, Wgmma]),
     // One dot and its wait; the legacy `tt.proton_record` ops pass through.
-    ("05_legacy_proton_gemm_s3_excerpt.ttgir", &[Wgmma, WgmmaWait]),
+    (
+        "05_legacy_proton_gemm_s3_excerpt.ttgir",
+        &[Wgmma, WgmmaWait],
+    ),
     // Proton records and warp_specialize regions, no TMA/WGMMA/mbarrier op.
     ("06_proton_record_ops.mlir", &[]),
 ];
@@ -76,7 +79,10 @@ fn every_fixture_yields_its_sites() {
         let got: Vec<ScopeKind> = found.iter().map(Site::kind).collect();
         assert_eq!(&got, kinds, "{name}");
         for (i, s) in found.iter().enumerate() {
-            assert_eq!(s.scope.site as usize, i, "{name}: sites numbered in file order");
+            assert_eq!(
+                s.scope.site as usize, i,
+                "{name}: sites numbered in file order"
+            );
             let text = s.scope.to_string();
             assert_eq!(text.parse::<Scope>(), Ok(s.scope.clone()), "{name}: {text}");
         }
@@ -118,7 +124,8 @@ fn exact_scopes_of_the_fixtures() {
     );
     assert_eq!(gluon[9], "SIMFA|WGMMA_WAIT|pendings=1|site=9");
 
-    let two_dot = scope_strings(&sites("04", &read("04_triton_hopper_two_dot_header.mlir")).unwrap());
+    let two_dot =
+        scope_strings(&sites("04", &read("04_triton_hopper_two_dot_header.mlir")).unwrap());
     // The second dot's A is a register tensor (a dot_op layout): RS; its
     // accumulator layout is #mma1.
     assert_eq!(
@@ -185,7 +192,9 @@ fn hostile_ttgir_inputs_are_rejected_with_a_position() {
             .expect_err(&name);
         assert_eq!(err.file, name);
         assert!(err.line >= 1 && err.column >= 1, "{err}");
-        assert!(err.to_string().starts_with(&format!("{name}:{}:", err.line)));
+        assert!(err
+            .to_string()
+            .starts_with(&format!("{name}:{}:", err.line)));
     }
     assert!(n >= 8, "only {n} hostile TTGIR files");
 }

@@ -129,7 +129,8 @@ pub fn tokenize(file: &str, src: &str) -> Result<Vec<Token>, TtgirError> {
                 continue;
             }
             b'"' => {
-                i = string_end(b, i).ok_or_else(|| err(start, TtgirErrorKind::UnterminatedString))?;
+                i = string_end(b, i)
+                    .ok_or_else(|| err(start, TtgirErrorKind::UnterminatedString))?;
                 TokenKind::Str
             }
             b'%' | b'#' | b'!' | b'^' | b'@' => {

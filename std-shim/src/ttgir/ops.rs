@@ -70,7 +70,11 @@ use ScopeKind::{MbArrive, MbExpect, MbWait, TmaLoad, TmaStore, Wgmma as Dot, Wgm
 /// `triton_nvidia_gpu.` (late 2024 and before).
 pub const KNOWN_OPS: &[KnownOp] = &[
     op("ttng.async_tma_copy_global_to_local", TmaLoad, true),
-    op("triton_nvidia_gpu.async_tma_copy_global_to_local", TmaLoad, true),
+    op(
+        "triton_nvidia_gpu.async_tma_copy_global_to_local",
+        TmaLoad,
+        true,
+    ),
     op("ttng.async_tma_gather", TmaLoad, true),
     op("triton_nvidia_gpu.async_tma_gather", TmaLoad, true),
     op("tt.descriptor_load", TmaLoad, false),
@@ -78,7 +82,11 @@ pub const KNOWN_OPS: &[KnownOp] = &[
     op("tt.descriptor_gather", TmaLoad, false),
     op("tt.experimental_descriptor_gather", TmaLoad, false),
     op("ttng.async_tma_copy_local_to_global", TmaStore, false),
-    op("triton_nvidia_gpu.async_tma_copy_local_to_global", TmaStore, false),
+    op(
+        "triton_nvidia_gpu.async_tma_copy_local_to_global",
+        TmaStore,
+        false,
+    ),
     op("ttng.async_tma_reduce", TmaStore, false),
     op("ttng.async_tma_scatter", TmaStore, false),
     op("tt.descriptor_store", TmaStore, false),
@@ -156,7 +164,11 @@ impl<'a> Ctx<'a, '_> {
 }
 
 /// The scope (without its site number) of recognised op `v`.
-pub fn derive<'a>(ctx: &Ctx<'a, '_>, known: &KnownOp, v: &OpView<'a>) -> Result<ScopeOp, TtgirError> {
+pub fn derive<'a>(
+    ctx: &Ctx<'a, '_>,
+    known: &KnownOp,
+    v: &OpView<'a>,
+) -> Result<ScopeOp, TtgirError> {
     match known.kind {
         Dot => wgmma(ctx, v).map(ScopeOp::Wgmma),
         WgmmaWait => {
@@ -207,7 +219,9 @@ fn wgmma<'a>(ctx: &Ctx<'a, '_>, v: &OpView<'a>) -> Result<Wgmma, TtgirError> {
         if ty.is_tensor() || ty.is_memdesc() {
             Ok(ty)
         } else {
-            Err(fail(format!("{what} type `{t}` is not a tensor or memdesc")))
+            Err(fail(format!(
+                "{what} type `{t}` is not a tensor or memdesc"
+            )))
         }
     };
     let a = parse("A", a_text)?;
@@ -256,7 +270,11 @@ fn wgmma<'a>(ctx: &Ctx<'a, '_>, v: &OpView<'a>) -> Result<Wgmma, TtgirError> {
         .ok_or_else(|| fail(format!("the layout `{layout}` has no 3-element instrShape")))?;
     let warps = find_ints(layout, "warpsPerCTA")
         .filter(|w| w.len() == 2 && w.iter().all(|&x| (1..=64).contains(&x)))
-        .ok_or_else(|| fail(format!("the layout `{layout}` has no 2-element warpsPerCTA")))?;
+        .ok_or_else(|| {
+            fail(format!(
+                "the layout `{layout}` has no 2-element warpsPerCTA"
+            ))
+        })?;
     if warps[0] % 4 != 0 {
         return Err(fail(format!(
             "warpsPerCTA [{}, {}] does not make whole WarpGroups along M",
@@ -310,7 +328,9 @@ fn tma<'a>(ctx: &Ctx<'a, '_>, known: &KnownOp, v: &OpView<'a>) -> Result<TmaCopy
     let bar = if !known.barrier {
         None
     } else if v.generic {
-        first_memdesc.and_then(|i| v.operands.get(i)).map(|o| o.text.to_string())
+        first_memdesc
+            .and_then(|i| v.operands.get(i))
+            .map(|o| o.text.to_string())
     } else {
         // `%desc[coords] %result, %barrier, %pred`.
         ssa.get(2).map(|s| s.to_string())
@@ -409,7 +429,11 @@ mod tests {
     #[test]
     fn every_name_is_listed_once() {
         for (i, a) in KNOWN_OPS.iter().enumerate() {
-            assert!(KNOWN_OPS[i + 1..].iter().all(|b| b.name != a.name), "{}", a.name);
+            assert!(
+                KNOWN_OPS[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
         }
         assert!(recognise("ttng.inval_barrier").is_none());
     }
@@ -420,14 +444,20 @@ mod tests {
         let ScopeOp::Wgmma(w) = op else { panic!() };
         assert_eq!((w.m, w.n, w.k), (128, 256, 64));
         assert_eq!((w.instr_m, w.instr_n, w.instr_k), (64, 256, 16));
-        assert_eq!((w.dtype, w.acc, w.mode, w.wgs), (Dtype::Bf16, Dtype::Fp32, WgmmaMode::Rs, (2, 1)));
+        assert_eq!(
+            (w.dtype, w.acc, w.mode, w.wgs),
+            (Dtype::Bf16, Dtype::Fp32, WgmmaMode::Rs, (2, 1))
+        );
     }
 
     #[test]
     fn wgmma_generic_syntax_with_f32_operands_is_tf32() {
         let op = derive_one("%1 = \"ttng.warp_group_dot\"(%a, %b, %c) <{inputPrecision = 0 : i32}> : (!ttg.memdesc<64x32xf32, #s>, !ttg.memdesc<32x64xf32, #s>, tensor<64x64xf32, #mma>) -> tensor<64x64xf32, #mma>").unwrap();
         let ScopeOp::Wgmma(w) = op else { panic!() };
-        assert_eq!((w.m, w.n, w.k, w.dtype, w.mode), (64, 64, 32, Dtype::Tf32, WgmmaMode::Ss));
+        assert_eq!(
+            (w.m, w.n, w.k, w.dtype, w.mode),
+            (64, 64, 32, Dtype::Tf32, WgmmaMode::Ss)
+        );
     }
 
     #[test]
@@ -453,7 +483,9 @@ mod tests {
         let custom = derive_one("ttng.async_tma_copy_global_to_local %arg0[%c0, %c1] %0, %1, %true : !tt.tensordesc<tensor<128x64xf16, #s>>, !ttg.memdesc<1xi64, #b> -> !ttg.memdesc<128x64xf16, #s>").unwrap();
         let generic = derive_one("\"ttng.async_tma_copy_global_to_local\"(%arg0, %c0, %c1, %1, %0, %true) : (!tt.tensordesc<tensor<128x64xf16, #s>>, i32, i32, !ttg.memdesc<1xi64, #b>, !ttg.memdesc<128x64xf16, #s>, i1) -> ()").unwrap();
         assert_eq!(custom, generic);
-        let ScopeOp::TmaLoad(t) = custom else { panic!() };
+        let ScopeOp::TmaLoad(t) = custom else {
+            panic!()
+        };
         assert_eq!(t.desc, "%arg0");
         assert_eq!(t.box_shape, [128, 64]);
         assert_eq!((t.dtype, t.bytes, t.coords), (Dtype::Fp16, 16384, 2));
@@ -467,26 +499,41 @@ mod tests {
         assert_eq!((t.bytes, t.coords, t.bar), (4096, 2, None));
         let s = derive_one("tt.descriptor_store %d[%x, %y], %v : !tt.tensordesc<tensor<64x32xf32>>, tensor<64x32xf32, #blocked>").unwrap();
         let ScopeOp::TmaStore(t) = s else { panic!() };
-        assert_eq!((t.box_shape.as_slice(), t.bytes, t.coords), ([64u32, 32].as_slice(), 8192, 2));
+        assert_eq!(
+            (t.box_shape.as_slice(), t.bytes, t.coords),
+            ([64u32, 32].as_slice(), 8192, 2)
+        );
     }
 
     #[test]
     fn mbarrier_ops() {
         assert_eq!(
             derive_one("ttng.wait_barrier %alloc, %phase deps %d1 : !a, !b").unwrap(),
-            ScopeOp::MbWait { bar: "%alloc".into(), phase: "%phase".into() }
+            ScopeOp::MbWait {
+                bar: "%alloc".into(),
+                phase: "%phase".into()
+            }
         );
         assert_eq!(
             derive_one("ttng.arrive_barrier %alloc, 2, %pred : !a").unwrap(),
-            ScopeOp::MbArrive { bar: "%alloc".into(), count: 2 }
+            ScopeOp::MbArrive {
+                bar: "%alloc".into(),
+                count: 2
+            }
         );
         assert_eq!(
             derive_one("\"ttng.arrive_barrier\"(%a) <{count = 3 : i32}> : (!a) -> ()").unwrap(),
-            ScopeOp::MbArrive { bar: "%a".into(), count: 3 }
+            ScopeOp::MbArrive {
+                bar: "%a".into(),
+                count: 3
+            }
         );
         assert_eq!(
             derive_one("ttng.barrier_expect %1, 32768, %true : !a").unwrap(),
-            ScopeOp::MbExpect { bar: "%1".into(), bytes: 32768 }
+            ScopeOp::MbExpect {
+                bar: "%1".into(),
+                bytes: 32768
+            }
         );
         assert!(derive_one("ttng.barrier_expect %1, %true : !a").is_err());
         assert!(derive_one("ttng.wait_barrier %alloc : !a").is_err());

@@ -87,7 +87,10 @@ fn analyse(file: &str, src: &str) -> Result<Analysis, TtgirError> {
             }
         }
     }
-    let records = stmts.iter().map(|s| record(src, &tokens[s.first..s.last])).collect();
+    let records = stmts
+        .iter()
+        .map(|s| record(src, &tokens[s.first..s.last]))
+        .collect();
     let mut sites = Vec::new();
     for (i, s) in stmts.iter().enumerate() {
         let Some(v) = op_view(src, &tokens, s) else {
@@ -153,7 +156,11 @@ fn record(src: &str, toks: &[Token]) -> Option<Record> {
 
 /// The recognised ops of `src` (named `file` in errors), in file order.
 pub fn sites(file: &str, src: &str) -> Result<Vec<Site>, TtgirError> {
-    Ok(analyse(file, src)?.sites.into_iter().map(|(_, s)| s).collect())
+    Ok(analyse(file, src)?
+        .sites
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect())
 }
 
 /// One change to the input: replace `start..end` by `text`.
@@ -199,7 +206,10 @@ pub fn instrument(file: &str, src: &str) -> Result<Instrumented, TtgirError> {
         } else {
             " ".repeat(lead.len())
         };
-        let newline = bytes[s.end..].iter().position(|&b| b == b'\n').map(|p| s.end + p);
+        let newline = bytes[s.end..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|p| s.end + p);
         let eol = match newline {
             Some(p) if p > 0 && bytes[p - 1] == b'\r' => "\r\n",
             _ => "\n",
@@ -291,6 +301,29 @@ module {
     }
 
     #[test]
+    fn ops_inside_warp_specialize_partitions() {
+        let src = "\
+    ttg.warp_specialize(%bar)
+    default {
+      ttng.wait_barrier %bar, %c0 : !ttg.memdesc<1xi64, #b, #smem, mutable>
+      ttg.warp_yield
+    }
+    partition0(%arg0: !ttg.memdesc<1xi64, #b, #smem, mutable>) num_warps(1) {
+      \"ttng.arrive_barrier\"(%arg0) <{count = 1 : i32}> : (!ttg.memdesc<1xi64, #b, #smem, mutable>) -> ()
+      ttg.warp_return
+    } : (!ttg.memdesc<1xi64, #b, #smem, mutable>) -> ()
+";
+        let out = instrument("t", src).unwrap();
+        let kinds: Vec<ScopeKind> = out.sites.iter().map(Site::kind).collect();
+        assert_eq!(kinds, [ScopeKind::MbWait, ScopeKind::MbArrive]);
+        assert_eq!(out.sites[1].line, 7);
+        assert!(out.text.contains(
+            "      proton.record start \"SIMFA|MB_ARRIVE|bar=%arg0|count=1|site=1\"\n      \"ttng.arrive_barrier\""
+        ));
+        assert_eq!(instrument("t", &out.text).unwrap().text, out.text);
+    }
+
+    #[test]
     fn instrumenting_twice_changes_nothing() {
         let once = instrument("t", SRC).unwrap();
         let twice = instrument("t", &once.text).unwrap();
@@ -327,6 +360,12 @@ module {
     fn errors_carry_positions() {
         let e = instrument("f.mlir", "x\n  ttng.barrier_expect %1, %p : !a\n").unwrap_err();
         assert_eq!((e.file.as_str(), e.line, e.column), ("f.mlir", 2, 3));
-        assert!(matches!(e.kind, TtgirErrorKind::Underivable { kind: "MB_EXPECT", .. }));
+        assert!(matches!(
+            e.kind,
+            TtgirErrorKind::Underivable {
+                kind: "MB_EXPECT",
+                ..
+            }
+        ));
     }
 }

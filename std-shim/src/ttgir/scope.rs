@@ -447,7 +447,10 @@ impl<'a> Fields<'a> {
     /// The value of the next field, which must be `field`.
     fn take(&mut self, field: &'static str) -> Result<&'a str, ScopeError> {
         let kind = self.kind;
-        let part = self.parts.next().ok_or(ScopeError::Missing { kind, field })?;
+        let part = self
+            .parts
+            .next()
+            .ok_or(ScopeError::Missing { kind, field })?;
         match part.split_once('=') {
             Some((k, v)) if k == field => Ok(v),
             _ => Err(ScopeError::Unexpected {
@@ -522,7 +525,10 @@ impl<'a> Fields<'a> {
     fn dims(&self, field: &'static str, v: &str, max: usize) -> Result<Vec<u32>, ScopeError> {
         let dims: Vec<u32> = v
             .split('x')
-            .map(|d| self.number::<u32>(field, d).map_err(|_| self.invalid(field, v)))
+            .map(|d| {
+                self.number::<u32>(field, d)
+                    .map_err(|_| self.invalid(field, v))
+            })
             .collect::<Result<_, _>>()?;
         if dims.len() > max || dims.contains(&0) {
             return Err(self.invalid(field, v));
@@ -662,7 +668,10 @@ mod tests {
         let ScopeOp::Wgmma(w) = s.op else {
             panic!("not a WGMMA")
         };
-        assert_eq!((w.m, w.n, w.k, w.instr_m, w.instr_n, w.instr_k), (128, 128, 64, 64, 128, 16));
+        assert_eq!(
+            (w.m, w.n, w.k, w.instr_m, w.instr_n, w.instr_k),
+            (128, 128, 64, 64, 128, 16)
+        );
         assert_eq!(w.mode, WgmmaMode::Ss);
         assert_eq!(s.to_string(), PAPER);
     }
@@ -706,16 +715,26 @@ mod tests {
             }
         );
         let bad_dtype = PAPER.replace("FP16", "FP12");
-        assert!(matches!(e(&bad_dtype), ScopeError::Invalid { field: "dtype", .. }));
+        assert!(matches!(
+            e(&bad_dtype),
+            ScopeError::Invalid { field: "dtype", .. }
+        ));
         let bad_mode = PAPER.replace("mode=SS", "mode=XX");
-        assert!(matches!(e(&bad_mode), ScopeError::Invalid { field: "mode", .. }));
+        assert!(matches!(
+            e(&bad_mode),
+            ScopeError::Invalid { field: "mode", .. }
+        ));
         let zero = PAPER.replace("M=128", "M=0");
         assert!(matches!(e(&zero), ScopeError::Invalid { field: "M", .. }));
         let signed = PAPER.replace("K=64", "K=+64");
         assert!(matches!(e(&signed), ScopeError::Invalid { field: "K", .. }));
         assert!(matches!(
             e("SIMFA|TMA_LOAD|desc=%a|box=128x128|dtype=FP16|bytes=1|coords=2|site=0"),
-            ScopeError::Inconsistent { bytes: 1, expected: 32768, .. }
+            ScopeError::Inconsistent {
+                bytes: 1,
+                expected: 32768,
+                ..
+            }
         ));
         assert!(matches!(
             e("SIMFA|TMA_LOAD|desc=a|box=1|dtype=FP16|bytes=2|coords=1|site=0"),
@@ -730,7 +749,10 @@ mod tests {
             ScopeError::Trailing { .. }
         ));
         let one_wg = PAPER.replace("|site", "|wgs=1x1|site");
-        assert!(matches!(e(&one_wg), ScopeError::Invalid { field: "wgs", .. }));
+        assert!(matches!(
+            e(&one_wg),
+            ScopeError::Invalid { field: "wgs", .. }
+        ));
     }
 
     #[test]
@@ -796,7 +818,10 @@ mod tests {
             any::<u32>().prop_map(|pendings| ScopeOp::WgmmaWait { pendings }),
             tma().prop_map(ScopeOp::TmaLoad),
             tma().prop_map(ScopeOp::TmaStore),
-            (ssa(), prop_oneof![ssa(), (0u32..2).prop_map(|p| p.to_string())])
+            (
+                ssa(),
+                prop_oneof![ssa(), (0u32..2).prop_map(|p| p.to_string())]
+            )
                 .prop_map(|(bar, phase)| ScopeOp::MbWait { bar, phase }),
             (ssa(), any::<u32>()).prop_map(|(bar, count)| ScopeOp::MbArrive { bar, count }),
             (ssa(), any::<u64>()).prop_map(|(bar, bytes)| ScopeOp::MbExpect { bar, bytes }),

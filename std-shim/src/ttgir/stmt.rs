@@ -387,7 +387,8 @@ mod tests {
 
     #[test]
     fn regions_are_cut_and_multiline_ops_kept() {
-        let src = "scf.for %i = %a to %b step %c {\n  %0 = foo.bar(%x,\n     %y) : i32\n} {tt.flatten}\n";
+        let src =
+            "scf.for %i = %a to %b step %c {\n  %0 = foo.bar(%x,\n     %y) : i32\n} {tt.flatten}\n";
         assert_eq!(
             stmts(src),
             [
@@ -416,10 +417,18 @@ mod tests {
         let ok = "module {\n  tt.func @f() {\n    tt.return\n";
         let t = tokenize("t", ok).unwrap();
         assert!(check_closed("t", ok, &t).is_ok());
-        for (bad, c, line) in [("x\n{ <", '<', 2), ("%0 = foo {a = 1 : i32\n", '{', 1), ("f(\n", '(', 1)] {
+        for (bad, c, line) in [
+            ("x\n{ <", '<', 2),
+            ("%0 = foo {a = 1 : i32\n", '{', 1),
+            ("f(\n", '(', 1),
+        ] {
             let t = tokenize("f", bad).unwrap();
             let e = check_closed("f", bad, &t).unwrap_err();
-            assert_eq!((e.kind, e.line), (TtgirErrorKind::Unclosed(c), line), "{bad:?}");
+            assert_eq!(
+                (e.kind, e.line),
+                (TtgirErrorKind::Unclosed(c), line),
+                "{bad:?}"
+            );
         }
     }
 

@@ -236,12 +236,14 @@ mod tests {
         assert_eq!(t.shape, [128, 64]);
         assert_eq!(t.elem, "f16");
         assert_eq!(t.params, ["#shared", "#smem", "mutable"]);
-        let t = parse_type(
-            "tensor<128x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>>",
-        )
-        .unwrap();
+        let t =
+            parse_type("tensor<128x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>>")
+                .unwrap();
         assert!(t.is_tensor());
-        assert_eq!(t.encoding(), Some("#ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>"));
+        assert_eq!(
+            t.encoding(),
+            Some("#ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>")
+        );
         let b = parse_type("!ttg.memdesc<1xi64, #shared1, #smem, mutable>").unwrap();
         assert!(b.is_barrier());
     }
@@ -286,6 +288,9 @@ mod tests {
         assert!(a.resolve("#mma", 200).unwrap().contains("64"));
         assert!(a.resolve("#b", 200).unwrap().contains("64"));
         assert_eq!(a.resolve("#zzz", 10), Err("#zzz"));
-        assert_eq!(a.resolve("#ttg.shared_memory", 10), Ok("#ttg.shared_memory"));
+        assert_eq!(
+            a.resolve("#ttg.shared_memory", 10),
+            Ok("#ttg.shared_memory")
+        );
     }
 }
