@@ -48,9 +48,7 @@ impl TtgirCmd {
                 let (name, text) = read(&input)?;
                 let done = instrument(&name, &text).map_err(Failure::input)?;
                 match output {
-                    Some(path) => std::fs::write(&path, done.text).map_err(|e| {
-                        Failure::Input(format!("cannot write {}: {e}", path.display()))
-                    }),
+                    Some(path) => write_atomically(&path, &done.text),
                     None => out(&done.text),
                 }
             }
@@ -67,6 +65,20 @@ impl TtgirCmd {
             }
         }
     }
+}
+
+/// Writes `text` to a temporary file beside `path` and renames it into
+/// place, so a failure never leaves a half-written `path`.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Failure> {
+    let fail = |e: std::io::Error| Failure::Input(format!("cannot write {}: {e}", path.display()));
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".simfa-tmp-{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    let result = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(fail)
 }
 
 fn site_json(s: &Site) -> serde_json::Value {

@@ -198,3 +198,38 @@ fn hostile_ttgir_inputs_are_rejected_with_a_position() {
     }
     assert!(n >= 8, "only {n} hostile TTGIR files");
 }
+
+/// Mutated fixtures (bytes deleted, duplicated or replaced by MLIR
+/// punctuation at pseudo-random places) never panic, and whatever still
+/// instruments, instruments idempotently.
+#[test]
+fn mutated_fixtures_never_panic() {
+    const PIECES: &[&str] = &[
+        "", "\"", "{", "}", "(", ")", "<", ">", "[", "]", "\n", "%", "#mma", ":", "->", "\\",
+    ];
+    let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n.max(1) as u64) as usize
+    };
+    for (name, _) in FIXTURES {
+        let src = read(name);
+        for _ in 0..300 {
+            let mut s = src.clone();
+            for _ in 0..1 + next(3) {
+                let a = next(s.len() + 1);
+                let b = (a + next(12)).min(s.len());
+                if s.is_char_boundary(a) && s.is_char_boundary(b) {
+                    s.replace_range(a..b, PIECES[next(PIECES.len())]);
+                }
+            }
+            let _ = sites(name, &s);
+            if let Ok(once) = instrument(name, &s) {
+                let twice = instrument(name, &once.text).map(|o| o.text);
+                assert_eq!(twice.as_ref(), Ok(&once.text), "{name} mutated:\n{s}");
+            }
+        }
+    }
+}

@@ -20,6 +20,7 @@
 //! brackets, an op whose shapes cannot be derived, an unknown alias) is a
 //! [`TtgirError`] naming the file, line and column; no input panics.
 
+pub mod dtype;
 pub mod error;
 pub mod lex;
 pub mod ops;

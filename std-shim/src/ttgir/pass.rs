@@ -301,6 +301,29 @@ module {
     }
 
     #[test]
+    fn ops_inside_warp_specialize_partitions() {
+        let src = "\
+    ttg.warp_specialize(%bar)
+    default {
+      ttng.wait_barrier %bar, %c0 : !ttg.memdesc<1xi64, #b, #smem, mutable>
+      ttg.warp_yield
+    }
+    partition0(%arg0: !ttg.memdesc<1xi64, #b, #smem, mutable>) num_warps(1) {
+      \"ttng.arrive_barrier\"(%arg0) <{count = 1 : i32}> : (!ttg.memdesc<1xi64, #b, #smem, mutable>) -> ()
+      ttg.warp_return
+    } : (!ttg.memdesc<1xi64, #b, #smem, mutable>) -> ()
+";
+        let out = instrument("t", src).unwrap();
+        let kinds: Vec<ScopeKind> = out.sites.iter().map(Site::kind).collect();
+        assert_eq!(kinds, [ScopeKind::MbWait, ScopeKind::MbArrive]);
+        assert_eq!(out.sites[1].line, 7);
+        assert!(out.text.contains(
+            "      proton.record start \"SIMFA|MB_ARRIVE|bar=%arg0|count=1|site=1\"\n      \"ttng.arrive_barrier\""
+        ));
+        assert_eq!(instrument("t", &out.text).unwrap().text, out.text);
+    }
+
+    #[test]
     fn instrumenting_twice_changes_nothing() {
         let once = instrument("t", SRC).unwrap();
         let twice = instrument("t", &once.text).unwrap();
