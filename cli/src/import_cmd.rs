@@ -1,14 +1,16 @@
-//! `simfa import proton`: a Proton chrome trace to a kernel that replays
-//! it (paper section V-A4).
+//! `simfa import proton` and `simfa import fa3-log`: a Proton chrome trace
+//! (paper section V-A4) or FA3's event log (section VI-B) to a kernel that
+//! replays it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
+use simfa_std::fa3log::import_fa3_log;
 use simfa_std::load::load_kernel;
-use simfa_std::proton::import::import_proton;
+use simfa_std::proton::import::{import_proton, ImportSummary};
 use simfa_std::proton::ops_file::ops_path;
 
-use crate::{out, save, Failure};
+use crate::{out, save, Failure, GpuArgs};
 
 /// `simfa import ...`.
 #[derive(Debug, Subcommand)]
@@ -29,6 +31,20 @@ pub enum ImportCmd {
         #[arg(short, long, value_name = "KERNEL")]
         output: Option<PathBuf>,
     },
+    /// Translate FlashAttention-3's event log (paper section VI; the line
+    /// format is in the README) into the FA3 kernel for its shape whose
+    /// roles stream the logged pipeline: writes KERNEL and KERNEL.ops.
+    Fa3Log {
+        /// The event log.
+        log: PathBuf,
+        /// The GPU the log was recorded on (its SM count sets the grid).
+        #[command(flatten)]
+        gpu: GpuArgs,
+        /// The kernel file to write (.sfk binary, anything else text);
+        /// default: the log's name with `.sfk`.
+        #[arg(short, long, value_name = "KERNEL")]
+        output: Option<PathBuf>,
+    },
 }
 
 impl ImportCmd {
@@ -46,24 +62,37 @@ impl ImportCmd {
                 let ops = ops_path(&kernel);
                 let (k, sum) = import_proton(&trace, header, &ops).map_err(Failure::input)?;
                 save(&k, &kernel)?;
-                out(&format!(
-                    "imported {} events of {} into {} ({} WarpGroup streams, {} instructions \
-                     in {})\n  {} replayed exactly, {} translated from their scopes, {} ignored, \
-                     {} duplicates from other warps dropped, {} warps differing from their \
-                     WarpGroup\n",
-                    sum.events,
-                    trace.display(),
-                    kernel.display(),
-                    sum.streams,
-                    sum.ops,
-                    ops.display(),
-                    sum.exact,
-                    sum.translated,
-                    sum.ignored,
-                    sum.duplicates,
-                    sum.mismatched_warps,
-                ))
+                report(&trace, &kernel, &ops, &sum)
+            }
+            ImportCmd::Fa3Log { log, gpu, output } => {
+                let cfg = gpu.resolve()?;
+                let kernel = output.unwrap_or_else(|| log.with_extension("sfk"));
+                let ops = ops_path(&kernel);
+                let (k, sum) = import_fa3_log(&log, &cfg, &ops).map_err(Failure::input)?;
+                save(&k, &kernel)?;
+                report(&log, &kernel, &ops, &sum)
             }
         }
     }
+}
+
+/// Prints what an import did.
+fn report(input: &Path, kernel: &Path, ops: &Path, sum: &ImportSummary) -> Result<(), Failure> {
+    out(&format!(
+        "imported {} events of {} into {} ({} WarpGroup streams, {} instructions \
+                     in {})\n  {} replayed exactly, {} translated by the table, {} ignored, \
+                     {} duplicates from other warps dropped, {} warps differing from their \
+                     WarpGroup\n",
+        sum.events,
+        input.display(),
+        kernel.display(),
+        sum.streams,
+        sum.ops,
+        ops.display(),
+        sum.exact,
+        sum.translated,
+        sum.ignored,
+        sum.duplicates,
+        sum.mismatched_warps,
+    ))
 }

@@ -37,9 +37,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use simfa_core::config::MemoryModel;
-use simfa_core::{GpuConfig, Kernel, NoStream, StreamSource, PRESETS};
+use simfa_core::{GpuConfig, Kernel, NoStream, Observer, StreamSource, PRESETS};
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
+use simfa_std::fa3log::Fa3LogWriter;
 use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
 use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
@@ -104,6 +105,10 @@ enum Cmd {
         gpu: SimGpuArgs,
         #[command(flatten)]
         out: Outputs,
+        /// Write FA3's own event log of the run (paper section VI-A: the
+        /// nine events per warp); `simfa import fa3-log` reads it back.
+        #[arg(long, value_name = "FILE")]
+        fa3_log: Option<PathBuf>,
     },
     /// Measure simulation speed (simulated cycles per wall second) and peak
     /// memory on FA3 and a GEMM sweep.
@@ -331,7 +336,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                         file.display()
                     )));
                 }
-                return run_and_report(&cfg, &k, NoStream, &out, None)
+                return run_and_report(&cfg, &k, NoStream, &out, &mut (), None)
                     .map_err(|f| f.within(&inputs));
             }
             let path = ops.unwrap_or_else(|| ops_path(&file));
@@ -341,7 +346,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                     file.display()
                 ))
             })?;
-            let r = run_and_report(&cfg, &k, &mut src, &out, None);
+            let r = run_and_report(&cfg, &k, &mut src, &out, &mut (), None);
             r.map_err(|f| match src.error() {
                 Some(why) => f.within(&inputs).because(why),
                 None => f.within(&inputs),
@@ -375,13 +380,27 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
             let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, NoStream, &out, None)
+            run_and_report(&cfg, &k, NoStream, &out, &mut (), None)
         }
-        Cmd::Fa3 { shape, gpu, out } => {
+        Cmd::Fa3 {
+            shape,
+            gpu,
+            out,
+            fa3_log,
+        } => {
             let cfg = gpu.resolve()?;
             let p = shape.params();
             let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, NoStream, &out, Some(p.flops()))
+            let Some(path) = fa3_log else {
+                return run_and_report(&cfg, &k, NoStream, &out, &mut (), Some(p.flops()));
+            };
+            let cannot = |e: std::io::Error| {
+                Failure::Input(format!("cannot write FA3 log {}: {e}", path.display()))
+            };
+            let f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(cannot)?);
+            let mut log = Fa3LogWriter::new(f, &k, &p).map_err(cannot)?;
+            run_and_report(&cfg, &k, NoStream, &out, &mut log, Some(p.flops()))?;
+            log.finish().map(|_| ()).map_err(cannot)
         }
         Cmd::Bench(b) => b.run(),
         Cmd::Convert { input, output } => {
@@ -453,6 +472,7 @@ fn run_and_report(
     k: &Kernel,
     source: impl StreamSource,
     out: &Outputs,
+    extra: &mut impl Observer,
     workload_flops: Option<u64>,
 ) -> Result<(), Failure> {
     let trace = &out.trace;
@@ -486,7 +506,10 @@ fn run_and_report(
         None => None,
     };
     let mut progress = Progress::new(!out.json);
-    let mut observers = ((&mut tracer, &mut gantt), (&mut checker, &mut proton));
+    let mut observers = (
+        (&mut tracer, &mut gantt),
+        ((&mut checker, &mut proton), extra),
+    );
     let snaps = out.snapshots()?;
     let result = simulate_from(
         cfg,

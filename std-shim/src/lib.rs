@@ -16,6 +16,7 @@ pub mod check;
 pub mod config;
 pub mod data;
 pub mod experiments;
+pub mod fa3log;
 pub mod gantt;
 mod gantt_svg;
 pub mod gen;

@@ -135,12 +135,56 @@ fn operands(args: &Value, index: u64) -> Result<Operands, String> {
     Ok(o)
 }
 
+/// Sorts records of any number in runs of [`RUN_RECORDS`], spilling each
+/// full run to a temporary file.
+#[derive(Default)]
+pub struct RunSorter {
+    run: Vec<Record>,
+    spills: Vec<tempfile::NamedTempFile>,
+}
+
+fn sort_io(source: std::io::Error) -> ImportError {
+    ImportError::Io {
+        path: "a temporary sort file".into(),
+        source,
+    }
+}
+
+impl RunSorter {
+    /// Adds a record.
+    pub fn push(&mut self, r: Record) -> Result<(), ImportError> {
+        self.run.push(r);
+        if self.run.len() >= RUN_RECORDS {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> Result<(), ImportError> {
+        self.run.sort_unstable_by_key(Record::key);
+        let mut f = tempfile::NamedTempFile::new().map_err(sort_io)?;
+        {
+            let mut w = BufWriter::new(f.as_file_mut());
+            for r in self.run.drain(..) {
+                write_record(&mut w, &r).map_err(sort_io)?;
+            }
+            w.flush().map_err(sort_io)?;
+        }
+        self.spills.push(f);
+        Ok(())
+    }
+
+    /// Every record pushed, in order.
+    pub fn finish(self) -> Result<Sorted, ImportError> {
+        Sorted::new(self.run, self.spills).map_err(sort_io)
+    }
+}
+
 /// Gathers records as the parser hands over events.
 struct Sink<'a> {
     info: &'a mut TraceInfo,
     interned: HashMap<String, u32>,
-    run: Vec<Record>,
-    spills: Vec<tempfile::NamedTempFile>,
+    sorter: RunSorter,
     seq: u64,
     path: &'a str,
 }
@@ -168,36 +212,16 @@ impl Sink<'_> {
             n
         });
         self.info.events += 1;
-        self.run.push(Record {
-            cta,
-            warp,
-            ts: (e.ts * 1000.0).round() as u64,
-            seq: index,
-            name,
-            args,
-        });
-        if self.run.len() >= RUN_RECORDS {
-            self.spill().map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
-
-    fn spill(&mut self) -> Result<(), ImportError> {
-        self.run.sort_unstable_by_key(Record::key);
-        let io = |source| ImportError::Io {
-            path: "a temporary sort file".into(),
-            source,
-        };
-        let mut f = tempfile::NamedTempFile::new().map_err(io)?;
-        {
-            let mut w = BufWriter::new(f.as_file_mut());
-            for r in self.run.drain(..) {
-                write_record(&mut w, &r).map_err(io)?;
-            }
-            w.flush().map_err(io)?;
-        }
-        self.spills.push(f);
-        Ok(())
+        self.sorter
+            .push(Record {
+                cta,
+                warp,
+                ts: (e.ts * 1000.0).round() as u64,
+                seq: index,
+                name,
+                args,
+            })
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -269,12 +293,15 @@ impl<'de> Visitor<'de> for Events<'_, '_> {
     }
 }
 
+/// A record's sort key and the source it came from.
+type Head = Reverse<((u32, u32, u32, u64, u64), usize)>;
+
 /// The sorted records of a trace: one in-memory run, or a merge of the
 /// spilled runs.
 pub struct Sorted {
     mem: std::vec::IntoIter<Record>,
     readers: Vec<BufReader<File>>,
-    heap: BinaryHeap<Reverse<((u32, u32, u32, u64, u64), usize)>>,
+    heap: BinaryHeap<Head>,
     heads: Vec<Option<Record>>,
     _files: Vec<tempfile::NamedTempFile>,
 }
@@ -350,8 +377,7 @@ pub fn read(path: &Path) -> Result<(TraceInfo, Sorted), ImportError> {
     let mut sink = Sink {
         info: &mut info,
         interned: HashMap::new(),
-        run: Vec::new(),
-        spills: Vec::new(),
+        sorter: RunSorter::default(),
         seq: 0,
         path: &p,
     };
@@ -370,16 +396,9 @@ pub fn read(path: &Path) -> Result<(TraceInfo, Sorted), ImportError> {
             }
         },
     })?;
-    let (run, spills) = (
-        std::mem::take(&mut sink.run),
-        std::mem::take(&mut sink.spills),
-    );
+    let sorter = std::mem::take(&mut sink.sorter);
     drop(sink);
-    let sorted = Sorted::new(run, spills).map_err(|source| ImportError::Io {
-        path: "a temporary sort file".into(),
-        source,
-    })?;
-    Ok((info, sorted))
+    Ok((info, sorter.finish()?))
 }
 
 #[cfg(test)]

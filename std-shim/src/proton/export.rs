@@ -76,9 +76,9 @@ impl<'k, W: Write> ProtonWriter<'k, W> {
     /// the kernel's declarations.
     pub fn new(mut out: W, k: &'k Kernel) -> std::io::Result<Self> {
         let header = json!({ "simfa_kernel": stream_header(k) });
-        write!(
+        writeln!(
             out,
-            "{{\"displayTimeUnit\":\"ns\",\"otherData\":{header},\"traceEvents\":[\n"
+            "{{\"displayTimeUnit\":\"ns\",\"otherData\":{header},\"traceEvents\":["
         )?;
         Ok(ProtonWriter {
             out,

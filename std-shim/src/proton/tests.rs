@@ -57,11 +57,13 @@ fn kernels(cfg: &GpuConfig) -> Vec<Kernel> {
     let mut q = GemmParams::new(256, 384, 128);
     q.stages = 1;
     let plain = gemm(&q).unwrap();
-    let mut f = Fa3Params::default();
-    f.seqlen_q = 256;
-    f.seqlen_kv = 256;
-    f.heads = 4;
-    f.kv_heads = 4;
+    let f = Fa3Params {
+        seqlen_q: 256,
+        seqlen_kv: 256,
+        heads: 4,
+        kv_heads: 4,
+        ..Fa3Params::default()
+    };
     let (fa, _) = fa3(&f, cfg).unwrap();
     vec![pipelined, plain, fa]
 }
@@ -167,8 +169,7 @@ fn import_errors_name_the_trace_and_event() {
     for (want, body) in cases {
         std::fs::write(&trace, body).unwrap();
         let e = import_proton(&trace, None, &ops)
-            .err()
-            .expect(want)
+            .expect_err(want)
             .to_string();
         assert!(e.contains(want) && e.contains("e.json"), "{want}: {e}");
     }
