@@ -413,7 +413,7 @@ mod tests {
 
     fn derive_one(line: &str) -> Result<ScopeOp, TtgirError> {
         let toks = tokenize("t", line).unwrap();
-        let s = statements(&toks);
+        let s = statements(line, &toks);
         let v = op_view(line, &toks, &s[0]).unwrap();
         let mut aliases = Aliases::default();
         aliases.define("#mma", 0, MMA);

@@ -73,7 +73,7 @@ struct Analysis {
 fn analyse(file: &str, src: &str) -> Result<Analysis, TtgirError> {
     let tokens = tokenize(file, src)?;
     check_closed(file, src, &tokens)?;
-    let stmts = statements(&tokens);
+    let stmts = statements(src, &tokens);
     let mut aliases = Aliases::default();
     for s in &stmts {
         let t = &tokens[s.first..s.last];
@@ -266,6 +266,17 @@ pub fn instrument(file: &str, src: &str) -> Result<Instrumented, TtgirError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_op_ending_in_a_colon_does_not_swallow_its_record() {
+        // Found by the mutation property test: the `:` that ends this line
+        // would join the `proton.record end` line to the op, and a second
+        // pass would wrap it again.
+        let src = "\"ttng.wait_barrier\"(%1, %p) : (!ttg.memdesc<1xi64, #b>, i32):\n";
+        let once = instrument("t", src).unwrap().text;
+        assert_eq!(once.matches("proton.record start").count(), 1, "{once}");
+        assert_eq!(instrument("t", &once).unwrap().text, once);
+    }
 
     const SRC: &str = "\
 #mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 128, 16]}>

@@ -34,8 +34,8 @@ pub struct Stmt {
     pub end: usize,
 }
 
-/// Cuts `tokens` into statements.
-pub fn statements(tokens: &[Token]) -> Vec<Stmt> {
+/// Cuts `tokens` (of `src`) into statements.
+pub fn statements(src: &str, tokens: &[Token]) -> Vec<Stmt> {
     let mut out = Vec::new();
     let mut open: Option<usize> = None;
     let mut depth: i64 = 0;
@@ -52,7 +52,7 @@ pub fn statements(tokens: &[Token]) -> Vec<Stmt> {
     for (i, t) in tokens.iter().enumerate() {
         if t.kind == TokenKind::Newline {
             if let Some(first) = open {
-                if depth <= 0 && !continues(tokens, first, i) {
+                if depth <= 0 && !continues(src, tokens, first, i) {
                     close(&mut out, first, i);
                     open = None;
                 }
@@ -113,13 +113,18 @@ pub fn check_closed(file: &str, src: &str, tokens: &[Token]) -> Result<(), Ttgir
 /// Whether the statement starting at `tokens[first]` goes on past the
 /// newline at `tokens[nl]`: its line ends in `,` `:` `=` `->` or `*`, or the
 /// next line starts with one of `:` `->` `*` (a block label `^bb0(...):`
-/// ends at its colon).
-fn continues(tokens: &[Token], first: usize, nl: usize) -> bool {
+/// ends at its colon). A `proton.record` line always starts a statement of
+/// its own, so a record is never taken for the rest of the op before it.
+fn continues(src: &str, tokens: &[Token], first: usize, nl: usize) -> bool {
     let joins = |t: &Token| {
         t.kind == TokenKind::Arrow || t.is_punct(b',') || t.is_punct(b':') || t.is_punct(b'*')
     };
     let last = &tokens[nl - 1];
     if tokens[first].kind == TokenKind::Caret {
+        return false;
+    }
+    let next = tokens[nl..].iter().find(|t| t.kind != TokenKind::Newline);
+    if next.is_some_and(|t| t.text(src) == "proton.record") {
         return false;
     }
     if joins(last) || last.is_punct(b'=') {
@@ -373,7 +378,7 @@ mod tests {
 
     fn stmts(src: &str) -> Vec<String> {
         let t = tokenize("t", src).unwrap();
-        statements(&t)
+        statements(src, &t)
             .iter()
             .map(|s| src[s.start..s.end].to_string())
             .collect()
@@ -381,7 +386,7 @@ mod tests {
 
     fn view(src: &str) -> OpView<'_> {
         let t = tokenize("t", src).unwrap();
-        let s = statements(&t);
+        let s = statements(src, &t);
         op_view(src, &t, &s[0]).unwrap()
     }
 
@@ -487,7 +492,7 @@ mod tests {
     fn non_ops_have_no_view() {
         let src = "{\n} else {\n#mma = #ttg.nvidia_mma<{}>\n...\n}\n";
         let t = tokenize("t", src).unwrap();
-        for s in statements(&t) {
+        for s in statements(src, &t) {
             assert!(op_view(src, &t, &s).is_none());
         }
     }
