@@ -13,9 +13,10 @@ use simfa_std::calibrate::{
 };
 use simfa_std::calibrate_sm::{calibrate_sm, SmOptions};
 use simfa_std::config::{load_config, preset};
+use simfa_std::gemm_bubbles::{fit_bubbles, read_points};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
 use simfa_std::gen::tmabw::DEFAULT_TOTAL_BYTES;
-use simfa_std::gen::{pchase, tma_bw, CopyKind, PchaseParams, TmaBwParams};
+use simfa_std::gen::{pchase, tma_bw, CopyKind, GemmParams, PchaseParams, TmaBwParams};
 use simfa_std::svg::write_svg;
 
 use crate::{emit_kernel, out, Failure, GpuArgs};
@@ -178,6 +179,23 @@ pub enum CalibrateCmd {
         /// Exit 1 unless the presets hold the fitted values.
         #[arg(long)]
         check: bool,
+    },
+    /// Fit the GEMM frontend's bubbles (paper section V-B3) on measured
+    /// per-shape times: OLS of measured - simulated cycles against K/64
+    /// (intercept: prologue/epilogue bubble; slope: per-BK=64 residual),
+    /// R^2, and the errors with the fitted bubbles, in-sample and held out.
+    GemmBubbles {
+        /// CSV with columns m, n, k, measured_us or measured_cycles, and
+        /// optionally set = fit | heldout.
+        measured: PathBuf,
+        #[command(flatten)]
+        gpu: crate::SimGpuArgs,
+        /// Print one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Write the bubbles as a TOML snippet for `simfa gemm --bubbles`.
+        #[arg(short, long, value_name = "FILE.toml")]
+        output: Option<PathBuf>,
     },
 }
 
@@ -425,6 +443,32 @@ impl CalibrateCmd {
                     out(&format!("{}\n", c.to_json_pretty()))
                 } else {
                     out(&c.to_text())
+                }
+            }
+            CalibrateCmd::GemmBubbles {
+                measured,
+                gpu,
+                json,
+                output,
+            } => {
+                let cfg = gpu.resolve()?;
+                let points = read_points(&measured, cfg.clock_mhz).map_err(calib_failure)?;
+                let counter = Counter::new(!json, "simulations");
+                let template = GemmParams::new(128, 128, 64);
+                let fit = fit_bubbles(&cfg, &template, &points, &|d, t| counter.update(d, t));
+                counter.finish();
+                let fit = fit.map_err(calib_failure)?;
+                if let Some(path) = &output {
+                    simfa_std::load::write_atomic(path, fit.to_toml().as_bytes()).map_err(|e| {
+                        Failure::Input(format!("cannot write {}: {e}", path.display()))
+                    })?;
+                }
+                if json {
+                    let text =
+                        serde_json::to_string_pretty(&fit.to_json()).map_err(Failure::input)?;
+                    out(&format!("{text}\n"))
+                } else {
+                    out(&fit.to_text())
                 }
             }
             CalibrateCmd::Sm {

@@ -42,6 +42,7 @@ use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
 use simfa_std::fa3log::Fa3LogWriter;
 use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
+use simfa_std::gemm_bubbles::read_bubbles;
 use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::proton::export::ProtonWriter;
@@ -219,8 +220,12 @@ struct Shape {
     group_m: u32,
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
     /// 330 cycles per BK=64 iteration; section V-B3).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "bubbles")]
     calibrated: bool,
+    /// Add the frontend bubbles of a `[gemm_bubbles]` TOML file written by
+    /// `simfa calibrate gemm-bubbles -o`.
+    #[arg(long, value_name = "FILE.toml")]
+    bubbles: Option<PathBuf>,
 }
 
 /// Which GPU to simulate.
@@ -357,7 +362,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::Gemm { shape, gpu, output },
         } => {
             let cfg = gpu.resolve()?;
-            let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
+            let k = gemm(&shape.resolve(&cfg)?).map_err(Failure::input)?;
             emit_kernel(&k, output.as_deref())
         }
         Cmd::Gen {
@@ -379,7 +384,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Ttgir { what } => what.run(),
         Cmd::Gemm { shape, gpu, out } => {
             let cfg = gpu.resolve()?;
-            let k = gemm(&shape.params(&cfg)).map_err(Failure::input)?;
+            let k = gemm(&shape.resolve(&cfg)?).map_err(Failure::input)?;
             run_and_report(&cfg, &k, NoStream, &out, &mut (), None)
         }
         Cmd::Fa3 {
@@ -412,6 +417,15 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
 }
 
 impl Shape {
+    /// [`Shape::params`] with the bubbles of `--bubbles` applied.
+    fn resolve(&self, cfg: &GpuConfig) -> Result<GemmParams, Failure> {
+        let p = self.params(cfg);
+        match &self.bubbles {
+            Some(path) => Ok(read_bubbles(path).map_err(Failure::input)?.apply(p)),
+            None => Ok(p),
+        }
+    }
+
     /// The generator parameters; persistent kernels get one CTA per SM of
     /// `cfg`.
     fn params(&self, cfg: &GpuConfig) -> GemmParams {

@@ -130,6 +130,11 @@ impl Table {
         Table::parse(file.text, file.path, required)
     }
 
+    /// Whether the header names column `col` (for optional columns).
+    pub fn has(&self, col: &str) -> bool {
+        self.columns.iter().any(|c| c == col)
+    }
+
     /// The data rows, in file order.
     pub fn rows(&self) -> impl Iterator<Item = Row<'_>> {
         self.rows.iter().map(move |(line, fields)| Row {

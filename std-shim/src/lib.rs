@@ -19,6 +19,7 @@ pub mod experiments;
 pub mod fa3log;
 pub mod gantt;
 mod gantt_svg;
+pub mod gemm_bubbles;
 pub mod gen;
 pub mod load;
 pub mod proton;
