@@ -47,7 +47,7 @@ use super::Kind;
 use crate::gen::fa3::{NonMma, Plan, ROWS_PER_WG};
 use crate::gen::{fa3, Fa3Params};
 use crate::proton::events::{Operands, Record, RunSorter};
-use crate::proton::import::{ImportError, ImportSummary};
+use crate::proton::import::{streamed, ImportError, ImportSummary};
 use crate::proton::ops_file::OpsWriter;
 
 fn line_err(path: &str, line: u64, problem: impl Into<String>) -> ImportError {
@@ -531,26 +531,4 @@ pub fn import_fa3_log(
     }
     w.finish()?;
     Ok((k, sum))
-}
-
-/// The generator's kernel with every role a stream role, rebuilt through
-/// the kernel builder.
-fn streamed(g: Kernel) -> Result<Kernel, simfa_core::builder::BuilderError> {
-    let mut b = simfa_core::builder::Builder::new(Kernel::default(), g.name.as_str())?;
-    b.grid(g.grid);
-    b.order(g.order);
-    b.smem(g.smem_bytes);
-    for m in g.maps {
-        b.map(m)?;
-    }
-    for d in g.mbarriers {
-        b.mbarriers(d.name.as_str(), d.len, d.count)?;
-    }
-    for d in g.stages {
-        b.stages(d.name.as_str(), d.len, d.consumers)?;
-    }
-    for r in g.roles {
-        b.stream_role(r.name.as_str(), r.count as u32, r.regs as u32)?;
-    }
-    b.finish()
 }

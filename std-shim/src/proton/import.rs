@@ -131,16 +131,26 @@ fn header_from_trace(other: Option<&serde_json::Value>, path: &str) -> Result<Ke
     })
 }
 
-/// `header` with every role a stream role and no programs.
-fn streamed(mut k: Kernel) -> Kernel {
-    k.code.clear();
-    k.exprs.clear();
-    for r in k.roles.iter_mut() {
-        r.stream = true;
-        r.start = 0;
-        r.len = 0;
+/// Kernel `g`'s declarations with every role a stream role and no
+/// programs, rebuilt through the kernel builder (which checks them).
+pub fn streamed(g: Kernel) -> Result<Kernel, simfa_core::builder::BuilderError> {
+    let mut b = simfa_core::builder::Builder::new(Kernel::default(), g.name.as_str())?;
+    b.grid(g.grid);
+    b.order(g.order);
+    b.smem(g.smem_bytes);
+    for m in g.maps {
+        b.map(m)?;
     }
-    k
+    for d in g.mbarriers {
+        b.mbarriers(d.name.as_str(), d.len, d.count)?;
+    }
+    for d in g.stages {
+        b.stages(d.name.as_str(), d.len, d.consumers)?;
+    }
+    for r in g.roles {
+        b.stream_role(r.name.as_str(), r.count as u32, r.regs as u32)?;
+    }
+    b.finish()
 }
 
 /// Per-WarpGroup translation state: how often each site was seen.
@@ -337,8 +347,8 @@ pub fn import_proton(
     let k = streamed(match header {
         Some(h) => h,
         None => header_from_trace(info.other.as_ref(), &path)?,
-    });
-    k.validate().map_err(|e| ImportError::Header {
+    })
+    .map_err(|e| ImportError::Header {
         path: path.clone(),
         problem: e.to_string(),
     })?;
