@@ -31,10 +31,7 @@ use core::fmt;
 
 use crate::error::KernelError;
 use crate::isa::{Expr, ExprId, Instr, Ref, MAX_LOOP_DEPTH};
-use crate::kernel::{
-    CtaOrder, Kernel, MbarDecl, Name, Role, StageDecl, TensorMap, MAX_CODE, MAX_DECLS, MAX_EXPRS,
-    MAX_MAPS, MAX_ROLES,
-};
+use crate::kernel::{CtaOrder, Kernel, MbarDecl, Name, Role, StageDecl, TensorMap};
 
 /// Why a [`Builder`] call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,6 +108,29 @@ pub fn name(what: &'static str, s: &str) -> Result<Name, BuilderError> {
     Ok(n)
 }
 
+/// Appends `x` to table `v`; returns its index, or [`BuilderError::Full`]
+/// naming `table`.
+fn push<T, const N: usize>(
+    v: &mut heapless::Vec<T, N>,
+    x: T,
+    table: &'static str,
+) -> Result<usize, BuilderError> {
+    v.push(x)
+        .map_err(|_| BuilderError::Full { table, max: N })?;
+    Ok(v.len() - 1)
+}
+
+/// A role's WarpGroup count and registers per thread in their fields.
+fn role_fields(count: u32, regs: u32) -> Result<(u8, u16), BuilderError> {
+    let count = u8::try_from(count).map_err(|_| BuilderError::OutOfRange {
+        field: "role WarpGroup count",
+    })?;
+    let regs = u16::try_from(regs).map_err(|_| BuilderError::OutOfRange {
+        field: "registers per thread",
+    })?;
+    Ok((count, regs))
+}
+
 /// An open role: its declaration fields and where its program starts.
 #[derive(Clone, Copy, Debug)]
 struct Open {
@@ -171,12 +191,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
 
     /// Declares tensor map `m`; returns its index.
     pub fn map(&mut self, m: TensorMap) -> Result<u8, BuilderError> {
-        let maps = &mut self.k.borrow_mut().maps;
-        maps.push(m).map_err(|_| BuilderError::Full {
-            table: "tensor map",
-            max: MAX_MAPS,
-        })?;
-        Ok((maps.len() - 1) as u8)
+        Ok(push(&mut self.k.borrow_mut().maps, m, "tensor map")? as u8)
     }
 
     /// Declares an array of `len` mbarriers completing a phase after
@@ -188,11 +203,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
             count,
         };
         let v = &mut self.k.borrow_mut().mbarriers;
-        v.push(d).map_err(|_| BuilderError::Full {
-            table: "mbarrier declaration",
-            max: MAX_DECLS,
-        })?;
-        Ok((v.len() - 1) as u8)
+        Ok(push(v, d, "mbarrier declaration")? as u8)
     }
 
     /// Declares an array of `len` ring stages freed by `consumers`
@@ -204,11 +215,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
             consumers,
         };
         let v = &mut self.k.borrow_mut().stages;
-        v.push(d).map_err(|_| BuilderError::Full {
-            table: "stage declaration",
-            max: MAX_DECLS,
-        })?;
-        Ok((v.len() - 1) as u8)
+        Ok(push(v, d, "stage declaration")? as u8)
     }
 
     /// The index of expression `e`: an identical one already in the table,
@@ -218,11 +225,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
         if let Some(i) = exprs.iter().position(|x| *x == e) {
             return Ok(i as ExprId);
         }
-        exprs.push(e).map_err(|_| BuilderError::Full {
-            table: "distinct expression",
-            max: MAX_EXPRS,
-        })?;
-        Ok((exprs.len() - 1) as ExprId)
+        Ok(push(exprs, e, "distinct expression")? as ExprId)
     }
 
     /// The index of the constant expression `v`.
@@ -260,12 +263,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
         if self.role.is_none() {
             return Err(BuilderError::NoRole);
         }
-        let code = &mut self.k.borrow_mut().code;
-        code.push(i).map_err(|_| BuilderError::Full {
-            table: "instruction",
-            max: MAX_CODE,
-        })?;
-        Ok((code.len() - 1) as u16)
+        Ok(push(&mut self.k.borrow_mut().code, i, "instruction")? as u16)
     }
 
     /// Opens a loop of `count` trips; returns its `LoopBegin` index for
@@ -311,12 +309,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
             return Err(BuilderError::RoleOpen);
         }
         let n = name("role", nm)?;
-        let count = u8::try_from(count).map_err(|_| BuilderError::OutOfRange {
-            field: "role WarpGroup count",
-        })?;
-        let regs = u16::try_from(regs).map_err(|_| BuilderError::OutOfRange {
-            field: "registers per thread",
-        })?;
+        let (count, regs) = role_fields(count, regs)?;
         let start = self.kernel().code.len() as u16;
         self.role = Some((n, Open { count, regs, start }));
         Ok(())
@@ -347,12 +340,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
         if self.role.is_some() {
             return Err(BuilderError::RoleOpen);
         }
-        let count = u8::try_from(count).map_err(|_| BuilderError::OutOfRange {
-            field: "role WarpGroup count",
-        })?;
-        let regs = u16::try_from(regs).map_err(|_| BuilderError::OutOfRange {
-            field: "registers per thread",
-        })?;
+        let (count, regs) = role_fields(count, regs)?;
         // A stream role has no program: start 0, length 0, as the text
         // assembly writes it.
         self.push_role(Role {
@@ -366,14 +354,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
     }
 
     fn push_role(&mut self, r: Role) -> Result<(), BuilderError> {
-        self.k
-            .borrow_mut()
-            .roles
-            .push(r)
-            .map_err(|_| BuilderError::Full {
-                table: "role",
-                max: MAX_ROLES,
-            })
+        push(&mut self.k.borrow_mut().roles, r, "role").map(|_| ())
     }
 
     /// Checks that no role or loop is open, validates the kernel and hands
@@ -390,6 +371,7 @@ impl<K: BorrowMut<Kernel>> Builder<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::{MAX_CODE, MAX_EXPRS};
 
     fn one_role() -> Builder<Kernel> {
         let mut b = Builder::new(Kernel::default(), "t").unwrap();
