@@ -35,13 +35,15 @@
 //! [`Simulator::arena_size`] reports before the run.
 //!
 //! ```
-//! use simfa_core::{GpuConfig, Kernel, Simulator, Instr, Role};
-//! let mut k = Kernel::default();
-//! k.grid = [1, 1, 1];
-//! k.code.push(Instr::Wgmma { n: 128, mode: simfa_core::WgmmaMode::Ss }).unwrap();
-//! k.code.push(Instr::WgmmaCommit).unwrap();
-//! k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();
-//! k.roles.push(Role { name: "main".try_into().unwrap(), count: 1, regs: 32, start: 0, len: 3, stream: false }).unwrap();
+//! use simfa_core::builder::Builder;
+//! use simfa_core::{GpuConfig, Instr, Kernel, Simulator, WgmmaMode};
+//! let mut b = Builder::new(Kernel::default(), "tiny").unwrap();
+//! b.begin_role("main", 1, 32).unwrap();
+//! b.op(Instr::Wgmma { n: 128, mode: WgmmaMode::Ss }).unwrap();
+//! b.op(Instr::WgmmaCommit).unwrap();
+//! b.op(Instr::WgmmaWait { n: 0 }).unwrap();
+//! b.end_role().unwrap();
+//! let k = b.finish().unwrap();
 //! let cfg = GpuConfig::h800();
 //! let mut arena = vec![0u8; Simulator::<simfa_core::NoStream>::arena_size(&cfg, &k).unwrap()];
 //! let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();

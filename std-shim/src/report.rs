@@ -290,7 +290,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use simfa_core::{Instr, Role};
+    use simfa_core::Instr;
 
     #[test]
     fn digest_is_16_hex_digits() {
@@ -309,29 +309,20 @@ mod tests {
 
     #[test]
     fn report_of_a_small_run() {
-        let mut k = Kernel {
-            name: "tiny".try_into().unwrap(),
-            grid: [1, 1, 1],
-            ..Kernel::default()
-        };
-        k.code
-            .push(Instr::Wgmma {
+        let mut b = simfa_core::builder::Builder::new(Kernel::default(), "tiny").unwrap();
+        b.begin_role("main", 1, 32).unwrap();
+        for i in [
+            Instr::Wgmma {
                 n: 128,
                 mode: simfa_core::WgmmaMode::Ss,
-            })
-            .unwrap();
-        k.code.push(Instr::WgmmaCommit).unwrap();
-        k.code.push(Instr::WgmmaWait { n: 0 }).unwrap();
-        k.roles
-            .push(Role {
-                name: "main".try_into().unwrap(),
-                count: 1,
-                regs: 32,
-                start: 0,
-                len: 3,
-                stream: false,
-            })
-            .unwrap();
+            },
+            Instr::WgmmaCommit,
+            Instr::WgmmaWait { n: 0 },
+        ] {
+            b.op(i).unwrap();
+        }
+        b.end_role().unwrap();
+        let k = b.finish().unwrap();
         let cfg = GpuConfig::h800();
         let out = crate::run::simulate(&cfg, &k, &mut ()).unwrap();
         let r = Report::new(&cfg, &k, &out);

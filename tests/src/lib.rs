@@ -1,19 +1,17 @@
 //! Shared helpers for simfa's end-to-end tests: a tiny programmatic kernel
 //! builder and run helpers that record the event stream.
 
-use simfa_core::isa::MAX_LOOP_DEPTH;
 use simfa_core::{
-    Cycle, Event, Expr, GpuConfig, Instr, Kernel, MbarDecl, Observer, Ref, Role, SimError,
-    Simulator, StageDecl, Summary, TensorMap,
+    Cycle, Event, Expr, GpuConfig, Instr, Kernel, Observer, Ref, SimError, Simulator, Summary,
+    TensorMap,
 };
 use simfa_std::check::ConsistencyChecker;
 
-/// Builds kernels instruction by instruction.
-#[derive(Default)]
+/// Builds kernels instruction by instruction: the core's
+/// [`simfa_core::builder::Builder`] with the shorthand the tests use (a
+/// role runs until the next one starts; misuse panics, as a test should).
 pub struct Builder {
-    /// The kernel under construction.
-    pub k: Kernel,
-    open: Vec<usize>,
+    b: simfa_core::builder::Builder<Kernel>,
 }
 
 /// A variable term of an expression.
@@ -34,19 +32,29 @@ pub enum Var {
 impl Builder {
     /// A kernel with a grid.
     pub fn new(name: &str, grid: [u32; 3]) -> Self {
-        let mut b = Builder::default();
-        b.k.name = name.try_into().unwrap();
-        b.k.grid = grid;
-        b
+        let mut b = simfa_core::builder::Builder::new(Kernel::default(), name).unwrap();
+        b.grid(grid);
+        Builder { b }
+    }
+
+    /// The kernel so far.
+    pub fn kernel(&self) -> &Kernel {
+        self.b.kernel()
+    }
+
+    /// Sets the shared memory per CTA.
+    pub fn smem(&mut self, bytes: u32) {
+        self.b.smem(bytes);
+    }
+
+    /// Declares a tensor map; returns its index.
+    pub fn map(&mut self, m: TensorMap) -> u8 {
+        self.b.map(m).unwrap()
     }
 
     /// Interns an expression.
     pub fn expr(&mut self, e: Expr) -> u16 {
-        if let Some(i) = self.k.exprs.iter().position(|x| *x == e) {
-            return i as u16;
-        }
-        self.k.exprs.push(e).unwrap();
-        (self.k.exprs.len() - 1) as u16
+        self.b.expr(e).unwrap()
     }
 
     /// A constant expression.
@@ -73,85 +81,62 @@ impl Builder {
 
     /// Declares an mbarrier array; returns its declaration index.
     pub fn mbarrier(&mut self, name: &str, len: u16, count: u16) -> u8 {
-        self.k
-            .mbarriers
-            .push(MbarDecl {
-                name: name.try_into().unwrap(),
-                len,
-                count,
-            })
-            .unwrap();
-        (self.k.mbarriers.len() - 1) as u8
+        self.b.mbarriers(name, len, count).unwrap()
     }
 
     /// Declares a stage array.
     pub fn stage(&mut self, name: &str, len: u16, consumers: u16) -> u8 {
-        self.k
-            .stages
-            .push(StageDecl {
-                name: name.try_into().unwrap(),
-                len,
-                consumers,
-            })
-            .unwrap();
-        (self.k.stages.len() - 1) as u8
+        self.b.stages(name, len, consumers).unwrap()
     }
 
     /// Declares a 1-D tensor map of `elems` elements of `elem` bytes with box `bx`.
     pub fn map1d(&mut self, name: &str, base: u64, elem: u8, elems: u64, bx: u32) -> u8 {
-        self.k
-            .maps
-            .push(TensorMap {
-                name: name.try_into().unwrap(),
-                base,
-                elem_bytes: elem,
-                rank: 1,
-                dims: [elems, 0, 0, 0, 0],
-                strides: [elem as u64, 0, 0, 0, 0],
-                boxdim: [bx, 0, 0, 0, 0],
-            })
-            .unwrap();
-        (self.k.maps.len() - 1) as u8
+        self.map(TensorMap {
+            name: name.try_into().unwrap(),
+            base,
+            elem_bytes: elem,
+            rank: 1,
+            dims: [elems, 0, 0, 0, 0],
+            strides: [elem as u64, 0, 0, 0, 0],
+            boxdim: [bx, 0, 0, 0, 0],
+        })
     }
 
-    /// Starts a role's program.
+    fn close_role(&mut self) {
+        let _ = self.b.end_role();
+    }
+
+    /// Starts a role's program (ending the previous role's).
     pub fn role(&mut self, name: &str, count: u8, regs: u16) {
-        let start = self.k.code.len() as u16;
-        self.k
-            .roles
-            .push(Role {
-                name: name.try_into().unwrap(),
-                count,
-                regs,
-                start,
-                len: 0,
-                stream: false,
-            })
-            .unwrap();
+        self.close_role();
+        self.b.begin_role(name, count as u32, regs as u32).unwrap();
+    }
+
+    /// Declares a role whose instructions come from a stream source.
+    pub fn stream_role(&mut self, name: &str, count: u8, regs: u16) {
+        self.close_role();
+        self.b.stream_role(name, count as u32, regs as u32).unwrap();
     }
 
     /// Appends an instruction to the current role.
     pub fn op(&mut self, i: Instr) {
-        self.k.code.push(i).unwrap();
-        let r = self.k.roles.last_mut().unwrap();
-        r.len = self.k.code.len() as u16 - r.start;
+        self.b.op(i).unwrap();
     }
 
     /// Opens a loop with a trip-count expression.
     pub fn begin_loop(&mut self, count: u16) {
-        assert!(self.open.len() < MAX_LOOP_DEPTH);
-        self.open.push(self.k.code.len());
-        self.op(Instr::LoopBegin { count, end: 0 });
+        let e = self.kernel().exprs[count as usize];
+        self.b.loop_begin(e).unwrap();
     }
 
     /// Closes the innermost loop.
     pub fn end_loop(&mut self) {
-        let b = self.open.pop().unwrap();
-        let end = self.k.code.len() as u16;
-        if let Instr::LoopBegin { count, .. } = self.k.code[b] {
-            self.k.code[b] = Instr::LoopBegin { count, end };
-        }
-        self.op(Instr::LoopEnd { begin: b as u16 });
+        let code = &self.kernel().code;
+        let begin = (0..code.len())
+            .rev()
+            .find(|&i| matches!(code[i], Instr::LoopBegin { end: 0, .. }))
+            .expect("an open loop") as u16;
+        self.b.loop_end(begin).unwrap();
     }
 
     /// A reference to element `idx` (an expression id) of declaration `decl`.
@@ -160,10 +145,9 @@ impl Builder {
     }
 
     /// The validated kernel.
-    pub fn finish(self) -> Kernel {
-        assert!(self.open.is_empty());
-        self.k.validate().unwrap();
-        self.k
+    pub fn finish(mut self) -> Kernel {
+        self.close_role();
+        self.b.finish().unwrap()
     }
 }
 

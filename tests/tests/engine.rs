@@ -84,7 +84,7 @@ fn busy_kernel() -> simfa_core::Kernel {
     let parity = b.lin(0, &[(1, Var::L(0))], 2, 2);
     let coord = b.lin(0, &[(256, Var::L(0)), (4096, Var::Cta)], 0, 0);
     let trips = b.lin(3, &[(1, Var::Cy)], 0, 0);
-    b.k.smem_bytes = 100 * 1024;
+    b.smem(100 * 1024);
     b.role("main", 1, 128);
     b.begin_loop(trips);
     b.op(Instr::MbarExpectTx {
@@ -340,8 +340,7 @@ impl StreamSource for Script {
 #[test]
 fn stream_roles_pull_from_the_source() {
     let mut b = Builder::new("stream", [1, 1, 1]);
-    b.role("main", 1, 32);
-    b.k.roles[0].stream = true;
+    b.stream_role("main", 1, 32);
     let k = b.finish();
     let cfg = GpuConfig::h800();
     assert!(matches!(

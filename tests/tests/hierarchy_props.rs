@@ -22,7 +22,7 @@ fn kernel() -> simfa_core::Kernel {
     let coord = b.lin(0, &[(256, Var::L(0)), (2048, Var::Cta)], 0, 0);
     let out = b.lin(1 << 19, &[(256, Var::Cta)], 0, 0);
     let trips = b.c(6);
-    b.k.smem_bytes = 4096;
+    b.smem(4096);
     b.role("main", 1, 64);
     b.begin_loop(trips);
     b.op(Instr::MbarExpectTx {

@@ -16,17 +16,15 @@ use simfa_tests::{run, Builder};
 /// every other iteration, so most loads hit in the L2.
 fn strided_kernel() -> Kernel {
     let mut b = Builder::new("strided", [128, 1, 1]);
-    b.k.maps
-        .push(TensorMap {
-            name: "T".try_into().unwrap(),
-            base: 0x100_0000,
-            elem_bytes: 2,
-            rank: 2,
-            dims: [1024, 16384, 0, 0, 0],
-            strides: [2, 2048, 0, 0, 0],
-            boxdim: [64, 64, 0, 0, 0],
-        })
-        .unwrap();
+    b.map(TensorMap {
+        name: "T".try_into().unwrap(),
+        base: 0x100_0000,
+        elem_bytes: 2,
+        rank: 2,
+        dims: [1024, 16384, 0, 0, 0],
+        strides: [2, 2048, 0, 0, 0],
+        boxdim: [64, 64, 0, 0, 0],
+    });
     let full = b.mbarrier("full", 1, 1);
     let zero = b.c(0);
     // Every tile starts at column 0, so all lines are congruent modulo 16:
@@ -46,7 +44,7 @@ fn strided_kernel() -> Kernel {
         ..Expr::default()
     });
     let trips = b.c(64);
-    b.k.smem_bytes = 8192;
+    b.smem(8192);
     b.role("load", 1, 32);
     b.begin_loop(trips);
     b.op(Instr::MbarExpectTx {
@@ -75,17 +73,15 @@ fn strided_kernel() -> Kernel {
 /// engines' request rate, not latency, bounds the run.
 fn overlapping_rows_kernel() -> Kernel {
     let mut b = Builder::new("packed3d", [528, 1, 1]);
-    b.k.maps
-        .push(TensorMap {
-            name: "T".try_into().unwrap(),
-            base: 0x100_0000,
-            elem_bytes: 4,
-            rank: 3,
-            dims: [8, 8, 256, 0, 0],
-            strides: [4, 32, 256, 0, 0],
-            boxdim: [8, 8, 4, 0, 0],
-        })
-        .unwrap();
+    b.map(TensorMap {
+        name: "T".try_into().unwrap(),
+        base: 0x100_0000,
+        elem_bytes: 4,
+        rank: 3,
+        dims: [8, 8, 256, 0, 0],
+        strides: [4, 32, 256, 0, 0],
+        boxdim: [8, 8, 4, 0, 0],
+    });
     let full = b.mbarrier("full", 1, 1);
     let zero = b.c(0);
     let zs: Vec<u16> = (0..8)
@@ -104,7 +100,7 @@ fn overlapping_rows_kernel() -> Kernel {
         ..Expr::default()
     });
     let trips = b.c(16);
-    b.k.smem_bytes = 8192;
+    b.smem(8192);
     b.role("load", 1, 32);
     b.begin_loop(trips);
     b.op(Instr::MbarExpectTx {
@@ -217,17 +213,15 @@ fn dirty_lines_are_written_back_when_evicted() {
     // Store 1 MiB of tiles through a 64 KiB L2: all but the last 64 KiB
     // must leave as DRAM writes.
     let mut b = Builder::new("stores", [16, 1, 1]);
-    b.k.maps
-        .push(TensorMap {
-            name: "C".try_into().unwrap(),
-            base: 0x4000_0000,
-            elem_bytes: 2,
-            rank: 2,
-            dims: [4096, 1 << 16, 0, 0, 0],
-            strides: [2, 8192, 0, 0, 0],
-            boxdim: [128, 128, 0, 0, 0],
-        })
-        .unwrap();
+    b.map(TensorMap {
+        name: "C".try_into().unwrap(),
+        base: 0x4000_0000,
+        elem_bytes: 2,
+        rank: 2,
+        dims: [4096, 1 << 16, 0, 0, 0],
+        strides: [2, 8192, 0, 0, 0],
+        boxdim: [128, 128, 0, 0, 0],
+    });
     let x = b.expr(Expr {
         cta: 1,
         l: [16, 0, 0, 0],
@@ -243,7 +237,7 @@ fn dirty_lines_are_written_back_when_evicted() {
         ..Expr::default()
     });
     let trips = b.c(2);
-    b.k.smem_bytes = 32768;
+    b.smem(32768);
     b.role("store", 1, 32);
     b.begin_loop(trips);
     b.op(Instr::TmaStore {
