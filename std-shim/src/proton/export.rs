@@ -9,13 +9,14 @@
 //!
 //! Event names are scope strings. Instructions the instrumentation pass
 //! wraps get its scope (see [`crate::ttgir::scope`]): `TMA_LOAD`,
-//! `TMA_STORE`, `MB_WAIT`, `MB_ARRIVE`, `MB_EXPECT`, `WGMMA_WAIT`, and
+//! `TMA_STORE`, `MB_WAIT`, `MB_ARRIVE`, `WGMMA_WAIT`, and
 //! `WGMMA` for a commit group of identical WGMMAs (`M` = 64 x the group's
 //! size, `K` = 16, the instruction shape m64nNk16, FP16 into FP32), with
 //! the kernel's names as SSA values (`desc=%K`, `bar=%k_full`). Every
 //! other instruction (stages, named barriers, `compute`, bubbles, bulk
-//! copies, a WGMMA group of mixed shapes, ...) is named `SIMFA|<OP>`, where
-//! `<OP>` is the op's name in upper case.
+//! copies, a WGMMA group of mixed shapes, an expect-tx, which unlike
+//! TTGIR's `barrier_expect` does not also arrive, ...) is named
+//! `SIMFA|<OP>`, where `<OP>` is the op's name in upper case.
 //!
 //! Each event's `args` carry what a real trace leaves to the translator:
 //! `bar` (CTA-wide mbarrier index), `parity`, `coords` (the box origin),
@@ -237,13 +238,6 @@ impl<'k, W: Write> ProtonWriter<'k, W> {
                 };
                 (self.scope(s), json!({"bar": bar, "op": exact}))
             }
-            Op::MbarExpectTx { bar, bytes } => {
-                let s = ScopeOp::MbExpect {
-                    bar: self.bar_ssa(bar),
-                    bytes: bytes as u64,
-                };
-                (self.scope(s), json!({"bar": bar, "op": exact}))
-            }
             Op::WgmmaWait { n } => (
                 self.scope(ScopeOp::WgmmaWait { pendings: n as u32 }),
                 json!({"op": exact}),
@@ -327,7 +321,7 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::StoreWait { .. } => "STORE_WAIT",
         Op::MbarInit { .. } => "MB_INIT",
         Op::MbarArrive { .. } => "MB_ARRIVE",
-        Op::MbarExpectTx { .. } => "MB_EXPECT",
+        Op::MbarExpectTx { .. } => "MB_EXPECT_TX",
         Op::MbarWait { .. } => "MB_WAIT",
         Op::StageAcquire { .. } => "STAGE_ACQUIRE",
         Op::StageRelease { .. } => "STAGE_RELEASE",

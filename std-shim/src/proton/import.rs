@@ -20,7 +20,7 @@
 //! | `WGMMA_WAIT` pendings | wgmma.wait pendings |
 //! | `TMA_LOAD` desc, bar | tma.load of the map named desc, onto bar |
 //! | `TMA_STORE` desc | tma.store of the map named desc |
-//! | `MB_EXPECT` bar, bytes | mbar.expect_tx bar, bytes |
+//! | `MB_EXPECT` bar, bytes | mbar.expect_tx bar, bytes, then mbar.arrive bar (TTGIR's `barrier_expect` is PTX `mbarrier.arrive.expect_tx`) |
 //! | `MB_ARRIVE` bar, count | count x mbar.arrive bar |
 //! | `MB_WAIT` bar, phase | mbar.wait bar, parity |
 //!
@@ -41,6 +41,7 @@ use std::path::Path;
 use simfa_core::{Kernel, Op, WgmmaMode};
 
 use super::events::{self, Record};
+use super::layout::Layout;
 use super::ops_file::{OpsError, OpsWriter};
 use crate::ttgir::{Scope, ScopeOp};
 
@@ -179,6 +180,7 @@ enum How {
 /// Translates one record into `out`.
 struct Translator<'a> {
     k: &'a Kernel,
+    layout: Option<&'a Layout>,
     names: &'a [String],
     scopes: HashMap<u32, Option<Scope>>,
     path: &'a str,
@@ -237,6 +239,12 @@ impl Translator<'_> {
             return c;
         }
         let m = &self.k.maps[map as usize];
+        if let Some((l, t)) = self
+            .layout
+            .and_then(|l| l.tensors.get(m.name.as_str()).map(|t| (l, t)))
+        {
+            return l.origin(t, &m.boxdim, r.cta, k);
+        }
         let mut c = [0i64; 5];
         c[0] = k as i64 * m.boxdim[0] as i64;
         if m.rank > 1 {
@@ -313,7 +321,9 @@ impl Translator<'_> {
                 let (bar, _) = self.bar_at(r, bar, k)?;
                 let bytes = u32::try_from(*bytes)
                     .map_err(|_| self.err(r, format!("{bytes} bytes do not fit an mbarrier")))?;
+                // `barrier_expect` is PTX's mbarrier.arrive.expect_tx.
                 out.push(Op::MbarExpectTx { bar, bytes });
+                out.push(Op::MbarArrive { bar });
             }
             ScopeOp::MbArrive { bar, count } => {
                 let (bar, _) = self.bar_at(r, bar, k)?;
@@ -333,22 +343,61 @@ impl Translator<'_> {
     }
 }
 
+/// Where an import's kernel header and addresses come from besides the
+/// trace.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// A kernel whose declarations the events refer to (its programs are
+    /// ignored); first choice.
+    pub header: Option<Kernel>,
+    /// The host-side layout ([`Layout`]): with it the header is built from
+    /// the layout and the trace's scopes, and box origins are recovered
+    /// from the tensors' layouts.
+    pub layout: Option<Layout>,
+    /// The instrumented TTGIR the trace was recorded from, and its name:
+    /// every SIMFA scope of the trace must be one of its sites, and its
+    /// `num-warps` gives the WarpGroups per CTA.
+    pub ttgir: Option<(String, String)>,
+}
+
 /// Imports the chrome trace at `trace`: writes the WarpGroups' streams to
 /// the op file `ops` and returns the kernel (every role a stream role)
-/// with what the import did. `header`, when given, supplies the kernel's
-/// declarations instead of the trace's `otherData.simfa_kernel`.
+/// with what the import did. The header is `opts.header`, else built from
+/// `opts.layout`, else the trace's `otherData.simfa_kernel`.
 pub fn import_proton(
     trace: &Path,
-    header: Option<Kernel>,
+    opts: &ImportOptions,
     ops: &Path,
 ) -> Result<(Kernel, ImportSummary), ImportError> {
     let path = trace.display().to_string();
     let (info, mut sorted) = events::read(trace)?;
-    let k = streamed(match header {
-        Some(h) => h,
-        None => header_from_trace(info.other.as_ref(), &path)?,
-    })
-    .map_err(|e| ImportError::Header {
+    let scopes: Vec<Scope> = info.names.iter().filter_map(|n| n.parse().ok()).collect();
+    let mut ttgir_wgs = None;
+    if let Some((name, text)) = &opts.ttgir {
+        let sites = crate::ttgir::sites(name, text).map_err(|e| ImportError::Header {
+            path: name.clone(),
+            problem: e.to_string(),
+        })?;
+        for s in &scopes {
+            if !sites.iter().any(|site| site.scope == *s) {
+                return Err(ImportError::Header {
+                    path: path.clone(),
+                    problem: format!("scope `{s}` is not one of the sites of {name}"),
+                });
+            }
+        }
+        ttgir_wgs = super::layout::ttgir_warpgroups(text);
+    }
+    let stem = trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+    let stem: String = stem.chars().take(24).collect();
+    let header = match (&opts.header, &opts.layout) {
+        (Some(h), _) => h.clone(),
+        (None, Some(l)) => l.header(&stem, &scopes, ttgir_wgs, &path)?,
+        (None, None) => header_from_trace(info.other.as_ref(), &path)?,
+    };
+    let k = streamed(header).map_err(|e| ImportError::Header {
         path: path.clone(),
         problem: e.to_string(),
     })?;
@@ -359,6 +408,7 @@ pub fn import_proton(
     };
     let mut tr = Translator {
         k: &k,
+        layout: opts.layout.as_ref(),
         names: &info.names,
         scopes: HashMap::new(),
         path: &path,

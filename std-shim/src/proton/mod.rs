@@ -8,6 +8,7 @@
 pub mod events;
 pub mod export;
 pub mod import;
+pub mod layout;
 pub mod ops_file;
 
 #[cfg(test)]
