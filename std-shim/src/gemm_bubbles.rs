@@ -355,6 +355,38 @@ mod tests {
     }
 
     #[test]
+    fn the_fit_recovers_the_papers_figures_from_data_made_with_them() {
+        // Measurements that are the unbubbled simulation plus the paper's
+        // 4314 + 330 per BK=64 iteration: the fit gives 4314 and 330
+        // exactly (R^2 1) and predicts every shape to the cycle.
+        let mut cfg = GpuConfig::h800();
+        cfg.sms = 4;
+        let template = GemmParams::new(128, 128, 64);
+        let mut pts = Vec::new();
+        for (m, n, k, held_out) in [
+            (128, 128, 512, false),
+            (128, 256, 1024, false),
+            (256, 128, 2048, false),
+            (128, 128, 4096, false),
+            (256, 256, 1536, true),
+        ] {
+            let raw = cycles(&cfg, &GemmParams::new(m, n, k)).unwrap();
+            let measured = raw as f64 + 4314.0 + 330.0 * (k / 64) as f64;
+            pts.push(BubblePoint {
+                m,
+                n,
+                k,
+                measured_cycles: measured,
+                held_out,
+            });
+        }
+        let fit = fit_bubbles(&cfg, &template, &pts, &|_, _| {}).unwrap();
+        assert_eq!(fit.calibration, Calibration::H800, "{fit:?}");
+        assert!((fit.intercept - 4314.0).abs() < 1e-6 && (fit.slope - 330.0).abs() < 1e-9);
+        assert!((fit.r2 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
     fn the_fit_recovers_bubbles_it_was_given() {
         // "Measurements" made by the simulator itself with the paper's
         // bubbles on single-tile shapes (as the paper fits): the fit gives
