@@ -19,6 +19,10 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "tests"
 cargo test --workspace
 
+step "real Triton TTGIR (pip install triton; skipped without it)"
+cargo build -p simfa-cli
+bash scripts/triton/test_ttgir.sh "${CARGO_TARGET_DIR:-target}/debug/simfa"
+
 step "no_std core for bare-metal targets"
 cargo build -p simfa-core --target thumbv7em-none-eabihf
 cargo build -p simfa-core --target riscv32imac-unknown-none-elf
