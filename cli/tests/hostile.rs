@@ -1,7 +1,8 @@
 //! Every malformed input in `tests/hostile/` through the real `simfa`
 //! binary (kernels through `run` and `convert`, configurations through
 //! `run --config`, TTGIR files through `ttgir sites` and `ttgir
-//! instrument`, Proton traces through `import proton`): the exit status and message that `tests/hostile/expect.toml`
+//! instrument`, Proton traces through `import proton`, FA3 event logs through
+//! `import fa3-log`): the exit status and message that `tests/hostile/expect.toml`
 //! gives, the file named in the message, no panic, no hang, and no output
 //! file (or temporary file) left behind by a failed command.
 
@@ -138,6 +139,11 @@ fn run_case(case: &Case) -> Result<(), String> {
         let args = ["ttgir", "instrument", p, "-o", s(&out)];
         return check(case, "ttgir instrument", &args, p, &scratch.0);
     }
+    if case.file.ends_with(".log") {
+        let out = scratch.path("out.sfk");
+        let args = ["import", "fa3-log", p, "-o", s(&out)];
+        return check(case, "import fa3-log", &args, p, &scratch.0);
+    }
     if case.file.ends_with(".json") {
         let out = scratch.path("out.sfk");
         let args = ["import", "proton", p, "-o", s(&out)];
@@ -183,7 +189,7 @@ fn every_hostile_input_fails_cleanly() {
         on_disk, expected,
         "every file in tests/hostile/ needs an entry in expect.toml and every entry a file"
     );
-    for kind in [".sasm", ".sfk", ".toml", ".mlir", ".json"] {
+    for kind in [".sasm", ".sfk", ".toml", ".mlir", ".json", ".log"] {
         assert!(
             cases.iter().filter(|c| c.file.ends_with(kind)).count() >= 8,
             "too few {kind} cases"
