@@ -17,11 +17,16 @@ step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "tests"
+# Includes simfa-ffi's C harness (needs `cc`; it says SKIPPED without one)
+# and the check that include/simfa.h is what cbindgen generates now.
 cargo test --workspace
 
 step "no_std core for bare-metal targets"
 cargo build -p simfa-core --target thumbv7em-none-eabihf
 cargo build -p simfa-core --target riscv32imac-unknown-none-elf
+# The C ABI without std, as firmware links it (the rlib: a staticlib needs
+# the firmware's #[panic_handler], which a library must not define).
+cargo rustc -p simfa-ffi --lib --target thumbv7em-none-eabihf --no-default-features --crate-type rlib
 
 step "bit-exact across machines"
 # The sample kernels' digests on this machine, on aarch64 (qemu-aarch64) and
