@@ -86,6 +86,9 @@ typedef enum SimfaMemory {
   SIMFA_MEMORY_LINE = 1,
   // The fixed-latency, fixed-bandwidth port.
   SIMFA_MEMORY_FIXED = 2,
+  // The host's memory: requests through `simfa_ext_pop_request`, answers
+  // through `simfa_ext_complete` (one request per TMA operation).
+  SIMFA_MEMORY_EXTERNAL = 3,
 } SimfaMemory;
 
 // A simulator living in caller memory; C sees only `SimfaSim *`.
@@ -103,6 +106,36 @@ typedef struct SimfaConfig {
   // Private: the postcard encoding of the configuration.
   uint8_t bytes[SIMFA_CONFIG_CAPACITY];
 } SimfaConfig;
+
+// The fixed port's parameters, for a host that models memory the same
+// way (see `simfa_config_port`).
+typedef struct SimfaPortConfig {
+  // Number of SMs (the fixed port serialises each SM's transfers).
+  uint32_t sms;
+  // Cycles from a transfer's last byte leaving to its landing.
+  uint32_t latency;
+  // Per-SM bandwidth in bytes per cycle: `bytes_num / bytes_den`.
+  uint32_t bytes_num;
+  // See `bytes_num`.
+  uint32_t bytes_den;
+} SimfaPortConfig;
+
+// One TMA operation the simulator hands to the host
+// (`simfa_core::external::ExtRequest`).
+typedef struct SimfaExtRequest {
+  // Operation id, to pass to `simfa_ext_complete`.
+  uint32_t id;
+  // Issuing SM.
+  uint16_t sm;
+  // 1 for a store (shared to global memory), 0 for a load.
+  uint8_t store;
+  // The cycle the operation's requests leave the TMA engine.
+  uint64_t cycle;
+  // Global address (a bulk copy's, or a tensor box's origin).
+  uint64_t addr;
+  // Bytes that cross the port.
+  uint64_t bytes;
+} SimfaExtRequest;
 
 // The outcome of a run so far (final once finished).
 typedef struct SimfaSummary {
@@ -175,6 +208,53 @@ enum SimfaStatus simfa_config_from_postcard(const uint8_t *bytes,
 // and writable.
 enum SimfaStatus simfa_config_set_memory(struct SimfaConfig *cfg, uint32_t memory);
 
+// Writes the configuration's SM count and fixed-port parameters into
+// `*out`: a host that answers each SM's requests in order, each taking
+// `ceil(bytes * bytes_den / bytes_num)` cycles after both its `cycle` and
+// the SM's previous transfer, then `latency`, reproduces the fixed port
+// (see the README).
+//
+// # Safety
+//
+// `cfg` must point at a readable `SimfaConfig`; `out` at a writable,
+// aligned `SimfaPortConfig`.
+enum SimfaStatus simfa_config_port(const struct SimfaConfig *cfg, struct SimfaPortConfig *out);
+
+// Takes the oldest request the host has not seen yet: writes it into
+// `*out` and `true` into `*popped`, or `false` when none is waiting.
+// `NotExternal` unless the configuration's memory is external.
+//
+// # Safety
+//
+// `h` must be a handle from `simfa_init` (or null); `out` a writable,
+// aligned `SimfaExtRequest`; `popped` a writable `bool`.
+enum SimfaStatus simfa_ext_pop_request(struct SimfaSim *h,
+                                       struct SimfaExtRequest *out,
+                                       bool *popped);
+
+// Completes popped request `id`: its last byte lands at `cycle`, which
+// must be no earlier than the simulator's current cycle (the `now` of
+// `simfa_summary`) nor the request's own `cycle`. Requests may be
+// completed in any order. An id that is not popped and outstanding
+// (never issued, not popped yet, completed already) is `UnknownRequest`;
+// a cycle too early is `CompletionInPast`; either changes nothing.
+//
+// # Safety
+//
+// `h` must be a handle from `simfa_init` (or null).
+enum SimfaStatus simfa_ext_complete(struct SimfaSim *h, uint32_t id, uint64_t cycle);
+
+// Writes into `*out` the requests issued and not yet completed (popped
+// or not); 0 with the other memory models. While it is non-zero and
+// `simfa_next_event_cycle` reports `SIMFA_NO_EVENT`, only a completion
+// can move the run on: `simfa_step` returns without advancing.
+//
+// # Safety
+//
+// `h` must be a handle from `simfa_init` (or null); `out` a writable,
+// aligned `size_t`.
+enum SimfaStatus simfa_ext_outstanding(struct SimfaSim *h, size_t *out);
+
 // The number of sample kernels (`core::samples::SAMPLES`).
 uint32_t simfa_sample_count(void);
 
@@ -223,6 +303,9 @@ enum SimfaStatus simfa_init(uint8_t *mem,
 
 // Simulates the next cycle in which something happens (idle cycles are
 // skipped) and writes where the run stands into `*state` (may be null).
+// With external memory, when only the host's completions can move the
+// run on, it returns `Running` without advancing (see
+// `simfa_ext_outstanding`).
 // A failure (deadlock, watchdog, ...) is returned by this call and every
 // later one.
 //

@@ -44,6 +44,9 @@ pub enum SimfaMemory {
     Line = 1,
     /// The fixed-latency, fixed-bandwidth port.
     Fixed = 2,
+    /// The host's memory: requests through `simfa_ext_pop_request`, answers
+    /// through `simfa_ext_complete` (one request per TMA operation).
+    External = 3,
 }
 
 impl SimfaConfig {
@@ -188,6 +191,7 @@ pub unsafe extern "C" fn simfa_config_set_memory(
             0 => MemoryModel::Transaction,
             1 => MemoryModel::Line,
             2 => MemoryModel::Fixed,
+            3 => MemoryModel::External,
             _ => return Err(SimfaStatus::BadArgument),
         };
         // SAFETY: the caller's contract above: a readable `SimfaConfig`

@@ -29,6 +29,10 @@
 //!   [`simfa_next_event_cycle`], [`simfa_status`], [`simfa_summary`],
 //!   snapshots ([`simfa_snapshot_size`], [`simfa_save`], [`simfa_restore`])
 //!   and [`simfa_last_error_message`].
+//! - **The external memory port** — with [`SimfaMemory::External`] the
+//!   host is the memory: [`simfa_ext_pop_request`] drains one request per
+//!   TMA operation, [`simfa_ext_complete`] answers it at any later cycle,
+//!   in any order (the protocol is `simfa_core::external`'s).
 //!
 //! ## Panics
 //!
@@ -50,6 +54,7 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 mod config;
+mod ext;
 mod kernel;
 mod ptr;
 mod sim;
@@ -58,6 +63,10 @@ mod status;
 pub use config::{
     simfa_config_from_postcard, simfa_config_preset, simfa_config_sample, simfa_config_set_memory,
     SimfaConfig, SimfaMemory, SIMFA_CONFIG_CAPACITY,
+};
+pub use ext::{
+    simfa_config_port, simfa_ext_complete, simfa_ext_outstanding, simfa_ext_pop_request,
+    SimfaExtRequest, SimfaPortConfig,
 };
 pub use kernel::{simfa_sample_count, simfa_sample_kernel};
 pub use sim::{

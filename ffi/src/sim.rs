@@ -227,7 +227,7 @@ pub unsafe extern "C" fn simfa_init(
 /// `size_of::<SimfaSim>()` bytes that nothing else accesses during the
 /// call: a handle `simfa_init` returned, or memory whose first 8 bytes are
 /// not the handle magic.
-unsafe fn handle<'a>(h: *mut SimfaSim) -> Result<&'a mut SimfaSim, SimfaStatus> {
+pub(crate) unsafe fn handle<'a>(h: *mut SimfaSim) -> Result<&'a mut SimfaSim, SimfaStatus> {
     if h.is_null() {
         return Err(SimfaStatus::NullPointer);
     }
@@ -249,11 +249,21 @@ unsafe fn handle<'a>(h: *mut SimfaSim) -> Result<&'a mut SimfaSim, SimfaStatus> 
 impl SimfaSim {
     /// The simulator; absent only if rebuilding it after a failed restore
     /// failed too, which `simfa_init` having built it rules out.
-    fn sim(&mut self) -> Result<&mut Simulator<'static, NoStream>, SimfaStatus> {
+    pub(crate) fn sim(&mut self) -> Result<&mut Simulator<'static, NoStream>, SimfaStatus> {
         self.sim.as_mut().ok_or(SimfaStatus::SimFailed)
     }
 
-    fn note(&mut self, status: SimfaStatus, why: impl core::fmt::Display) -> SimfaStatus {
+    /// True with the external memory model.
+    pub(crate) fn is_external(&self) -> bool {
+        self.cfg.memory == simfa_core::config::MemoryModel::External
+    }
+
+    /// Records why a call failed and returns its code.
+    pub(crate) fn note(
+        &mut self,
+        status: SimfaStatus,
+        why: impl core::fmt::Display,
+    ) -> SimfaStatus {
         self.message.clear();
         let _ = write!(Truncating(&mut self.message), "{why}");
         status
@@ -343,6 +353,9 @@ unsafe fn put_opt<T>(p: *mut T, v: T) -> Result<(), SimfaStatus> {
 
 /// Simulates the next cycle in which something happens (idle cycles are
 /// skipped) and writes where the run stands into `*state` (may be null).
+/// With external memory, when only the host's completions can move the
+/// run on, it returns `Running` without advancing (see
+/// `simfa_ext_outstanding`).
 /// A failure (deadlock, watchdog, ...) is returned by this call and every
 /// later one.
 ///

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use simfa_core::{samples, Kernel, Simulator};
+use simfa_core::config::MemoryModel;
+use simfa_core::{samples, Cycle, Kernel, Simulator, Status};
 
 /// The staticlib cargo built for this test run, beside the test binary.
 fn staticlib() -> PathBuf {
@@ -78,17 +79,78 @@ fn rust_results() -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn parse(stdout: &str) -> Vec<(u64, u64)> {
+/// The numbers of the lines that start with `tag`: the digest (third
+/// field) is hexadecimal, the rest decimal.
+fn parse(stdout: &str, tag: &str) -> Vec<Vec<u64>> {
     stdout
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            match f.as_slice() {
-                ["sample", _, c, d] => {
-                    Some((c.parse().unwrap(), u64::from_str_radix(d, 16).unwrap()))
+            (f.first() == Some(&tag)).then(|| {
+                f[2..]
+                    .iter()
+                    .enumerate()
+                    .map(|(j, x)| {
+                        if j == 1 {
+                            u64::from_str_radix(x, 16).unwrap()
+                        } else {
+                            x.parse().unwrap()
+                        }
+                    })
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// Every sample with memory = external, answered like the fixed port by a
+/// Rust host: (cycles, digest, tma_ops, bytes_loaded, bytes_stored). For
+/// the samples on the fixed port, also checks the cycles and counters
+/// against the fixed port's own run.
+fn rust_external() -> Vec<Vec<u64>> {
+    (0..samples::SAMPLES)
+        .map(|i| {
+            let mut k = Kernel::default();
+            let fixed_cfg = samples::build(i, &mut k).unwrap();
+            let mut cfg = fixed_cfg.clone();
+            cfg.memory = MemoryModel::External;
+            let n = Simulator::<simfa_core::NoStream>::arena_size(&cfg, &k).unwrap();
+            let mut arena = vec![0u8; n];
+            let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+            let mut free_at = vec![0u64; cfg.sms as usize];
+            while sim.step(&mut ()).unwrap() == Status::Running {
+                while let Some(r) = sim.ext_pop() {
+                    let f = &mut free_at[r.sm as usize];
+                    let end = r.cycle.max(*f) + cfg.port.bytes_per_cycle.div_ceil(r.bytes);
+                    *f = end;
+                    let at = Cycle(end + cfg.port.latency as u64);
+                    sim.ext_complete(r.id, at).unwrap();
                 }
-                _ => None,
             }
+            let s = sim.summary();
+            let st = s.stats;
+            let row = vec![
+                s.cycles,
+                s.digest,
+                st.tma_ops,
+                st.bytes_loaded,
+                st.bytes_stored,
+            ];
+            if fixed_cfg.memory == MemoryModel::Fixed {
+                let n = Simulator::<simfa_core::NoStream>::arena_size(&fixed_cfg, &k).unwrap();
+                let mut a = vec![0u8; n];
+                let f = Simulator::new(&fixed_cfg, &k, &mut a)
+                    .unwrap()
+                    .run(&mut ())
+                    .unwrap();
+                let fs = f.stats;
+                assert_eq!(
+                    [row[0], row[2], row[3], row[4]],
+                    [f.cycles, fs.tma_ops, fs.bytes_loaded, fs.bytes_stored],
+                    "sample {i}: the fixed port's cycles and counters"
+                );
+            }
+            row
         })
         .collect()
 }
@@ -106,5 +168,10 @@ fn c_harness_matches_the_rust_digests() {
         String::from_utf8_lossy(&out.stderr)
     );
     print!("{stdout}");
-    assert_eq!(parse(&stdout), rust_results());
+    let own: Vec<(u64, u64)> = parse(&stdout, "sample")
+        .iter()
+        .map(|r| (r[0], r[1]))
+        .collect();
+    assert_eq!(own, rust_results());
+    assert_eq!(parse(&stdout, "external"), rust_external());
 }

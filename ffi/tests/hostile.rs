@@ -398,3 +398,68 @@ fn restore_of_garbage_or_another_pair_is_typed_and_leaves_a_fresh_run() {
     let got = summary(h);
     assert_eq!((got.cycles, got.digest), (want.cycles, want.digest));
 }
+
+#[test]
+fn hostile_external_port_calls_are_typed() {
+    let k = sample_kernel(0);
+    let cfg = sample_config(0);
+    let (_m, fixed) = init(&cfg, &k);
+    let mut r = SimfaExtRequest::default();
+    let mut got = false;
+    unsafe {
+        assert_eq!(
+            simfa_ext_pop_request(fixed, &mut r, &mut got),
+            SimfaStatus::NotExternal
+        );
+        assert_eq!(simfa_ext_complete(fixed, 0, 10), SimfaStatus::NotExternal);
+        assert_eq!(
+            simfa_ext_pop_request(fixed, null_mut(), &mut got),
+            SimfaStatus::NullPointer
+        );
+        assert_eq!(
+            simfa_ext_pop_request(fixed, &mut r, null_mut()),
+            SimfaStatus::NullPointer
+        );
+        assert_eq!(
+            simfa_ext_complete(null_mut(), 0, 10),
+            SimfaStatus::NullPointer
+        );
+        assert_eq!(
+            simfa_ext_outstanding(null_mut(), &mut 0),
+            SimfaStatus::NullPointer
+        );
+    }
+    let mut ext = cfg;
+    assert_eq!(
+        unsafe { simfa_config_set_memory(&mut ext, SimfaMemory::External as u32) },
+        SimfaStatus::Ok
+    );
+    let (_m2, h) = init(&ext, &k);
+    unsafe {
+        assert_eq!(simfa_ext_complete(h, 0, 10), SimfaStatus::UnknownRequest);
+        let mut state = SimfaRunState::Running;
+        while !got {
+            assert_eq!(simfa_step(h, &mut state), SimfaStatus::Ok);
+            assert_eq!(simfa_ext_pop_request(h, &mut r, &mut got), SimfaStatus::Ok);
+        }
+        let mut s = SimfaSummary::default();
+        simfa_summary(h, &mut s);
+        let earliest = s.now.max(r.cycle);
+        assert_eq!(
+            simfa_ext_complete(h, r.id, earliest - 1),
+            SimfaStatus::CompletionInPast
+        );
+        assert!(message(h).contains("past"), "{}", message(h));
+        assert_eq!(
+            simfa_ext_complete(h, r.id + 77, earliest),
+            SimfaStatus::UnknownRequest
+        );
+        assert_eq!(simfa_ext_complete(h, r.id, earliest + 5), SimfaStatus::Ok);
+        assert_eq!(
+            simfa_ext_complete(h, r.id, earliest + 5),
+            SimfaStatus::UnknownRequest
+        );
+        let mut n = 0;
+        assert_eq!(simfa_ext_outstanding(h, &mut n), SimfaStatus::Ok);
+    }
+}
