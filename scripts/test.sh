@@ -17,6 +17,8 @@ step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "tests"
+# Includes simfa-ffi's C harness (needs `cc`; it says SKIPPED without one)
+# and the check that include/simfa.h is what cbindgen generates now.
 cargo test --workspace
 
 step "real Triton TTGIR (pip install triton; skipped without it)"
@@ -26,6 +28,9 @@ bash scripts/triton/test_ttgir.sh "${CARGO_TARGET_DIR:-target}/debug/simfa"
 step "no_std core for bare-metal targets"
 cargo build -p simfa-core --target thumbv7em-none-eabihf
 cargo build -p simfa-core --target riscv32imac-unknown-none-elf
+# The C ABI without std, as firmware links it (the rlib: a staticlib needs
+# the firmware's #[panic_handler], which a library must not define).
+cargo rustc -p simfa-ffi --lib --target thumbv7em-none-eabihf --no-default-features --crate-type rlib
 
 step "bit-exact across machines"
 # The sample kernels' digests on this machine, on aarch64 (qemu-aarch64) and

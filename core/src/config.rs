@@ -35,10 +35,16 @@ pub enum MemoryModel {
     Line,
     /// The fixed-latency, fixed-bandwidth port ([`GpuConfig::port`]).
     Fixed,
+    /// The host's memory: every TMA operation becomes one request in a
+    /// queue the embedding host drains and completes
+    /// ([`crate::external`]). Not in [`MemoryModel::ALL`], which lists
+    /// the models simfa runs on its own.
+    External,
 }
 
 impl MemoryModel {
-    /// Every model, in declaration order.
+    /// Every model simfa runs on its own, in declaration order
+    /// ([`MemoryModel::External`] needs a host and is left out).
     pub const ALL: [MemoryModel; 3] = [
         MemoryModel::Transaction,
         MemoryModel::Line,
@@ -46,12 +52,13 @@ impl MemoryModel {
     ];
 
     /// The name configuration files, `--memory` and reports use:
-    /// `"transaction"`, `"line"` or `"fixed"`.
+    /// `"transaction"`, `"line"`, `"fixed"` or `"external"`.
     pub const fn name(self) -> &'static str {
         match self {
             MemoryModel::Transaction => "transaction",
             MemoryModel::Line => "line",
             MemoryModel::Fixed => "fixed",
+            MemoryModel::External => "external",
         }
     }
 
@@ -59,6 +66,7 @@ impl MemoryModel {
     pub fn from_name(name: &str) -> Option<Self> {
         match name {
             "hierarchy" => Some(MemoryModel::Line),
+            "external" => Some(MemoryModel::External),
             _ => MemoryModel::ALL.into_iter().find(|m| m.name() == name),
         }
     }

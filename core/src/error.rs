@@ -424,6 +424,15 @@ pub enum SimError {
         /// Cycle.
         cycle: u64,
     },
+    /// [`crate::Simulator::run`] with the external memory model: the run
+    /// waits on the host's answers and nothing else (see
+    /// [`crate::external`]; a host steps and completes requests instead).
+    ExternalPending {
+        /// Cycle.
+        cycle: u64,
+        /// Requests issued and not completed.
+        outstanding: u32,
+    },
     /// The stream source failed to produce an instruction.
     Source {
         /// The CTA.
@@ -457,6 +466,10 @@ impl fmt::Display for SimError {
             SimError::Inconsistent { what, cycle } => write!(
                 f,
                 "cycle {cycle}: {what} out of range: the state is inconsistent (a damaged snapshot?)"
+            ),
+            SimError::ExternalPending { cycle, outstanding } => write!(
+                f,
+                "cycle {cycle}: the run waits on {outstanding} external memory request(s) that only a host can answer"
             ),
             SimError::Source { cta, role } => write!(f, "stream source failed for CTA {cta} role {role}"),
         }

@@ -26,6 +26,9 @@
 //!   [`port::MemoryPort`]; mbarrier phases, stages and named barriers; stall
 //!   and wake-up through the shared event queue; deadlock detection and a
 //!   watchdog.
+//! - **Embedding** — with `memory = "external"` the TMA engines' operations
+//!   go to the host as [`external::ExtRequest`]s and the host completes
+//!   them ([`external`]), for co-simulation with RTL or an emulator.
 //! - **Observation** — an [`Observer`] sees every [`Event`]; [`Stats`] count.
 //!
 //! ## Memory
@@ -64,6 +67,7 @@ pub mod config;
 pub mod digest;
 pub mod encode;
 pub mod error;
+pub mod external;
 pub mod isa;
 pub mod kernel;
 pub mod mem;

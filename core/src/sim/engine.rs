@@ -294,7 +294,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let n = sink.n;
         while let Some(r) = match &mut self.mem {
             Mem::Line(mem) => mem.pop_dram_request(),
-            Mem::Fixed(_) | Mem::Txn(_) => None,
+            Mem::Fixed(_) | Mem::Txn(_) | Mem::External(_) => None,
         } {
             // The event carries the cycle the request entered DRAM.
             let ev = crate::observer::Event::DramRequest {

@@ -521,7 +521,9 @@ impl<S: StreamSource> Simulator<'_, S> {
         };
         let done = done
             .or_else(|| self.txn_transfer(t.sm, dir == Direction::Store, shape, bytes, leave, obs));
+        let external = matches!(self.mem, super::Mem::External(_));
         match done {
+            None if external => self.ext_issue(ti, bar, dir, shape, bytes, leave, id)?,
             Some(done) => {
                 let at = match self.cfg.fault {
                     Fault::EarlyTma { cycles } => done

@@ -24,6 +24,7 @@
 
 mod deadlines;
 mod engine;
+mod ext;
 mod issue;
 mod snapshot;
 mod state;
@@ -34,6 +35,7 @@ use crate::arena::{Arena, Layout};
 use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
 use crate::error::{BuildError, Capacity, KernelError, SimError};
+use crate::external::{ExternalPort, Slot as ExtSlot};
 use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
 use crate::mem::lines::max_box_lines;
@@ -68,6 +70,8 @@ pub(crate) enum Mem<'a> {
     Line(MemorySystem<'a>),
     /// The transaction-level hierarchy, handed whole operations.
     Txn(TxnMemory<'a>),
+    /// The host's memory, through the request queue of [`crate::external`].
+    External(ExternalPort<'a>),
 }
 
 /// Where a run stands after a call.
@@ -199,6 +203,11 @@ impl Plan {
     fn layout_mem(&self, cfg: &GpuConfig, l: &mut Layout) -> Result<(), BuildError> {
         match self.model {
             MemoryModel::Fixed => return Ok(()),
+            MemoryModel::External => {
+                let cap = self.sms * self.tma_slots;
+                l.add::<ExtSlot>(cap)?;
+                return l.add::<u32>(cap);
+            }
             MemoryModel::Transaction => {
                 return TxnMemory::layout(
                     &cfg.l2,
@@ -360,6 +369,11 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             )?
             .with_early_hits(cfg.fault == crate::config::Fault::EarlyHit);
             (Mem::Line(mem), Some(tables))
+        } else if plan.model == MemoryModel::External {
+            let cap = plan.sms * plan.tma_slots;
+            let slots = a.alloc(cap, ExtSlot::EMPTY, Capacity::MemoryPort)?;
+            let fifo = a.alloc(cap, 0u32, Capacity::MemoryPort)?;
+            (Mem::External(ExternalPort::new(slots, fifo)), None)
         } else {
             (Mem::Fixed(FixedPort::new(cfg.port, port_store)), None)
         };
@@ -433,7 +447,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let q = self.queue.next_cycle();
         let m = match &self.mem {
             Mem::Line(m) => m.next_event(),
-            Mem::Fixed(_) | Mem::Txn(_) => None,
+            Mem::Fixed(_) | Mem::Txn(_) | Mem::External(_) => None,
         };
         let u = self.deadlines.first().map(|(c, _)| c);
         [q, m, u].into_iter().flatten().min()
@@ -465,7 +479,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 st.dram_row_hits = d.row_hits;
                 Some(st)
             }
-            Mem::Fixed(_) => None,
+            Mem::Fixed(_) | Mem::External(_) => None,
         }
     }
 
@@ -515,6 +529,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         if !self.any_active() {
             match self.next_queued() {
                 Some(c) => self.now = self.now.max(c),
+                // Only the host's answers can move the run on.
+                None if self.ext_outstanding() > 0 => return Ok(Status::Running),
                 None => return self.finish_or_deadlock(),
             }
         }
@@ -568,9 +584,18 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         }
     }
 
-    /// Runs to the end and returns the summary.
+    /// Runs to the end and returns the summary. With the external memory
+    /// model a host must answer the requests: `run` fails with
+    /// [`SimError::ExternalPending`] when the run waits on nothing else.
     pub fn run(&mut self, obs: &mut impl Observer) -> Result<Summary, SimError> {
-        while self.step(obs)? == Status::Running {}
+        while self.step(obs)? == Status::Running {
+            if self.ext_outstanding() > 0 && self.next_event_cycle().is_none() {
+                return Err(SimError::ExternalPending {
+                    cycle: self.now,
+                    outstanding: self.ext_outstanding() as u32,
+                });
+            }
+        }
         Ok(self.summary())
     }
 

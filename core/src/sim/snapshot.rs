@@ -281,6 +281,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 w.val(&2u8)?;
                 m.save_state(w)?;
             }
+            Mem::External(p) => {
+                w.val(&3u8)?;
+                p.save_state(w)?;
+            }
         }
         if let Some(t) = &self.tma {
             w.slice(t.ops)?;
@@ -435,6 +439,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             (Mem::Fixed(p), 0) => p.load_state(r)?,
             (Mem::Line(m), 1) => m.load_state(r)?,
             (Mem::Txn(m), 2) => m.load_state(r)?,
+            (Mem::External(p), 3) => p.load_state(r)?,
             _ => return corrupt("memory model"),
         }
         if let Some(t) = &mut self.tma {
