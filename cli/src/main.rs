@@ -560,9 +560,10 @@ fn run_and_report(
         }
     }
     let outcome = result.map_err(|e| match e {
-        RunError::Build(_) | RunError::Snapshot { .. } | RunError::Io { .. } => {
-            Failure::Input(e.to_string())
-        }
+        RunError::Build(_)
+        | RunError::Snapshot { .. }
+        | RunError::Io { .. }
+        | RunError::ExternalMemory => Failure::Input(e.to_string()),
         RunError::Alloc { .. } | RunError::Sim { .. } => Failure::Sim(e.to_string()),
     })?;
     let mut report = Report::new(cfg, k, &outcome);

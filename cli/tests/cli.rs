@@ -1,7 +1,7 @@
 //! End-to-end tests of the `simfa` binary.
 
 mod common;
-use common::{json, s, simfa, stderr, Scratch};
+use common::{json, s, simfa, simfa_unchecked, stderr, Scratch};
 
 fn is_digest(v: &serde_json::Value) -> bool {
     v.as_str().is_some_and(|d| {
@@ -405,4 +405,18 @@ fn agreement_quick_prints_both_models_per_point() {
         assert!(p["transaction"].as_f64().unwrap() > 0.0, "{p}");
     }
     assert!(j["max_abs_error_percent"].as_f64().unwrap() < 12.0, "{j}");
+}
+
+#[test]
+fn external_memory_needs_a_host() {
+    // Only an embedding host can answer the external port's requests: a
+    // run here is refused at once instead of waiting forever.
+    let ring = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/ring.sasm");
+    let o = simfa_unchecked(&["run", ring, "--memory", "external"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("embedding host"), "{}", stderr(&o));
+    let o = simfa_unchecked(&[
+        "gemm", "--m", "128", "--n", "128", "--k", "64", "--memory", "external",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
 }

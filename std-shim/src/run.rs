@@ -8,6 +8,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use simfa_core::config::MemoryModel;
 use simfa_core::digest::Digest;
 use simfa_core::isa::EvalCtx;
 use simfa_core::{
@@ -86,6 +87,10 @@ pub enum RunError {
         /// The core's error.
         error: SnapshotError,
     },
+    /// The configuration's memory is the embedding host's
+    /// (`memory = "external"`): only a host driving the C ABI can answer
+    /// its requests, so a run here would wait forever.
+    ExternalMemory,
     /// A snapshot file could not be read or written.
     Io {
         /// The snapshot file.
@@ -111,6 +116,11 @@ impl fmt::Display for RunError {
             }
             RunError::Snapshot { path, error } => write!(f, "snapshot {path}: {error}"),
             RunError::Io { path, source } => write!(f, "snapshot {path}: {source}"),
+            RunError::ExternalMemory => write!(
+                f,
+                "memory = \"external\" is served by an embedding host through the C ABI \
+                 (simfa-ffi); simfa's own commands run transaction, line or fixed"
+            ),
         }
     }
 }
@@ -119,7 +129,7 @@ impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RunError::Build(e) => Some(e),
-            RunError::Alloc { .. } => None,
+            RunError::Alloc { .. } | RunError::ExternalMemory => None,
             RunError::Sim { error, .. } => Some(error),
             RunError::Snapshot { error, .. } => Some(error),
             RunError::Io { source, .. } => Some(source),
@@ -328,6 +338,9 @@ pub fn simulate_from<S: StreamSource>(
     mut progress: impl FnMut(u64, u32, u32),
     snaps: &Snapshots,
 ) -> Result<RunOutcome, RunError> {
+    if cfg.memory == MemoryModel::External {
+        return Err(RunError::ExternalMemory);
+    }
     let arena_bytes = Simulator::<NoStream>::arena_size(cfg, k)?;
     let mut arena = Vec::new();
     arena

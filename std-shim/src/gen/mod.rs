@@ -99,7 +99,7 @@ impl BenchError {
     pub fn is_input_error(&self) -> bool {
         matches!(
             self,
-            BenchError::Gen(_) | BenchError::Run(RunError::Build(_))
+            BenchError::Gen(_) | BenchError::Run(RunError::Build(_) | RunError::ExternalMemory)
         )
     }
 }
