@@ -25,6 +25,18 @@ step "real Triton TTGIR (pip install triton; skipped without it)"
 cargo build -p simfa-cli
 bash scripts/triton/test_ttgir.sh "${CARGO_TARGET_DIR:-target}/debug/simfa"
 
+step "Verilator co-simulation (examples/cosim-verilator; installs verilator)"
+if ! command -v verilator >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get install -y verilator >/dev/null 2>&1 ||
+            { apt-get update >/dev/null 2>&1 && apt-get install -y verilator >/dev/null 2>&1; } || true
+    elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+        sudo -n apt-get install -y verilator >/dev/null 2>&1 ||
+            { sudo -n apt-get update >/dev/null 2>&1 && sudo -n apt-get install -y verilator >/dev/null 2>&1; } || true
+    fi
+fi
+bash examples/cosim-verilator/run.sh
+
 step "no_std core for bare-metal targets"
 cargo build -p simfa-core --target thumbv7em-none-eabihf
 cargo build -p simfa-core --target riscv32imac-unknown-none-elf
