@@ -56,6 +56,42 @@ pub fn build(i: usize, k: &mut Kernel) -> Option<GpuConfig> {
     Some(config(MODELS[i % 3]))
 }
 
+/// Most SMs [`run_external`] serves.
+pub const EXTERNAL_MAX_SMS: usize = 16;
+
+/// Finishes `sim`, a run of configuration `cfg` with `memory =
+/// "external"`, answering every request of its external port as the fixed
+/// port would (per SM, `ceil(bytes / bytes_per_cycle)` cycles after both
+/// the request's cycle and that SM's previous transfer, then
+/// `port.latency`), in issue order, between steps. The bare-metal programs
+/// (`firmware/`) run the samples this way too, so the external port is
+/// exercised where no host exists. `None` when `cfg` has more than
+/// [`EXTERNAL_MAX_SMS`] SMs or a completion is refused (neither happens
+/// for the samples).
+pub fn run_external(
+    sim: &mut crate::Simulator<'_>,
+    cfg: &GpuConfig,
+) -> Option<Result<crate::Summary, crate::SimError>> {
+    if cfg.sms as usize > EXTERNAL_MAX_SMS {
+        return None;
+    }
+    let mut free_at = [0u64; EXTERNAL_MAX_SMS];
+    loop {
+        match sim.step(&mut ()) {
+            Ok(crate::Status::Finished) => return Some(Ok(sim.summary())),
+            Ok(crate::Status::Running) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        while let Some(r) = sim.ext_pop() {
+            let free = free_at.get_mut(r.sm as usize)?;
+            let end = r.cycle.max(*free) + cfg.port.bytes_per_cycle.div_ceil(r.bytes);
+            *free = end;
+            let done = end + cfg.port.latency as u64;
+            sim.ext_complete(r.id, crate::Cycle(done)).ok()?;
+        }
+    }
+}
+
 /// Folds the `(cycles, digest)` pairs of every sample, in order, into one
 /// 64-bit value: equal on two machines exactly when every sample is.
 pub fn combine(results: &[(u64, u64)]) -> u64 {
@@ -377,6 +413,24 @@ mod tests {
         build(0, &mut b).unwrap();
         build(2, &mut b).unwrap();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_external_port_serves_every_sample_like_the_fixed_port() {
+        for i in [0, 3] {
+            let mut k = ::std::boxed::Box::new(Kernel::default());
+            let fixed = build(i, &mut k).unwrap();
+            let mut cfg = fixed.clone();
+            cfg.memory = MemoryModel::External;
+            let size = Simulator::<NoStream>::arena_size(&cfg, &k).unwrap();
+            let mut arena = ::std::vec![0u8; size];
+            let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+            let s = run_external(&mut sim, &cfg).unwrap().unwrap();
+            // The fixed port's cycles (its digest differs: its TMA issue
+            // events carry the landing cycle, the host's answer comes later).
+            assert_eq!(s.cycles, run(i).0, "{}", name(i));
+            assert_eq!(sim.ext_outstanding(), 0);
+        }
     }
 
     #[test]

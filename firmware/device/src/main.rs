@@ -1,8 +1,10 @@
 //! simfa on a Cortex-M3: builds the fixed sample kernels of
 //! [`simfa_core::samples`], simulates each in a static arena (no heap, no
 //! allocator) and prints `NAME CYCLES DIGEST` per sample and the combined
-//! digest over semihosting, exactly as the host program `firmware/host`
-//! does, so `scripts/crossdigest.sh` can compare the outputs byte for byte.
+//! digest over semihosting, then the fixed-port samples again with the
+//! external memory port served by this program, exactly as the host
+//! program `firmware/host` does, so `scripts/crossdigest.sh` can compare
+//! the outputs byte for byte.
 //!
 //! Run it with `cargo run --release` inside `firmware/device/` (QEMU
 //! `mps2-an385`, see `.cargo/config.toml`). It exits through semihosting:
@@ -14,6 +16,7 @@ use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 use heapless::{String, Vec};
 use simfa_core::samples::{self, SAMPLES};
+use simfa_core::config::MemoryModel;
 use simfa_core::{CtaOrder, Kernel, NoStream, Simulator};
 
 /// Bytes of the static arena; every sample's `Simulator::arena_size` must
@@ -89,6 +92,33 @@ fn main() -> ! {
         );
     }
     hprintln!("combined {:016x}", samples::combine(&results));
+    // The fixed-port samples again with memory = "external", this program
+    // answering the port's requests as the fixed port would.
+    for i in [0, 3] {
+        let Some(mut cfg) = samples::build(i, KERNEL) else {
+            fail("no such sample")
+        };
+        cfg.memory = MemoryModel::External;
+        let kernel: &Kernel = KERNEL;
+        let need = match Simulator::<NoStream>::arena_size(&cfg, kernel) {
+            Ok(n) if n <= ARENA.len() => n,
+            _ => fail("cannot size the external arena"),
+        };
+        let mut sim = match Simulator::new(&cfg, kernel, &mut ARENA[..need]) {
+            Ok(s) => s,
+            Err(_) => fail("cannot build the external simulator"),
+        };
+        let summary = match samples::run_external(&mut sim, &cfg) {
+            Some(Ok(s)) => s,
+            _ => fail("the external run failed"),
+        };
+        hprintln!(
+            "{}+external {} {:016x}",
+            samples::name(i),
+            summary.cycles,
+            summary.digest
+        );
+    }
     debug::exit(debug::EXIT_SUCCESS);
     halt()
 }

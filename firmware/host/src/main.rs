@@ -1,8 +1,10 @@
 //! Builds the fixed sample kernels of [`simfa_core::samples`], simulates
 //! each and prints `NAME CYCLES DIGEST` per sample and the combined digest,
-//! in the same format as the Cortex-M firmware (`firmware/device/src/main.rs`).
+//! in the same format as the Cortex-M firmware (`firmware/device/src/main.rs`),
+//! then the fixed-port samples with the external memory port served here.
 //! With `--arena` it also prints each sample's arena size to stderr.
 
+use simfa_core::config::MemoryModel;
 use simfa_core::samples::{self, SAMPLES};
 use simfa_core::{Kernel, NoStream, Simulator};
 use std::process::ExitCode;
@@ -44,5 +46,24 @@ fn main() -> ExitCode {
         );
     }
     println!("combined {:016x}", samples::combine(&results));
+    // The fixed-port samples again with memory = "external", served here
+    // as the fixed port would (as the firmware does).
+    for i in [0, 3] {
+        let mut cfg = samples::build(i, &mut kernel).expect("a sample");
+        cfg.memory = MemoryModel::External;
+        let need = Simulator::<NoStream>::arena_size(&cfg, &kernel).expect("an arena size");
+        let mut arena = vec![0u8; need];
+        let mut sim = Simulator::new(&cfg, &kernel, &mut arena).expect("a simulator");
+        let Some(Ok(summary)) = samples::run_external(&mut sim, &cfg) else {
+            eprintln!("error: {}+external: the run failed", samples::name(i));
+            return ExitCode::FAILURE;
+        };
+        println!(
+            "{}+external {} {:016x}",
+            samples::name(i),
+            summary.cycles,
+            summary.digest
+        );
+    }
     ExitCode::SUCCESS
 }
