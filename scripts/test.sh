@@ -43,6 +43,8 @@ cargo build -p simfa-core --target riscv32imac-unknown-none-elf
 # The C ABI without std, as firmware links it (the rlib: a staticlib needs
 # the firmware's #[panic_handler], which a library must not define).
 cargo rustc -p simfa-ffi --lib --target thumbv7em-none-eabihf --no-default-features --crate-type rlib
+# ... and as the staticlib a C firmware links (feature panic-halt: a halting panic handler).
+cargo rustc -p simfa-ffi --lib --target thumbv7em-none-eabihf --no-default-features --features panic-halt --crate-type staticlib
 
 step "bit-exact across machines"
 # The sample kernels' digests on this machine, on aarch64 (qemu-aarch64) and

@@ -42,7 +42,9 @@
 //! `catch_unwind` and reports a panic as [`SimfaStatus::Panic`]. Without
 //! it (bare metal, `--no-default-features`) the crate is `no_std`, defines
 //! no `#[panic_handler]`, and a panic — a simfa bug — reaches the
-//! firmware's handler; it never unwinds into C.
+//! firmware's handler; it never unwinds into C. A C firmware, which has no
+//! Rust handler, links the staticlib built with the `panic-halt` feature,
+//! whose handler halts.
 //!
 //! ## Threads
 //!
@@ -52,6 +54,19 @@
 #![cfg_attr(not(any(test, feature = "std")), no_std)]
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
+
+#[cfg(all(feature = "panic-halt", feature = "std"))]
+compile_error!("`panic-halt` is for no_std builds: use it with --no-default-features");
+
+/// For C firmware linking the no_std staticlib (feature `panic-halt`): a
+/// panic, a simfa bug, halts the core in place.
+#[cfg(all(feature = "panic-halt", not(feature = "std"), not(test)))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    loop {
+        core::hint::spin_loop();
+    }
+}
 
 mod config;
 mod ext;
