@@ -225,17 +225,15 @@ impl Event {
             Event::Wake { who: w } => [5, who(w), 0],
             Event::WgmmaStart { who: w, start, end } => [6 | start << 8, who(w), *end],
             Event::WgmmaDone { who: w } => [7, who(w), 0],
+            // The landing cycle a port may know at issue (`done`) is left
+            // out: `TmaDone` folds it when it happens, and a host serving
+            // the external port gives it only then.
             Event::TmaIssue {
                 who: w,
                 bytes,
                 store,
-                done,
                 ..
-            } => [
-                8 | (*store as u64) << 4 | bytes << 8,
-                who(w),
-                done.unwrap_or(u64::MAX),
-            ],
+            } => [8 | (*store as u64) << 4 | bytes << 8, who(w), 0],
             Event::TmaDone {
                 who: w,
                 bytes,

@@ -145,9 +145,15 @@ fn rust_external() -> Vec<Vec<u64>> {
                     .unwrap();
                 let fs = f.stats;
                 assert_eq!(
-                    [row[0], row[2], row[3], row[4]],
-                    [f.cycles, fs.tma_ops, fs.bytes_loaded, fs.bytes_stored],
-                    "sample {i}: the fixed port's cycles and counters"
+                    row,
+                    [
+                        f.cycles,
+                        f.digest,
+                        fs.tma_ops,
+                        fs.bytes_loaded,
+                        fs.bytes_stored
+                    ],
+                    "sample {i}: the fixed port's cycles, digest and counters"
                 );
             }
             row

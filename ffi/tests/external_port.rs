@@ -114,10 +114,9 @@ fn a_fixed_port_host_reproduces_the_fixed_port() {
         );
         assert_eq!(got.0.len(), want.0.len(), "sample {i}");
         assert!(got.0 == want.0, "sample {i}: event streams differ");
-        assert_ne!(
-            s.digest, fixed.digest,
-            "TmaIssue::done differs, so does the digest"
-        );
+        // The digest leaves out what only the fixed port knows at issue
+        // (`TmaIssue::done`): the same digest.
+        assert_eq!(s.digest, fixed.digest, "sample {i}");
         assert_eq!(sim.ext_outstanding(), 0);
     }
 }
