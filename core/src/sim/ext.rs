@@ -9,7 +9,10 @@ use crate::port::{Direction, Shape};
 use crate::source::StreamSource;
 use crate::time::Cycle;
 
-/// The global address of a transfer: a bulk copy's, or a box's origin.
+/// The global address of a transfer: a bulk copy's, or a box's origin
+/// (`base + x0 * elem_bytes + Σ_{d>=1} x_d * strides[d]`, the tensor map's
+/// layout; `strides[0]` is not part of it, and negative coordinates count
+/// as 0).
 fn address(shape: &Shape<'_>) -> u64 {
     match *shape {
         Shape::Linear { addr } => addr,
@@ -17,7 +20,12 @@ fn address(shape: &Shape<'_>) -> u64 {
             let rank = (map.rank as usize).min(coords.len());
             (0..rank).fold(map.base, |a, d| {
                 let c = coords[d].max(0) as u64;
-                a.wrapping_add(c.wrapping_mul(map.strides[d]))
+                let step = if d == 0 {
+                    map.elem_bytes as u64
+                } else {
+                    map.strides[d]
+                };
+                a.wrapping_add(c.wrapping_mul(step))
             })
         }
     }
@@ -117,5 +125,27 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         };
         let _ = self.queue.push(cycle.0, ev.class(), ev);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::TensorMap;
+
+    #[test]
+    fn a_box_origin_steps_by_the_element_size_along_dimension_0() {
+        let map = TensorMap {
+            name: Default::default(),
+            base: 0x1000,
+            elem_bytes: 2,
+            rank: 2,
+            dims: [64, 64, 0, 0, 0],
+            strides: [0, 256, 0, 0, 0],
+            boxdim: [16, 16, 0, 0, 0],
+        };
+        let at = |coords| address(&Shape::Tensor { map: &map, coords });
+        assert_eq!(at([3, 2, 0, 0, 0]), 0x1000 + 3 * 2 + 2 * 256);
+        assert_eq!(at([-5, 1, 0, 0, 0]), 0x1000 + 256);
     }
 }
