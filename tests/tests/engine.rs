@@ -164,6 +164,69 @@ fn same_kernel_same_digest_and_step_equals_run() {
     assert_eq!(sim.run(&mut ()).unwrap(), a);
 }
 
+/// Asks for detail events and ignores them.
+struct DetailHungry;
+
+impl simfa_core::Observer for DetailHungry {
+    fn wants_detail(&self) -> bool {
+        true
+    }
+}
+
+/// A run with `obs` alone (no checker beside it).
+fn bare(
+    cfg: &GpuConfig,
+    k: &simfa_core::Kernel,
+    obs: &mut impl simfa_core::Observer,
+) -> simfa_core::Summary {
+    let mut arena = vec![0u8; Simulator::<NoStream>::arena_size(cfg, k).unwrap()];
+    let mut sim = Simulator::new(cfg, k, &mut arena).unwrap();
+    sim.run(obs).unwrap()
+}
+
+/// The `simulate` fuzz target's find: CTAs that load the same 2-D tile
+/// again and again through a tiny L2, so chunks meet lines still resident
+/// from the previous load. Asking for detail events (as `--check` does)
+/// once freed such a chunk's places in flight line by line instead of
+/// together, and moved later DRAM requests by a cycle.
+#[test]
+fn detail_events_do_not_change_the_timing() {
+    let mut b = Builder::new("reload", [2, 1, 2]);
+    let m = b.map(simfa_core::TensorMap {
+        name: simfa_core::builder::name("map", "M").unwrap(),
+        base: 4080,
+        elem_bytes: 2,
+        rank: 2,
+        dims: [1350, 70, 0, 0, 0],
+        strides: [2, 2704, 0, 0, 0],
+        boxdim: [256, 16, 0, 0, 0],
+    });
+    let bar = b.mbarrier("b", 1, 1);
+    let zero = b.c(0);
+    b.smem(17733);
+    b.role("r", 2, 64);
+    b.op(Instr::TmaLoad {
+        map: m,
+        bar: b.at(bar, 0),
+        coords: [zero, zero, 0, 0, 0],
+    });
+    let k = b.finish();
+    for model in simfa_core::config::MemoryModel::ALL {
+        let mut cfg = GpuConfig::h800();
+        cfg.sms = 1;
+        cfg.memory = model;
+        cfg.l2.slices = 4;
+        cfg.l2.sets = 8;
+        cfg.l2.ways = 4;
+        cfg.dram.channels = 2;
+        let plain = bare(&cfg, &k, &mut ());
+        assert_eq!(bare(&cfg, &k, &mut DetailHungry), plain, "{model:?}");
+        let (checked, check) = simfa_tests::run_checked(&cfg, &k, &mut ());
+        assert_eq!(checked.unwrap(), plain, "{model:?}");
+        assert_clean(&check);
+    }
+}
+
 /// Most CTAs resident on any one SM at once, from launch/retire events.
 fn max_resident(cfg: &GpuConfig, k: &simfa_core::Kernel) -> (usize, u64) {
     let mut rec = Recorder::default();

@@ -838,6 +838,15 @@ impl Model<'_> {
         let (mut first_back, mut last_back) = (u64::MAX, 0u64);
         let mut look = u64::MAX;
         let mut ready_max = 0u64;
+        // Every line finds its data ready (a plain hit, or a shadow copy):
+        // the chunk's places in flight free together, with its last line,
+        // whether or not detail events are wanted (they must not change
+        // the timing).
+        let together = match outcome {
+            Outcome::Resident(ready) => !probe && ready <= e0 + back,
+            Outcome::Shadow(_) => true,
+            _ => false,
+        };
         match outcome {
             // The common cases, line loops without branches on the outcome.
             Outcome::Coalesced(at) => {
@@ -847,7 +856,7 @@ impl Model<'_> {
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
-            Outcome::Resident(ready) if !probe && !notes && ready <= e0 + back => {
+            Outcome::Resident(_) if together && !notes => {
                 // Every line finds the data ready: a plain hit.
                 self.stats.l2_requests += w;
                 self.stats.l2_hits += w;
@@ -915,7 +924,12 @@ impl Model<'_> {
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                     // Misses spread out: each line frees its place itself.
-                    self.returns(sm, eng, r, 1);
+                    if !together {
+                        self.returns(sm, eng, r, 1);
+                    }
+                }
+                if together {
+                    self.returns(sm, eng, last_back, p.weight);
                 }
             }
         }
