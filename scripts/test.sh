@@ -52,6 +52,10 @@ step "bit-exact across machines"
 bash scripts/crossdigest.sh
 
 step "fuzz targets"
+if rustup toolchain list | grep -q nightly && ! command -v cargo-fuzz >/dev/null 2>&1; then
+    # A nightly toolchain is there: install cargo-fuzz so the targets run.
+    cargo install cargo-fuzz --locked || echo "cargo install cargo-fuzz failed; compiling the targets only"
+fi
 if rustup toolchain list | grep -q nightly && command -v cargo-fuzz >/dev/null 2>&1; then
     secs="${SIMFA_FUZZ_SECONDS:-30}"
     for t in $(cargo +nightly fuzz list); do
