@@ -102,6 +102,13 @@ pub enum ExtError {
         /// The earliest cycle allowed.
         earliest: u64,
     },
+    /// The simulator's event queue is full, so the completion cannot be
+    /// scheduled. The queue has room for every operation in flight, so only
+    /// a damaged snapshot leads here.
+    QueueFull {
+        /// The id named.
+        id: u32,
+    },
 }
 
 impl fmt::Display for ExtError {
@@ -114,6 +121,10 @@ impl fmt::Display for ExtError {
             ExtError::InPast { cycle, earliest } => write!(
                 f,
                 "completion at cycle {cycle} lies in the past: the earliest allowed is {earliest}"
+            ),
+            ExtError::QueueFull { id } => write!(
+                f,
+                "the event queue is full: request {id}'s completion cannot be scheduled (a damaged snapshot?)"
             ),
         }
     }

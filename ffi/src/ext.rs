@@ -60,6 +60,8 @@ impl From<ExtError> for SimfaStatus {
         match e {
             ExtError::NotExternal => SimfaStatus::NotExternal,
             ExtError::InPast { .. } => SimfaStatus::CompletionInPast,
+            // Only a damaged snapshot fills the event queue.
+            ExtError::QueueFull { .. } => SimfaStatus::BadSnapshot,
             _ => SimfaStatus::UnknownRequest,
         }
     }

@@ -114,7 +114,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         // fill it, and then the completion is refused before anything
         // changes.
         if self.queue.len() >= self.queue.capacity() {
-            return Err(ExtError::UnknownRequest { id });
+            return Err(ExtError::QueueFull { id });
         }
         let s = port.take(i);
         let ev = Ev::TmaDone {
