@@ -50,11 +50,11 @@ use crate::proton::events::{Operands, Record, RunSorter};
 use crate::proton::import::{streamed, ImportError, ImportSummary};
 use crate::proton::ops_file::OpsWriter;
 
+/// Line `line` (from 1) of log `path` is malformed.
 fn line_err(path: &str, line: u64, problem: impl Into<String>) -> ImportError {
-    ImportError::Event {
+    ImportError::Line {
         path: path.into(),
-        index: line,
-        name: "line".into(),
+        line,
         problem: problem.into(),
     }
 }
@@ -439,7 +439,10 @@ pub fn import_fa3_log(
         sorter.push(parse_event(&path, n, t)?)?;
         sum.events += 1;
     }
-    let p = shape.ok_or_else(|| line_err(&path, 0, "no shape line"))?;
+    let p = shape.ok_or_else(|| ImportError::Header {
+        path: path.clone(),
+        problem: "no `shape` line".into(),
+    })?;
     let bad_header = |e: &dyn std::fmt::Display| ImportError::Header {
         path: path.clone(),
         problem: e.to_string(),

@@ -37,6 +37,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::rc::Rc;
 
 use simfa_core::{Kernel, Op, WgmmaMode};
 
@@ -85,6 +86,16 @@ pub enum ImportError {
         index: u64,
         /// Its name.
         name: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// A line of a line-oriented input (an FA3 event log) is malformed.
+    #[error("{path}:{line}: {problem}")]
+    Line {
+        /// The file.
+        path: String,
+        /// The line, from 1.
+        line: u64,
         /// What is wrong.
         problem: String,
     },
@@ -182,7 +193,7 @@ struct Translator<'a> {
     k: &'a Kernel,
     layout: Option<&'a Layout>,
     names: &'a [String],
-    scopes: HashMap<u32, Option<Scope>>,
+    scopes: HashMap<u32, Option<Rc<Scope>>>,
     path: &'a str,
 }
 
@@ -196,11 +207,13 @@ impl Translator<'_> {
         }
     }
 
-    fn scope(&mut self, name: u32) -> Option<Scope> {
+    /// The parsed scope of name `name` (parsed once; shared, not copied,
+    /// by every event of that name).
+    fn scope(&mut self, name: u32) -> Option<Rc<Scope>> {
         let names = self.names;
         self.scopes
             .entry(name)
-            .or_insert_with(|| names[name as usize].parse().ok())
+            .or_insert_with(|| names[name as usize].parse().ok().map(Rc::new))
             .clone()
     }
 
@@ -257,13 +270,7 @@ impl Translator<'_> {
     /// `out`.
     fn translate(&mut self, r: &Record, k: u64, out: &mut Vec<Op>) -> Result<How, ImportError> {
         let scope = self.scope(r.name);
-        let is_wgmma = matches!(
-            scope,
-            Some(Scope {
-                op: ScopeOp::Wgmma(_),
-                ..
-            })
-        );
+        let is_wgmma = matches!(scope.as_deref().map(|s| &s.op), Some(ScopeOp::Wgmma(_)));
         if let (Some(op), false) = (r.args.op, is_wgmma) {
             out.push(op);
             return Ok(How::Exact);
