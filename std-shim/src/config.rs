@@ -230,7 +230,7 @@ pub fn config_from_toml(text: &str, origin: &str) -> Result<GpuConfig, ConfigFil
 }
 
 /// 1-based line and column of byte offset `at` in `text`.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, at: usize) -> (usize, usize) {
     let mut at = at.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;

@@ -303,41 +303,48 @@ impl BubbleFit {
     }
 }
 
-/// Reads a `[gemm_bubbles]` TOML snippet written by [`BubbleFit::to_toml`].
+/// The file [`read_bubbles`] reads: one `[gemm_bubbles]` table, nothing else.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BubblesFile {
+    gemm_bubbles: BubblesTable,
+}
+
+/// The two fitted constants, both required.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BubblesTable {
+    prologue: u32,
+    per_iter_bk64: u32,
+}
+
+/// Reads a `[gemm_bubbles]` TOML snippet written by [`BubbleFit::to_toml`];
+/// an unknown or missing key, or a value that is not a cycle count, is a
+/// [`CalibError::Parse`] naming the file and line.
 pub fn read_bubbles(path: &Path) -> Result<Calibration, CalibError> {
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| CalibError::Io {
         path: origin.clone(),
         source,
     })?;
-    let bad = |problem: String| CalibError::Parse {
-        origin: origin.clone(),
-        line: 0,
-        problem,
-    };
-    let v: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| bad(e.to_string()))?;
-    let t = v
-        .get("gemm_bubbles")
-        .and_then(|t| t.as_table())
-        .ok_or_else(|| bad("no [gemm_bubbles] table".into()))?;
-    for key in t.keys() {
-        if key != "prologue" && key != "per_iter_bk64" {
-            return Err(bad(format!("gemm_bubbles.{key}: unknown key")));
+    parse_bubbles(&text, &origin)
+}
+
+/// [`read_bubbles`] on the text of `origin`.
+fn parse_bubbles(text: &str, origin: &str) -> Result<Calibration, CalibError> {
+    let f: BubblesFile = toml::from_str(text).map_err(|e| {
+        let line = crate::config::line_col(text, e.span().map_or(0, |s| s.start)).0;
+        // The line's text names the key a value error is about.
+        let at = text.lines().nth(line - 1).unwrap_or("").trim();
+        CalibError::Parse {
+            origin: origin.to_string(),
+            line,
+            problem: format!("{} (in `{at}`)", e.message().trim().replace('\n', "; ")),
         }
-    }
-    let get = |k: &str| -> Result<u32, CalibError> {
-        let v = t
-            .get(k)
-            .ok_or_else(|| bad(format!("gemm_bubbles.{k} is missing")))?;
-        v.as_integer()
-            .and_then(|i| u32::try_from(i).ok())
-            .ok_or_else(|| bad(format!("gemm_bubbles.{k}: `{v}` is not a cycle count")))
-    };
+    })?;
     Ok(Calibration {
-        prologue: get("prologue")?,
-        per_iter_bk64: get("per_iter_bk64")?,
+        prologue: f.gemm_bubbles.prologue,
+        per_iter_bk64: f.gemm_bubbles.per_iter_bk64,
     })
 }
 
@@ -431,6 +438,35 @@ mod tests {
         let f = dir.path().join("b.toml");
         std::fs::write(&f, fit.to_toml()).unwrap();
         assert_eq!(read_bubbles(&f).unwrap(), fit.calibration);
+    }
+
+    #[test]
+    fn bad_bubble_files_name_file_and_line() {
+        let e = |t: &str| parse_bubbles(t, "b.toml").unwrap_err().to_string();
+        let ok = "[gemm_bubbles]\nprologue = 4314\nper_iter_bk64 = 330\n";
+        assert_eq!(
+            parse_bubbles(ok, "b.toml").unwrap(),
+            Calibration {
+                prologue: 4314,
+                per_iter_bk64: 330
+            }
+        );
+        let unknown = e("[gemm_bubbles]\nprologue = 1\nper_iter_bk64 = 2\nepilogue = 3\n");
+        assert!(
+            unknown.starts_with("b.toml:4:") && unknown.contains("epilogue"),
+            "{unknown}"
+        );
+        let missing = e("[gemm_bubbles]\nprologue = 1\n");
+        assert!(
+            missing.starts_with("b.toml:1:") && missing.contains("per_iter_bk64"),
+            "{missing}"
+        );
+        let negative = e("[gemm_bubbles]\nprologue = -1\nper_iter_bk64 = 2\n");
+        assert!(
+            negative.starts_with("b.toml:2:") && negative.contains("prologue"),
+            "{negative}"
+        );
+        assert!(e("[other]\nx = 1\n").contains("gemm_bubbles"));
     }
 
     #[test]
