@@ -12,6 +12,8 @@ use simfa_std::check::ConsistencyChecker;
 /// role runs until the next one starts; misuse panics, as a test should).
 pub struct Builder {
     b: simfa_core::builder::Builder<Kernel>,
+    /// `LoopBegin` indices of the open loops, innermost last.
+    loops: Vec<u16>,
 }
 
 /// A variable term of an expression.
@@ -34,7 +36,10 @@ impl Builder {
     pub fn new(name: &str, grid: [u32; 3]) -> Self {
         let mut b = simfa_core::builder::Builder::new(Kernel::default(), name).unwrap();
         b.grid(grid);
-        Builder { b }
+        Builder {
+            b,
+            loops: Vec::new(),
+        }
     }
 
     /// The kernel so far.
@@ -126,16 +131,13 @@ impl Builder {
     /// Opens a loop with a trip-count expression.
     pub fn begin_loop(&mut self, count: u16) {
         let e = self.kernel().exprs[count as usize];
-        self.b.loop_begin(e).unwrap();
+        let at = self.b.loop_begin(e).unwrap();
+        self.loops.push(at);
     }
 
     /// Closes the innermost loop.
     pub fn end_loop(&mut self) {
-        let code = &self.kernel().code;
-        let begin = (0..code.len())
-            .rev()
-            .find(|&i| matches!(code[i], Instr::LoopBegin { end: 0, .. }))
-            .expect("an open loop") as u16;
+        let begin = self.loops.pop().expect("an open loop");
         self.b.loop_end(begin).unwrap();
     }
 
