@@ -152,11 +152,22 @@ fn field(row: &Value, path: &str) -> Value {
     v.clone()
 }
 
-/// A cell: strings bare, null empty, anything else as compact JSON.
+/// A cell: strings bare, null empty, a ratio `num/den`, a workload
+/// `kind key=value...`, anything else as compact JSON.
 fn cell(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
+        Value::Object(o) if o.len() == 2 && o.contains_key("num") && o.contains_key("den") => {
+            format!("{}/{}", o["num"], o["den"])
+        }
+        Value::Object(o) if o.get("kind").is_some_and(Value::is_string) => {
+            let mut s = cell(&o["kind"]);
+            for (k, v) in o.iter().filter(|(k, _)| *k != "kind") {
+                s.push_str(&format!(" {k}={}", cell(v)));
+            }
+            s
+        }
         v => v.to_string(),
     }
 }
