@@ -166,3 +166,36 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<(), MergeError> {
     }
     write_dir(out, &meta, &rows, true).map_err(io(out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_from_flags_and_schedulers() {
+        assert_eq!(Shard::parse("1/4"), Ok(Shard { index: 1, count: 4 }));
+        assert!(Shard::parse("4/4").is_err() && Shard::parse("0/0").is_err());
+        assert!(Shard::parse("x").is_err());
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let slurm = env(&[
+            ("SLURM_ARRAY_TASK_ID", "5"),
+            ("SLURM_ARRAY_TASK_MIN", "3"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        assert_eq!(Shard::from_env(slurm), Ok(Shard { index: 2, count: 4 }));
+        let k8s = env(&[("JOB_COMPLETION_INDEX", "0"), ("SIMFA_SHARDS", "2")]);
+        assert_eq!(Shard::from_env(k8s), Ok(Shard { index: 0, count: 2 }));
+        assert!(Shard::from_env(env(&[("JOB_COMPLETION_INDEX", "0")])).is_err());
+        assert!(Shard::from_env(env(&[])).is_err());
+        let s = Shard { index: 1, count: 3 };
+        assert!(s.has(4) && !s.has(3));
+        assert_eq!(s.dir(Path::new("out")), Path::new("out/shard-1-of-3"));
+    }
+}

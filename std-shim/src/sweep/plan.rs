@@ -504,3 +504,107 @@ fn point_key(base: &str, params: &serde_json::Map<String, serde_json::Value>) ->
     let p = serde_json::to_string(params).unwrap_or_default();
     hash_hex(format!("{base}\n{p}").as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Plan, PlanError> {
+        Plan::parse(text, "p.toml", Path::new("."))
+    }
+
+    const GEMM: &str = "workload = { kind = \"gemm\", m = 256, n = 256, k = 128 }\n";
+
+    #[test]
+    fn crossed_axes_vary_the_last_fastest() {
+        let p = parse(&format!(
+            "{GEMM}[[axis]]\nkey = \"sms\"\nrange = {{ from = 4, to = 12, step = 4 }}\n\
+             [[axis]]\nkey = \"l2.slices\"\nvalues = [40, 80]\n"
+        ))
+        .unwrap();
+        assert_eq!(p.points.len(), 6);
+        let got: Vec<(i64, i64)> = p
+            .points
+            .iter()
+            .map(|pt| {
+                let c = pt.config.as_ref().unwrap();
+                (c.sms as i64, c.l2.slices as i64)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [(4, 40), (4, 80), (8, 40), (8, 80), (12, 40), (12, 80)]
+        );
+        // Keys are stable and distinct.
+        let again = parse(&format!(
+            "{GEMM}[[axis]]\nkey = \"sms\"\nrange = {{ from = 4, to = 12, step = 4 }}\n\
+             [[axis]]\nkey = \"l2.slices\"\nvalues = [40, 80]\n"
+        ))
+        .unwrap();
+        assert_eq!(p.key(), again.key());
+        let mut keys: Vec<&String> = p.points.iter().map(|pt| &pt.key).collect();
+        keys.dedup();
+        assert_eq!(keys.len(), 6);
+    }
+
+    #[test]
+    fn zipped_axes_and_ratios() {
+        let p = parse(&format!(
+            "mode = \"zip\"\n{GEMM}[[axis]]\nkey = \"sms\"\nvalues = [4, 8]\n\
+             [[axis]]\nkey = \"wgmma_cycles_per_n\"\nvalues = [\"1/2\", {{ num = 3, den = 4 }}]\n"
+        ))
+        .unwrap();
+        assert_eq!(p.points.len(), 2);
+        let c = p.points[1].config.as_ref().unwrap();
+        assert_eq!(
+            (c.sms, c.wgmma_cycles_per_n),
+            (8, simfa_core::Ratio::new(3, 4))
+        );
+        let c = p.points[0].config.as_ref().unwrap();
+        assert_eq!(c.wgmma_cycles_per_n, simfa_core::Ratio::new(1, 2));
+        assert_eq!(p.points[0].params["wgmma_cycles_per_n"]["den"], 2);
+        let e = parse(&format!(
+            "mode = \"zip\"\n{GEMM}[[axis]]\nkey = \"sms\"\nvalues = [4, 8]\n\
+             [[axis]]\nkey = \"l2.slices\"\nvalues = [40]\n"
+        ))
+        .unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (6, "l2.slices"), "{e}");
+    }
+
+    #[test]
+    fn a_rejected_value_is_a_point_failure_not_a_plan_error() {
+        let p = parse(&format!("{GEMM}[[axis]]\nkey = \"sms\"\nvalues = [0, 4]\n")).unwrap();
+        assert!(p.points[0].config.as_ref().unwrap_err().contains("sms"));
+        assert!(p.points[1].config.is_ok());
+    }
+
+    #[test]
+    fn plan_errors() {
+        let e = parse("gpu = \"h800\"\n").unwrap_err();
+        assert_eq!(e.key, "workload");
+        let e = parse(&format!("gpu = \"b200\"\n{GEMM}")).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (1, "gpu"), "{e}");
+        let e = parse(&format!("{GEMM}[[axis]]\nkey = \"sms\"\nvalues = [1]\nrange = {{ from = 1, to = 2, step = 1 }}\n"))
+            .unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (2, "sms"), "{e}");
+        let e = parse(&format!(
+            "{GEMM}[[axis]]\nkey = \"sms\"\nrange = {{ from = 1, to = 2, step = 0 }}\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("step"), "{e}");
+        let e = parse(&format!(
+            "{GEMM}[[axis]]\nkey = \"wgmma_cycles_per_n\"\nvalues = [\"half\"]\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("ratio"), "{e}");
+        let e = parse(&format!(
+            "{GEMM}[output]\nplot = {{ metric = \"cycles\", x = \"sms\" }}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "output.plot.x", "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!("p.toml:{}: output.plot.x: no axis has key `sms`", e.line)
+        );
+    }
+}
