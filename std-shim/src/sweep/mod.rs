@@ -25,7 +25,7 @@ use std::path::Path;
 pub use merge::{merge, MergeError, Shard};
 pub use output::Meta;
 pub use plan::{Plan, PlanError};
-pub use run::{run_plan, run_points, Row};
+pub use run::{report_of, run_plan, run_points, Row};
 
 /// What a [`sweep`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

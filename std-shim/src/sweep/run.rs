@@ -11,6 +11,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
 use serde_json::{json, Value};
+use simfa_core::{GpuConfig, Kernel};
 
 use super::plan::{Plan, Point};
 use crate::report::Report;
@@ -79,8 +80,16 @@ impl Row {
 pub fn run_point(point: &Point) -> Result<Value, String> {
     let cfg = point.config.clone()?;
     let (k, flops) = point.workload.kernel(&cfg)?;
-    let out = simulate(&cfg, &k, &mut ()).map_err(|e| e.to_string())?;
-    let mut r = Report::new(&cfg, &k, &out);
+    report_of(&cfg, &k, flops)
+}
+
+/// Simulates kernel `k` on `cfg` and returns the JSON report (the one
+/// `simfa run --json` prints; `flops`, when given, is the workload's own
+/// FLOP count), or why the run failed: what a sweep row and the Python
+/// bindings hold.
+pub fn report_of(cfg: &GpuConfig, k: &Kernel, flops: Option<u64>) -> Result<Value, String> {
+    let out = simulate(cfg, k, &mut ()).map_err(|e| e.to_string())?;
+    let mut r = Report::new(cfg, k, &out);
     if let Some(f) = flops {
         r = r.with_workload_flops(f);
     }
