@@ -37,6 +37,12 @@ if ! command -v verilator >/dev/null 2>&1; then
 fi
 bash examples/cosim-verilator/run.sh
 
+step "sweep shards under a real single-node Slurm (installs slurm-wlm and munge)"
+bash scripts/sweep/test_slurm.sh "${CARGO_TARGET_DIR:-target}/debug/simfa"
+
+step "Python bindings (python/: maturin build, pytest; skipped without pip)"
+bash scripts/python/test.sh
+
 step "no_std core for bare-metal targets"
 cargo build -p simfa-core --target thumbv7em-none-eabihf
 cargo build -p simfa-core --target riscv32imac-unknown-none-elf

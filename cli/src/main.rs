@@ -12,6 +12,8 @@
 //! simfa calibrate tma-bw [--gpu NAME | --config FILE] [--json] [--cells N]
 //! simfa ttgir instrument IN [-o OUT]
 //! simfa ttgir sites IN [--json]
+//! simfa sweep PLAN.toml [-o DIR] [-j N] [--shard I/N|env]
+//! simfa sweep merge OUT SHARD...
 //! ```
 //!
 //! Exit status: 0 on success; 1 when the simulation fails (deadlock,
@@ -28,6 +30,7 @@ mod calibrate_cmd;
 mod fa3_cmd;
 mod import_cmd;
 mod progress;
+mod sweep_cmd;
 mod ttgir_cmd;
 mod validate_cmd;
 
@@ -57,6 +60,7 @@ use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
 use fa3_cmd::Fa3Shape;
 use import_cmd::ImportCmd;
 use progress::Progress;
+use sweep_cmd::SweepArgs;
 use ttgir_cmd::TtgirCmd;
 use validate_cmd::ValidateArgs;
 
@@ -143,6 +147,10 @@ enum Cmd {
         #[command(subcommand)]
         what: ImportCmd,
     },
+    /// Run a design-space sweep: every point of a plan (axes over
+    /// configuration keys and workloads) in parallel, into JSON Lines, CSV
+    /// and SVG files; resumes an interrupted sweep; shards over a cluster.
+    Sweep(SweepArgs),
     /// Instrument a Triton GPU IR (TTGIR) file with Proton records, or
     /// list the ops it would instrument.
     Ttgir {
@@ -358,6 +366,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             })
         }
         Cmd::Import { what } => what.run(),
+        Cmd::Sweep(s) => s.run(),
         Cmd::Gen {
             what: GenCmd::Gemm { shape, gpu, output },
         } => {

@@ -30,6 +30,9 @@
 //!   go to the host as [`external::ExtRequest`]s and the host completes
 //!   them ([`external`]), for co-simulation with RTL or an emulator.
 //! - **Observation** — an [`Observer`] sees every [`Event`]; [`Stats`] count.
+//! - **Estimate** — [`analytic`]: the grid's FLOPs, L2 and compulsory HBM
+//!   bytes, roofline cycles per level and waves, counted without timing
+//!   (reporting only, never on the timing path).
 //!
 //! ## Memory
 //!
@@ -60,6 +63,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod analytic;
 pub mod arena;
 pub mod builder;
 pub mod codec;

@@ -188,6 +188,12 @@ pub fn config_from_toml(text: &str, origin: &str) -> Result<GpuConfig, ConfigFil
             message: e.message().trim().replace('\n', "; "),
         }
     })?;
+    config_from_table(user, origin)
+}
+
+/// Resolves a configuration already parsed into a TOML table (a `preset`
+/// key and overrides, as in a file); `origin` names it in errors.
+pub fn config_from_table(user: toml::Table, origin: &str) -> Result<GpuConfig, ConfigFileError> {
     let mut user = user;
     let preset_name = match user.remove("preset") {
         None => {

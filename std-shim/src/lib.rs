@@ -6,7 +6,8 @@
 //! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
 //! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
 //! the read-after-transfer consistency checker ([`check`]), and the TTGIR
-//! instrumentation pass for Triton kernels ([`ttgir`]).
+//! instrumentation pass for Triton kernels ([`ttgir`]), and design-space
+//! sweeps over configurations and workloads ([`sweep`]).
 
 pub mod agreement;
 pub mod asm;
@@ -26,6 +27,7 @@ pub mod proton;
 pub mod report;
 pub mod run;
 pub mod svg;
+pub mod sweep;
 pub mod trace;
 pub mod ttgir;
 pub mod validate;

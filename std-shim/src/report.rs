@@ -6,6 +6,7 @@
 //! computed here, for reports only, never fed back into the simulation.
 
 use serde::Serialize;
+use simfa_core::analytic::{estimate, Estimate};
 use simfa_core::{GpuConfig, Kernel};
 
 use crate::run::RunOutcome;
@@ -22,6 +23,127 @@ pub struct Engines {
     /// `tensor_busy_cycles / (cycles * sms)`: the fraction of the GPU's
     /// tensor-pipe time that was used.
     pub tensor_utilization: f64,
+}
+
+/// The analytical estimate beside the simulation ([`simfa_core::analytic`]):
+/// work, traffic, the roofline time of each level at the configured clock
+/// and how far the simulated time is from the bound.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Analytic {
+    /// False when the counts are partial (stream roles, a walk past its
+    /// budget); then no bound is claimed (`bound_cycles` is null).
+    pub complete: bool,
+    /// FLOPs of every WGMMA the grid issues.
+    pub flops: u64,
+    /// Tensor-pipe cycles of those WGMMAs, summed over SMs.
+    pub tensor_cycles: u64,
+    /// Bytes the TMA and bulk copies move between shared memory and L2.
+    pub l2_bytes: u64,
+    /// Compulsory HBM bytes (each tensor's footprint, or the bytes moved
+    /// through its map if fewer), reads plus writes.
+    pub hbm_bytes: u64,
+    /// Compulsory HBM reads.
+    pub hbm_read_bytes: u64,
+    /// Compulsory HBM writes.
+    pub hbm_write_bytes: u64,
+    /// CTAs one SM holds at once.
+    pub resident_ctas_per_sm: u32,
+    /// `ctas / (resident_ctas_per_sm * sms)`.
+    pub waves: f64,
+    /// Waves rounded up.
+    pub full_waves: u64,
+    /// Dense tensor peak of the GPU at the configured clock, TFLOP/s.
+    pub peak_tflops: f64,
+    /// L2 slice bandwidth at the configured clock, GB/s.
+    pub l2_gbps: f64,
+    /// Bandwidth behind the L2 (HBM peak, or the fixed ports), GB/s.
+    pub memory_gbps: f64,
+    /// `"hbm"` or, with the fixed port, `"port"`.
+    pub memory_level: String,
+    /// Tensor-pipe time: the busiest SM's least tensor-pipe work
+    /// ([`Estimate::tensor_bound_cycles`]), microseconds.
+    pub tensor_us: f64,
+    /// L2 time: every L2 byte at the slice bandwidth, microseconds (not a
+    /// bound: coalescing can serve fewer bytes).
+    pub l2_us: f64,
+    /// Memory time: the compulsory HBM reads (the port's bytes) at peak;
+    /// HBM writes are not counted (the L2 writes back).
+    pub memory_us: f64,
+    /// Lower bound on the kernel's cycles: the larger of the tensor and
+    /// memory times, in cycles (null when incomplete).
+    pub bound_cycles: Option<u64>,
+    /// The level that sets the bound: `"tensor"` or `memory_level`.
+    pub bound_level: String,
+    /// Simulated cycles over `bound_cycles` (1 is at the bound; null
+    /// without a bound).
+    pub simulated_over_bound: Option<f64>,
+}
+
+impl Analytic {
+    /// The estimate of `k` on `cfg`, against a simulation of `cycles`.
+    /// The walk visits at most `max_steps` instructions.
+    pub fn new(cfg: &GpuConfig, k: &Kernel, cycles: u64, max_steps: u64) -> Analytic {
+        Analytic::from_estimate(cfg, &estimate(cfg, k, max_steps), cycles)
+    }
+
+    /// Reports `e` for `cfg` against a simulation of `cycles`.
+    pub fn from_estimate(cfg: &GpuConfig, e: &Estimate, cycles: u64) -> Analytic {
+        let mhz = cfg.clock_mhz.max(1) as f64;
+        let us = |c: u64| c as f64 / mhz;
+        let (pf, pc) = Estimate::peak_flops_per_sm_cycle(cfg);
+        // FLOP/cycle/SM * SMs * MHz * 1e6 / 1e12
+        let peak_tflops = pf as f64 / pc.max(1) as f64 * cfg.sms as f64 * mhz / 1e6;
+        let l2_bpc =
+            cfg.l2.slices as f64 * cfg.l2.line_bytes as f64 / cfg.l2.slice_interval.max(1) as f64;
+        let fixed = cfg.memory == simfa_core::config::MemoryModel::Fixed;
+        let mem_bpc = if fixed {
+            let r = cfg.port.bytes_per_cycle;
+            r.num as f64 / r.den.max(1) as f64 * cfg.sms as f64
+        } else {
+            let d = &cfg.dram;
+            d.channels as f64 * d.burst_bytes as f64 * d.clock.num as f64
+                / (d.timing.n_bl.max(1) as f64 * d.clock.den.max(1) as f64)
+        };
+        let memory_level = if fixed { "port" } else { "hbm" };
+        let tensor = e.tensor_bound_cycles();
+        let memory = e.memory_bound_cycles(cfg);
+        let bound = e.lower_bound_cycles(cfg);
+        let (wn, wd) = e.waves();
+        Analytic {
+            complete: e.complete,
+            flops: e.flops,
+            tensor_cycles: e.tensor_cycles,
+            l2_bytes: e.l2_load_bytes + e.l2_store_bytes,
+            hbm_bytes: e.hbm_read_bytes + e.hbm_write_bytes,
+            hbm_read_bytes: e.hbm_read_bytes,
+            hbm_write_bytes: e.hbm_write_bytes,
+            resident_ctas_per_sm: e.resident_per_sm,
+            waves: wn as f64 / wd as f64,
+            full_waves: e.full_waves(),
+            peak_tflops,
+            l2_gbps: l2_bpc * mhz / 1e3,
+            memory_gbps: mem_bpc * mhz / 1e3,
+            memory_level: memory_level.to_string(),
+            tensor_us: us(tensor),
+            l2_us: us(e.l2_bound_cycles(cfg)),
+            memory_us: us(memory),
+            bound_cycles: bound,
+            bound_level: if tensor >= memory {
+                "tensor"
+            } else {
+                memory_level
+            }
+            .to_string(),
+            simulated_over_bound: bound.filter(|&b| b > 0).map(|b| cycles as f64 / b as f64),
+        }
+    }
+}
+
+/// Instructions the analytical walk may visit for a run that issued
+/// `instructions`: four per issued instruction (loop markers are not
+/// issued) and a fixed allowance.
+pub fn walk_budget(instructions: u64) -> u64 {
+    instructions.saturating_mul(4).saturating_add(1 << 24)
 }
 
 /// The report of one run.
@@ -103,6 +225,8 @@ pub struct Report {
     /// `"workload"` (the workload's own count, e.g. FA3's
     /// `4 * sq * skv * d * heads * batch`, halved when causal).
     pub flops_source: String,
+    /// The analytical estimate and the simulated time's distance from it.
+    pub analytic: Analytic,
 }
 
 /// Formats a digest as exactly 16 lowercase hex digits.
@@ -178,6 +302,7 @@ impl Report {
             cold_interval_cycles: outcome.cold_interval(),
             compute_field_cycles: outcome.compute_field(),
             flops_source: "wgmma".to_string(),
+            analytic: Analytic::new(cfg, kernel, cycles, walk_budget(st.instructions)),
         }
     }
 
@@ -202,7 +327,16 @@ impl Report {
 
     /// A short human-readable report, one aligned `label value` per line.
     pub fn to_text(&self) -> String {
-        let rows: [(&str, String); 13] = [
+        let a = &self.analytic;
+        let bound = match (a.bound_cycles, a.simulated_over_bound) {
+            (Some(b), Some(r)) => format!(
+                "bound {b} cycles ({}-bound), simulated {:.2}x the bound",
+                a.bound_level, r
+            ),
+            (Some(b), None) => format!("bound {b} cycles ({}-bound)", a.bound_level),
+            (None, _) => "no bound (partial counts)".to_string(),
+        };
+        let rows: [(&str, String); 15] = [
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
             (
                 "cycles",
@@ -275,6 +409,25 @@ impl Report {
                 format!(
                     "{} stall, {} bubble cycles",
                     self.stall_cycles, self.bubble_cycles
+                ),
+            ),
+            (
+                "analytic",
+                format!(
+                    "{} FLOP, {} B L2, {} B {}, {:.2} waves ({} CTAs/SM)",
+                    a.flops,
+                    a.l2_bytes,
+                    a.hbm_bytes,
+                    a.memory_level,
+                    a.waves,
+                    a.resident_ctas_per_sm
+                ),
+            ),
+            (
+                "roofline",
+                format!(
+                    "tensor {:.3} us, l2 {:.3} us, {} {:.3} us; {bound}",
+                    a.tensor_us, a.l2_us, a.memory_level, a.memory_us
                 ),
             ),
         ];

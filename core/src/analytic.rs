@@ -1,0 +1,375 @@
+//! The analytical estimate of a kernel on a GPU: the work and traffic the
+//! grid must do, and the roofline time each level of the machine needs for
+//! it.
+//!
+//! [`estimate`] walks every WarpGroup program of every CTA exactly as the
+//! issue unit would (the same loop counts, the same operand expressions,
+//! stopping at the same `exit`), without any timing, and counts:
+//!
+//! - **FLOPs**: `2 * 64 * N * 16` per m64nNk16 WGMMA, and the cycles the
+//!   tensor pipe is occupied by them ([`GpuConfig::wgmma_cycles`]).
+//! - **L2 bytes**: every byte the TMA and bulk copies move between shared
+//!   memory and the L2 (boxes clipped to their tensors, as the hardware
+//!   moves no data for the out-of-bounds part). Nothing in shared memory
+//!   survives a CTA, so the grid asks the L2 for these bytes whatever the
+//!   schedule (the SM-pair coalescer and the TMA engine's line dedup may
+//!   merge some requests, so this is not claimed as a bound).
+//! - **HBM bytes**: the compulsory traffic. For each tensor map, the bytes
+//!   of the tensor (`elem_bytes * product of dims`) or, if fewer, the bytes
+//!   the grid loads from (stores to) it; the L2 starts cold, so every such
+//!   byte crosses the HBM at least once. This assumes that a map's loads
+//!   touch its tensor without re-reading one part while skipping another
+//!   and that no two maps alias, which holds for the generated GEMM and
+//!   FA3 kernels. Bulk copies are counted in the L2 bytes only.
+//!
+//! The roofline time per level is that level's work over its peak rate,
+//! in SM cycles at the configured clock: the tensor pipes (`tensor cycles
+//! / SMs`, rounded up), the L2 slices (`slices * line_bytes /
+//! slice_interval` bytes per cycle), the HBM (channels x burst bytes /
+//! burst length x DRAM clocks per SM cycle) or, with the fixed port, the
+//! per-SM ports. [`Estimate::lower_bound_cycles`] is the largest of the
+//! levels that bound the simulation: the tensor pipe and the HBM (port).
+//!
+//! **Reporting only.** Nothing here is on the timing path: the simulator
+//! never calls it, so it cannot change cycles or digests. Everything is
+//! integer arithmetic; the std shim turns it into times and ratios.
+
+use crate::config::{GpuConfig, MemoryModel};
+use crate::isa::{EvalCtx, Instr, MAX_LOOP_DEPTH};
+use crate::kernel::{Kernel, MAX_MAPS};
+
+/// FLOPs of one m64nNk16 WGMMA per unit of N: `2 * 64 * 16`.
+const FLOPS_PER_N: u64 = 2 * 64 * 16;
+
+/// Work, traffic and roofline bounds of one kernel on one GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Estimate {
+    /// False when the walk stopped at its step budget or the kernel has
+    /// stream roles (whose instructions come from the host): the counts
+    /// are then partial and no bound is claimed.
+    pub complete: bool,
+    /// Floating-point operations of every WGMMA the grid issues.
+    pub flops: u64,
+    /// WGMMAs the grid issues.
+    pub wgmmas: u64,
+    /// Tensor-pipe cycles of those WGMMAs, summed over SMs.
+    pub tensor_cycles: u64,
+    /// Tensor-pipe cycles of the CTA with the most.
+    pub cta_tensor_max: u64,
+    /// Tensor-pipe cycles of the CTA with the fewest.
+    pub cta_tensor_min: u64,
+    /// Bytes TMA and bulk copies load from the L2 into shared memory.
+    pub l2_load_bytes: u64,
+    /// Bytes TMA and bulk copies store from shared memory to the L2.
+    pub l2_store_bytes: u64,
+    /// Compulsory bytes read from HBM (see the module docs).
+    pub hbm_read_bytes: u64,
+    /// Compulsory bytes written to HBM.
+    pub hbm_write_bytes: u64,
+    /// CTAs in the grid.
+    pub ctas: u64,
+    /// CTAs one SM holds at once (shared memory, registers, WarpGroup and
+    /// CTA slots).
+    pub resident_per_sm: u32,
+    /// SMs of the GPU.
+    pub sms: u32,
+}
+
+/// Bytes the grid moves through one tensor map.
+#[derive(Clone, Copy, Debug, Default)]
+struct MapTraffic {
+    loaded: u64,
+    stored: u64,
+}
+
+/// One open loop of the walk.
+#[derive(Clone, Copy, Debug, Default)]
+struct Frame {
+    begin: usize,
+    count: u32,
+    iter: u32,
+}
+
+impl Estimate {
+    /// Waves of CTAs: `ctas / (resident_per_sm * sms)`, as a fraction
+    /// `(numerator, denominator)`.
+    pub fn waves(&self) -> (u64, u64) {
+        (
+            self.ctas,
+            (self.resident_per_sm as u64 * self.sms as u64).max(1),
+        )
+    }
+
+    /// Whole waves, the last one partly filled counting as one.
+    pub fn full_waves(&self) -> u64 {
+        let (n, d) = self.waves();
+        n.div_ceil(d)
+    }
+
+    /// Peak tensor math of one SM per cycle: the FLOPs of an m64n256k16
+    /// WGMMA over the cycles it occupies the pipe.
+    pub fn peak_flops_per_sm_cycle(cfg: &GpuConfig) -> (u64, u64) {
+        (
+            FLOPS_PER_N * 256,
+            cfg.wgmma_cycles(256, crate::WgmmaMode::Ss),
+        )
+    }
+
+    /// Cycles the tensor pipes need. One SM's pipe runs one WGMMA at a
+    /// time and a CTA runs on one SM, so the busiest SM needs at least the
+    /// most of: the tensor cycles spread evenly over the SMs (rounded up),
+    /// the largest CTA's, and the smallest CTA's times the CTAs that some
+    /// SM must run (`ceil(ctas / sms)`).
+    pub fn tensor_bound_cycles(&self) -> u64 {
+        let sms = self.sms.max(1) as u64;
+        let even = self.tensor_cycles.div_ceil(sms);
+        let stacked = self.cta_tensor_min.saturating_mul(self.ctas.div_ceil(sms));
+        even.max(self.cta_tensor_max).max(stacked)
+    }
+
+    /// Cycles the L2 slices need to serve every load and store byte once.
+    pub fn l2_bound_cycles(&self, cfg: &GpuConfig) -> u64 {
+        let per_cycle = cfg.l2.slices as u64 * cfg.l2.line_bytes as u64;
+        let bytes = self.l2_load_bytes.saturating_add(self.l2_store_bytes);
+        // bytes / (per_cycle / interval), rounded down.
+        (bytes as u128 * cfg.l2.slice_interval.max(1) as u128 / per_cycle.max(1) as u128) as u64
+    }
+
+    /// Cycles the memory behind the L2 needs: the compulsory HBM reads at
+    /// the HBM's peak, or with the fixed port every L2 byte through the
+    /// SMs' ports. Rounded down. HBM writes are left out: the L2 writes
+    /// back, and a kernel may end with its stores still in it.
+    pub fn memory_bound_cycles(&self, cfg: &GpuConfig) -> u64 {
+        if cfg.memory == MemoryModel::Fixed {
+            let r = cfg.port.bytes_per_cycle;
+            let bytes = self.l2_load_bytes.saturating_add(self.l2_store_bytes) as u128;
+            // bytes / (sms * num / den)
+            let den = cfg.sms as u128 * r.num as u128;
+            return (bytes * r.den as u128 / den.max(1)) as u64;
+        }
+        let d = &cfg.dram;
+        let bytes = self.hbm_read_bytes as u128;
+        // bytes per SM cycle = channels * burst / n_bl * clock.num / clock.den
+        let num = d.channels as u128 * d.burst_bytes as u128 * d.clock.num as u128;
+        let den = d.timing.n_bl as u128 * d.clock.den as u128;
+        (bytes * den / num.max(1)) as u64
+    }
+
+    /// The largest of the bounding levels (tensor pipe and memory), or
+    /// `None` when the estimate is incomplete.
+    pub fn lower_bound_cycles(&self, cfg: &GpuConfig) -> Option<u64> {
+        self.complete.then(|| {
+            self.tensor_bound_cycles()
+                .max(self.memory_bound_cycles(cfg))
+        })
+    }
+}
+
+/// CTAs one SM of `cfg` holds at once (at least 1), as the simulator
+/// admits them.
+pub fn resident_ctas(cfg: &GpuConfig, k: &Kernel) -> u32 {
+    let wgs = k.wgs_per_cta().max(1);
+    let by_wg = cfg.wg_slots() / wgs;
+    let by_smem = cfg
+        .smem_per_sm
+        .checked_div(k.smem_bytes)
+        .map_or(usize::MAX, |n| n as usize);
+    let by_regs = cfg
+        .regs_per_sm
+        .checked_div(k.regs_per_cta())
+        .map_or(usize::MAX, |n| n as usize);
+    by_wg
+        .min(by_smem)
+        .min(by_regs)
+        .min(cfg.ctas_per_sm as usize)
+        .max(1) as u32
+}
+
+/// Walks the whole grid of `k` (see the module docs) and returns its
+/// estimate on `cfg`. At most `max_steps` instructions (loop markers
+/// included) are visited; past that the estimate is marked incomplete.
+/// `k` should be valid ([`Kernel::validate`]); an invalid one gives an
+/// incomplete estimate, never a panic.
+pub fn estimate(cfg: &GpuConfig, k: &Kernel, max_steps: u64) -> Estimate {
+    let mut e = Estimate {
+        complete: k.validate().is_ok() && !k.roles.iter().any(|r| r.stream),
+        ctas: k.ctas(),
+        resident_per_sm: resident_ctas(cfg, k),
+        sms: cfg.sms as u32,
+        ..Estimate::default()
+    };
+    let mut maps = [MapTraffic::default(); MAX_MAPS];
+    let mut steps = 0u64;
+    if e.complete {
+        e.cta_tensor_min = u64::MAX;
+        'grid: for cta in 0..e.ctas.min(u32::MAX as u64) as u32 {
+            let c = k.cta_coords(cta);
+            let before = e.tensor_cycles;
+            for role in k.roles.iter().filter(|r| !r.stream) {
+                for wg in 0..role.count {
+                    let ctx = EvalCtx {
+                        cta,
+                        c,
+                        wg,
+                        l: [0; MAX_LOOP_DEPTH],
+                    };
+                    let start = role.start as usize;
+                    let end = start + role.len as usize;
+                    if !walk(
+                        cfg, k, start, end, ctx, &mut e, &mut maps, &mut steps, max_steps,
+                    ) {
+                        e.complete = false;
+                        break 'grid;
+                    }
+                }
+            }
+            let mine = e.tensor_cycles - before;
+            e.cta_tensor_max = e.cta_tensor_max.max(mine);
+            e.cta_tensor_min = e.cta_tensor_min.min(mine);
+        }
+        if e.cta_tensor_min == u64::MAX {
+            e.cta_tensor_min = 0;
+        }
+    }
+    for (m, t) in k.maps.iter().zip(maps.iter()) {
+        let tensor = m.dims[..m.rank as usize]
+            .iter()
+            .fold(m.elem_bytes as u64, |a, &d| a.saturating_mul(d));
+        e.hbm_read_bytes += t.loaded.min(tensor);
+        e.hbm_write_bytes += t.stored.min(tensor);
+    }
+    e
+}
+
+/// Walks one WarpGroup's program; false when the step budget ran out.
+#[allow(clippy::too_many_arguments)]
+fn walk(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    start: usize,
+    end: usize,
+    mut ctx: EvalCtx,
+    e: &mut Estimate,
+    maps: &mut [MapTraffic; MAX_MAPS],
+    steps: &mut u64,
+    max_steps: u64,
+) -> bool {
+    let mut frames = [Frame::default(); MAX_LOOP_DEPTH];
+    let mut depth = 0usize;
+    let mut pc = start;
+    let ev = |id: u16, ctx: &EvalCtx| k.exprs.get(id as usize).map_or(0, |x| x.eval(ctx));
+    while pc < end {
+        *steps += 1;
+        if *steps > max_steps {
+            return false;
+        }
+        for (i, f) in frames[..depth].iter().enumerate() {
+            ctx.l[i] = f.iter;
+        }
+        for l in ctx.l[depth..].iter_mut() {
+            *l = 0;
+        }
+        match k.code[pc] {
+            Instr::LoopBegin { count, end: e_pc } => {
+                let n = ev(count, &ctx);
+                if n <= 0 || depth == MAX_LOOP_DEPTH {
+                    pc = e_pc as usize + 1;
+                } else {
+                    frames[depth] = Frame {
+                        begin: pc,
+                        count: n.min(u32::MAX as i64) as u32,
+                        iter: 0,
+                    };
+                    depth += 1;
+                    pc += 1;
+                }
+                continue;
+            }
+            Instr::LoopEnd { .. } => {
+                if depth == 0 {
+                    return true;
+                }
+                let f = &mut frames[depth - 1];
+                f.iter += 1;
+                if f.iter < f.count {
+                    pc = f.begin + 1;
+                } else {
+                    depth -= 1;
+                    pc += 1;
+                }
+                continue;
+            }
+            Instr::Exit => return true,
+            Instr::Wgmma { n, mode } => {
+                e.wgmmas += 1;
+                e.flops = e.flops.saturating_add(FLOPS_PER_N * n as u64);
+                e.tensor_cycles = e.tensor_cycles.saturating_add(cfg.wgmma_cycles(n, mode));
+            }
+            Instr::TmaLoad { map, coords, .. } | Instr::TmaStore { map, coords } => {
+                let Some(m) = k.maps.get(map as usize) else {
+                    pc += 1;
+                    continue;
+                };
+                let mut at = [0i64; 5];
+                for (i, c) in at.iter_mut().enumerate().take(m.rank as usize) {
+                    *c = ev(coords[i], &ctx);
+                }
+                let bytes = m.box_bytes(&at);
+                let t = &mut maps[map as usize];
+                if matches!(k.code[pc], Instr::TmaLoad { .. }) {
+                    t.loaded = t.loaded.saturating_add(bytes);
+                    e.l2_load_bytes = e.l2_load_bytes.saturating_add(bytes);
+                } else {
+                    t.stored = t.stored.saturating_add(bytes);
+                    e.l2_store_bytes = e.l2_store_bytes.saturating_add(bytes);
+                }
+            }
+            Instr::BulkLoad { bytes, .. } => {
+                e.l2_load_bytes = e.l2_load_bytes.saturating_add(bytes as u64);
+            }
+            Instr::BulkStore { bytes, .. } => {
+                e.l2_store_bytes = e.l2_store_bytes.saturating_add(bytes as u64);
+            }
+            _ => {}
+        }
+        pc += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::Builder;
+    use crate::{Expr, WgmmaMode};
+
+    /// A grid of 10 CTAs, each running a loop of 3 WGMMAs of N = 128.
+    #[test]
+    fn counts_loops_and_ctas() {
+        let mut b = Builder::new(Kernel::default(), "loop").unwrap();
+        b.grid([10, 1, 1]);
+        b.begin_role("main", 1, 32).unwrap();
+        let l = b.loop_begin(Expr::constant(3)).unwrap();
+        b.op(Instr::Wgmma {
+            n: 128,
+            mode: WgmmaMode::Ss,
+        })
+        .unwrap();
+        b.loop_end(l).unwrap();
+        b.end_role().unwrap();
+        let k = b.finish().unwrap();
+        let cfg = GpuConfig::h800();
+        let e = estimate(&cfg, &k, u64::MAX);
+        assert!(e.complete);
+        assert_eq!(e.wgmmas, 30);
+        assert_eq!(e.flops, 30 * 2 * 64 * 128 * 16);
+        assert_eq!(e.tensor_cycles, 30 * 64);
+        // One CTA's three WGMMAs run on one pipe.
+        assert_eq!((e.cta_tensor_min, e.cta_tensor_max), (3 * 64, 3 * 64));
+        assert_eq!(e.tensor_bound_cycles(), 3 * 64);
+        assert_eq!(e.full_waves(), 1);
+        let cut = estimate(&cfg, &k, 5);
+        assert!(!cut.complete);
+        assert_eq!(cut.lower_bound_cycles(&cfg), None);
+    }
+}

@@ -1,0 +1,108 @@
+"""pytest suite of the simfa Python bindings (run by scripts/python/test.sh)."""
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+import simfa
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def small_fa3(**kw):
+    shape = dict(batch=1, heads=2, kv_heads=2, seqlen=256, hdim=64)
+    shape.update(kw)
+    return simfa.fa3(**shape)
+
+
+def test_presets_and_version():
+    assert "h800" in simfa.presets() and "h100" in simfa.presets()
+    assert simfa.__version__
+
+
+def test_gemm_report_is_a_dict_with_the_cli_fields():
+    r = simfa.gemm(256, 256, 256)
+    assert isinstance(r, dict)
+    assert r["gpu"] == "h800" and r["memory_model"] == "transaction"
+    assert r["cycles"] > 0 and r["flops"] == 2 * 256 * 256 * 256
+    assert "analytic" in r
+
+
+def test_runs_are_deterministic_and_respond_to_the_config():
+    a = simfa.gemm(512, 256, 256, stages=3)
+    b = simfa.gemm(512, 256, 256, stages=3)
+    assert a["digest"] == b["digest"] and a["cycles"] == b["cycles"]
+    fixed = simfa.gemm(512, 256, 256, stages=3, config={"memory": "fixed"})
+    assert fixed["memory_model"] == "fixed"
+    assert fixed["digest"] != a["digest"]
+    h100 = simfa.gemm(512, 256, 256, stages=3, gpu="h100")
+    assert h100["gpu"] == "h100"
+
+
+def test_fa3_matches_the_cli():
+    r = small_fa3(causal=True)
+    assert r["kernel"].startswith("fa3_")
+    simfa_bin = ROOT / "target" / "debug" / "simfa"
+    if not simfa_bin.exists():
+        pytest.skip("no CLI binary built")
+    out = subprocess.run(
+        [str(simfa_bin), "fa3", "--batch", "1", "--heads", "2", "--kv-heads", "2",
+         "--seqlen", "256", "--hdim", "64", "--causal", "--json"],
+        check=True, capture_output=True, text=True).stdout
+    cli = json.loads(out)
+    assert (cli["cycles"], cli["digest"]) == (r["cycles"], r["digest"])
+
+
+def test_run_takes_kernel_bytes_and_agrees_with_the_cli(tmp_path):
+    simfa_bin = ROOT / "target" / "debug" / "simfa"
+    if not simfa_bin.exists():
+        pytest.skip("no CLI binary built")
+    k = tmp_path / "g.sfk"
+    subprocess.run([str(simfa_bin), "gen", "gemm", "--m", "256", "--n", "256", "--k", "256",
+                    "-o", str(k)], check=True, capture_output=True)
+    r = simfa.run(k.read_bytes())
+    out = subprocess.run([str(simfa_bin), "run", str(k), "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    cli = json.loads(out)
+    assert (cli["cycles"], cli["digest"]) == (r["cycles"], r["digest"])
+    line = simfa.run(k.read_bytes(), config='preset = "h800"\nmemory = "line"\n')
+    assert line["memory_model"] == "line"
+    with pytest.raises(simfa.SimfaError):
+        simfa.run(b"not a kernel")
+
+
+def test_errors_raise_simfa_error_with_the_reason():
+    with pytest.raises(simfa.SimfaError, match="h9000"):
+        simfa.gemm(128, 128, 128, gpu="h9000")
+    with pytest.raises(simfa.SimfaError, match="smz"):
+        simfa.gemm(128, 128, 128, config={"smz": 3})
+    with pytest.raises(simfa.SimfaError, match="colour"):
+        simfa.fa3(colour=3)
+    with pytest.raises(simfa.SimfaError):
+        simfa.gemm(128, 128, 128, config=42)
+
+
+PLAN = """
+gpu = "h800"
+[[axis]]
+key = "sms"
+values = [66, 132]
+[[axis]]
+key = "workload"
+values = [{ kind = "gemm", m = 256, n = 256, k = 256 }, { kind = "gemm", m = 512, n = 256, k = 256 }]
+"""
+
+
+def test_sweep_returns_rows_in_plan_order_whatever_jobs():
+    rows = simfa.sweep(PLAN, jobs=1)
+    assert [r["index"] for r in rows] == list(range(4))
+    assert all(r["status"] == "ok" for r in rows)
+    assert rows == simfa.sweep(PLAN, jobs=2)
+    assert {r["params"]["sms"] for r in rows} == {66, 132}
+
+
+def test_sweep_plan_errors_name_the_key():
+    with pytest.raises(simfa.SimfaError, match="nonsense"):
+        simfa.sweep(PLAN.replace('key = "sms"', 'key = "nonsense"'))

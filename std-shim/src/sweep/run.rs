@@ -1,0 +1,136 @@
+//! Running a plan's points in parallel.
+//!
+//! Every point is independent: its own configuration, kernel and arena,
+//! and a seed that is its configuration's (never a thread's). Points run
+//! on a rayon pool of `jobs` threads and the rows come back in the order
+//! asked for, so the results do not depend on `jobs`. A point that fails
+//! (a configuration the model rejects, a kernel that does not build or
+//! fit, a deadlock, even a panic) becomes a failed row with its error.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use simfa_core::{GpuConfig, Kernel};
+
+use super::plan::{Plan, Point};
+use crate::report::Report;
+use crate::run::simulate;
+
+/// The result of one point, as one line of the sweep's JSON Lines file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The point's index in plan order.
+    pub index: usize,
+    /// The point's key ([`Point::key`]).
+    pub key: String,
+    /// The line: `{"index", "key", "params", "status": "ok"|"failed",
+    /// "report"|"error"}` as compact JSON, without a newline.
+    pub line: String,
+}
+
+impl Row {
+    /// The row of `point` with `outcome`: the JSON report, or the error.
+    pub fn new(point: &Point, outcome: Result<Value, String>) -> Row {
+        let mut v = json!({
+            "index": point.index,
+            "key": point.key,
+            "params": Value::Object(point.params.clone()),
+        });
+        match outcome {
+            Ok(report) => {
+                v["status"] = "ok".into();
+                v["report"] = report;
+            }
+            Err(e) => {
+                v["status"] = "failed".into();
+                v["error"] = e.into();
+            }
+        }
+        Row {
+            index: point.index,
+            key: point.key.clone(),
+            line: serde_json::to_string(&v).expect("JSON values serialise"),
+        }
+    }
+
+    /// Reads a row back from its line; `None` if the line is not one (a
+    /// line cut short by an interrupted sweep).
+    pub fn parse(line: &str) -> Option<Row> {
+        let v: Value = serde_json::from_str(line).ok()?;
+        Some(Row {
+            index: v.get("index")?.as_u64()? as usize,
+            key: v.get("key")?.as_str()?.to_string(),
+            line: line.to_string(),
+        })
+    }
+
+    /// The line as JSON.
+    pub fn value(&self) -> Value {
+        serde_json::from_str(&self.line).unwrap_or(Value::Null)
+    }
+
+    /// True when the point ran to a report.
+    pub fn ok(&self) -> bool {
+        self.value()["status"] == "ok"
+    }
+}
+
+/// Simulates one point and returns its JSON report, or why it failed.
+pub fn run_point(point: &Point) -> Result<Value, String> {
+    let cfg = point.config.clone()?;
+    let (k, flops) = point.workload.kernel(&cfg)?;
+    report_of(&cfg, &k, flops)
+}
+
+/// Simulates kernel `k` on `cfg` and returns the JSON report (the one
+/// `simfa run --json` prints; `flops`, when given, is the workload's own
+/// FLOP count), or why the run failed: what a sweep row and the Python
+/// bindings hold.
+pub fn report_of(cfg: &GpuConfig, k: &Kernel, flops: Option<u64>) -> Result<Value, String> {
+    let out = simulate(cfg, k, &mut ()).map_err(|e| e.to_string())?;
+    let mut r = Report::new(cfg, k, &out);
+    if let Some(f) = flops {
+        r = r.with_workload_flops(f);
+    }
+    Ok(r.to_json())
+}
+
+/// Runs the points of `plan` at `indices` on `jobs` threads (0: one per
+/// core), calling `done` with each row as it finishes (from any thread,
+/// in completion order); returns the rows in the order of `indices`.
+///
+/// # Panics
+///
+/// If an index is out of range, or the thread pool cannot be built.
+pub fn run_points(
+    plan: &Plan,
+    indices: &[usize],
+    jobs: usize,
+    done: &(dyn Fn(&Row) + Sync),
+) -> Vec<Row> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .expect("a thread pool");
+    pool.install(|| {
+        indices
+            .par_iter()
+            .map(|&i| {
+                let p = &plan.points[i];
+                let outcome = catch_unwind(AssertUnwindSafe(|| run_point(p)))
+                    .unwrap_or_else(|_| Err("the simulation panicked".to_string()));
+                let row = Row::new(p, outcome);
+                done(&row);
+                row
+            })
+            .collect()
+    })
+}
+
+/// Runs every point of `plan` on `jobs` threads and returns the rows in
+/// plan order: the library face of `simfa sweep`.
+pub fn run_plan(plan: &Plan, jobs: usize) -> Vec<Row> {
+    let all: Vec<usize> = (0..plan.points.len()).collect();
+    run_points(plan, &all, jobs, &|_| {})
+}

@@ -1,0 +1,152 @@
+//! The workloads a sweep point runs: a generated GEMM or FA3 with the
+//! shape flags of `simfa gemm` / `simfa fa3`, or a kernel file.
+//!
+//! In a plan a workload is a table tagged by `kind`:
+//!
+//! ```toml
+//! { kind = "gemm", m = 1024, n = 1024, k = 1024, stages = 3, persistent = true }
+//! { kind = "fa3", batch = 1, heads = 32, kv_heads = 8, seqlen = 4096, hdim = 128, causal = true }
+//! { kind = "kernel", file = "kernels/ring.sasm" }
+//! ```
+//!
+//! GEMM fields: `m n k` (required), `block_m block_n block_k stages
+//! consumers group_m persistent` (the generator's defaults otherwise; a
+//! persistent kernel gets one CTA per SM). FA3 fields: `batch heads
+//! kv_heads seqlen seqlen_kv hdim causal variant`, defaults Llama 3 8B
+//! (32 heads, 8 KV heads, head dim 128), 4096 tokens, `"full"`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use simfa_core::{GpuConfig, Kernel};
+
+use crate::gen::fa3::{fa3, Fa3Params, Variant};
+use crate::gen::{gemm, GemmParams};
+
+/// A point's workload.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Workload {
+    /// A generated GEMM (persistent CTAs are set from the point's SMs).
+    Gemm(GemmParams),
+    /// The generated FA3 forward kernel.
+    Fa3(Fa3Params),
+    /// A kernel file (either encoding).
+    Kernel(PathBuf),
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+enum Spec {
+    Gemm {
+        m: u32,
+        n: u32,
+        k: u32,
+        block_m: Option<u32>,
+        block_n: Option<u32>,
+        block_k: Option<u32>,
+        stages: Option<u32>,
+        consumers: Option<u32>,
+        group_m: Option<u32>,
+        persistent: Option<bool>,
+    },
+    Fa3 {
+        batch: Option<u32>,
+        heads: Option<u32>,
+        kv_heads: Option<u32>,
+        seqlen: Option<u32>,
+        seqlen_kv: Option<u32>,
+        hdim: Option<u32>,
+        causal: Option<bool>,
+        variant: Option<String>,
+    },
+    Kernel {
+        file: String,
+    },
+}
+
+impl Workload {
+    /// The workload a plan's table describes; relative kernel files are
+    /// taken from `dir`. The error says what is wrong with the table.
+    pub fn from_value(v: &toml::Value, dir: &Path) -> Result<Workload, String> {
+        let spec: Spec = v
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| e.message().trim().replace('\n', "; "))?;
+        Ok(match spec {
+            Spec::Gemm {
+                m,
+                n,
+                k,
+                block_m,
+                block_n,
+                block_k,
+                stages,
+                consumers,
+                group_m,
+                persistent,
+            } => {
+                let d = GemmParams::new(m, n, k);
+                Workload::Gemm(GemmParams {
+                    block_m: block_m.unwrap_or(d.block_m),
+                    block_n: block_n.unwrap_or(d.block_n),
+                    block_k: block_k.unwrap_or(d.block_k),
+                    stages: stages.unwrap_or(d.stages),
+                    consumers: consumers.unwrap_or(d.consumers),
+                    group_m: group_m.unwrap_or(d.group_m),
+                    persistent: persistent.unwrap_or(d.persistent),
+                    ..d
+                })
+            }
+            Spec::Fa3 {
+                batch,
+                heads,
+                kv_heads,
+                seqlen,
+                seqlen_kv,
+                hdim,
+                causal,
+                variant,
+            } => {
+                let d = Fa3Params::default();
+                let variant = match variant {
+                    None => d.variant,
+                    Some(name) => Variant::from_name(&name).ok_or_else(|| {
+                        format!("variant `{name}`: expected full, no-overlap or no-ws")
+                    })?,
+                };
+                let seqlen_q = seqlen.unwrap_or(d.seqlen_q);
+                Workload::Fa3(Fa3Params {
+                    batch: batch.unwrap_or(d.batch),
+                    heads: heads.unwrap_or(d.heads),
+                    kv_heads: kv_heads.unwrap_or(d.kv_heads),
+                    seqlen_q,
+                    seqlen_kv: seqlen_kv.unwrap_or(seqlen_q),
+                    hdim: hdim.unwrap_or(d.hdim),
+                    causal: causal.unwrap_or(d.causal),
+                    variant,
+                })
+            }
+            Spec::Kernel { file } => Workload::Kernel(dir.join(file)),
+        })
+    }
+
+    /// Builds the kernel for `cfg`, with the workload's own FLOP count
+    /// where it has one (FA3's useful FLOPs).
+    pub fn kernel(&self, cfg: &GpuConfig) -> Result<(Kernel, Option<u64>), String> {
+        match self {
+            Workload::Gemm(p) => {
+                let p = GemmParams {
+                    ctas: cfg.sms as u32,
+                    ..*p
+                };
+                gemm(&p).map(|k| (k, None)).map_err(|e| e.to_string())
+            }
+            Workload::Fa3(p) => fa3(p, cfg)
+                .map(|(k, _)| (k, Some(p.flops())))
+                .map_err(|e| e.to_string()),
+            Workload::Kernel(path) => crate::load::load_kernel(path)
+                .map(|k| (k, None))
+                .map_err(|e| e.to_string()),
+        }
+    }
+}
