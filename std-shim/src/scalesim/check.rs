@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::error::ScaleSimError;
+use super::error::{Fault, ScaleSimError};
 use super::trace::TraceReader;
 use crate::check::rules;
 use crate::check::{Map, ViolationKind};
@@ -293,13 +293,18 @@ pub fn check_layer(dir: &Path, opts: &CheckOptions) -> Result<LayerCheck, ScaleS
                 st.lanes = r.lanes();
                 if let (Some(want), Some(got)) = (expect, st.lanes) {
                     if want != got as u64 {
-                        return Err(ScaleSimError::Inconsistent {
-                            file: r.file().to_string(),
-                            what: format!(
-                                "rows have {got} address lanes, but the configuration \
-                                 fetches {want} words per cycle (is --cfg this run's?)"
-                            ),
-                        });
+                        // Where the first lane past the configured ones
+                        // starts (or the line's end when there are fewer).
+                        let col = r.field_column(want.min(got as u64) as usize + 1);
+                        return Err(ScaleSimError::at(
+                            r.file(),
+                            r.line(),
+                            col,
+                            Fault::Lanes {
+                                found: got,
+                                expected: want,
+                            },
+                        ));
                     }
                 }
             }
@@ -333,14 +338,12 @@ pub fn check_layer(dir: &Path, opts: &CheckOptions) -> Result<LayerCheck, ScaleS
         let [Some(i), Some(f), Some(o)] = served else {
             if let Some(short) = served.iter().position(Option::is_none) {
                 if let Some(long) = served.iter().position(Option::is_some) {
-                    return Err(ScaleSimError::Inconsistent {
-                        file: sram[short].file().to_string(),
-                        what: format!(
-                            "ends after {} rows, but {} has more",
-                            sram[short].line(),
-                            sram[long].file()
-                        ),
-                    });
+                    return Err(ScaleSimError::at(
+                        sram[short].file(),
+                        sram[short].line() + 1,
+                        1,
+                        Fault::EndsEarly(sram[long].file().to_string()),
+                    ));
                 }
             }
             break;

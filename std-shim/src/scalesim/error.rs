@@ -46,6 +46,19 @@ pub enum Fault {
     /// A line longer than [`super::trace::MAX_LINE`] bytes.
     #[error("line longer than {0} bytes")]
     LineTooLong(usize),
+    /// A DRAM trace row with another number of address lanes than the
+    /// words per cycle the configuration fetches.
+    #[error("row has {found} address lanes, but the configuration fetches {expected} words per cycle (is --cfg this run's?)")]
+    Lanes {
+        /// Lanes in the row.
+        found: usize,
+        /// Words per cycle configured.
+        expected: u64,
+    },
+    /// An SRAM trace that ends while another of the layer's SRAM traces
+    /// goes on (each has one row per demand cycle).
+    #[error("the file ends here, but {0} has more rows")]
+    EndsEarly(String),
     /// A line of a configuration file that is neither a section header, a
     /// `key = value` pair nor a comment.
     #[error("expected `[section]` or `key = value`")]
@@ -94,9 +107,9 @@ pub enum ScaleSimError {
         /// What is missing.
         what: String,
     },
-    /// Traces of one layer that cannot come from one run: SRAM traces of
-    /// different lengths, a DRAM trace whose rows are not as wide as the
-    /// configured bandwidth, a topology with another number of layers.
+    /// Inputs that cannot come from one run: a topology with another
+    /// number of layers than the traces, runs of different topologies
+    /// compared.
     #[error("{file}: {what}")]
     Inconsistent {
         /// The file that disagrees.

@@ -81,6 +81,23 @@ impl<R: BufRead> TraceReader<R> {
         self.fields.map(|f| f - 1)
     }
 
+    /// The 1-based byte column where field `n` (0-based: the cycle is
+    /// field 0) of the last row read starts; past the last field, the
+    /// column after the line's end.
+    pub fn field_column(&self, n: usize) -> u64 {
+        let line = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if n == 0 {
+            return 1;
+        }
+        line.iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b',')
+            .nth(n - 1)
+            .map_or(line.len(), |(i, _)| i + 1) as u64
+            + 1
+    }
+
     fn err(&self, column: usize, fault: Fault) -> ScaleSimError {
         ScaleSimError::at(&self.file, self.line, column as u64 + 1, fault)
     }
