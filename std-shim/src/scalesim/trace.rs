@@ -270,6 +270,49 @@ mod tests {
         assert_eq!(err(b"1,\xff\n"), "t.csv:1:3: unexpected byte 0xff");
     }
 
+    /// Rows made on the fly, never held whole.
+    struct Rows {
+        next: u64,
+        end: u64,
+        pending: Vec<u8>,
+    }
+
+    impl std::io::Read for Rows {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            if self.pending.is_empty() && self.next < self.end {
+                self.pending = format!("{0},{0},-1,{1}\n", self.next, self.next * 3).into_bytes();
+                self.next += 1;
+            }
+            let n = out.len().min(self.pending.len());
+            out[..n].copy_from_slice(&self.pending[..n]);
+            self.pending.drain(..n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn streams_in_bounded_memory() {
+        let rows = Rows {
+            next: 0,
+            end: 200_000,
+            pending: Vec::new(),
+        };
+        let mut r = TraceReader::new("gen.csv", std::io::BufReader::new(rows));
+        let mut a = Vec::new();
+        let mut n = 0u64;
+        let mut sum = 0u64;
+        while let Some(c) = r.next_row(&mut a).unwrap() {
+            assert_eq!(c as u64, n);
+            sum += a.iter().sum::<u64>();
+            n += 1;
+        }
+        assert_eq!(n, 200_000);
+        assert_eq!(sum, 4 * (199_999 * 200_000 / 2));
+        // One line's buffer and one row's addresses, whatever the length.
+        assert!(r.buf.capacity() < 256, "{}", r.buf.capacity());
+        assert!(a.capacity() < 16);
+    }
+
     #[test]
     fn a_line_without_end_is_too_long() {
         let long = vec![b'1'; MAX_LINE + 10];
