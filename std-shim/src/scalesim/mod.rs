@@ -169,9 +169,12 @@ fn layer_dirs(dir: &Path) -> Result<Vec<(usize, PathBuf)>, ScaleSimError> {
     Ok(out)
 }
 
-/// SCALE-Sim's `COMPUTE_REPORT.csv`: per layer id, "Total Cycles (incl.
-/// prefetch)" and "Total Cycles" (its first three fields).
-fn load_compute_report(path: &Path) -> Result<Vec<(usize, (i64, i64))>, ScaleSimError> {
+/// A layer id of `COMPUTE_REPORT.csv` with its "Total Cycles (incl.
+/// prefetch)" and "Total Cycles".
+type Reported = (usize, (i64, i64));
+
+/// SCALE-Sim's `COMPUTE_REPORT.csv` (its first three fields per row).
+fn load_compute_report(path: &Path) -> Result<Vec<Reported>, ScaleSimError> {
     let bytes = std::fs::read(path).map_err(|e| ScaleSimError::io(path, e))?;
     let file = path.display().to_string();
     let mut out = Vec::new();
