@@ -96,7 +96,7 @@ fn a_wrong_configuration_is_refused() {
     s.cfg = Some(cfg);
     let e = check_run(&s).unwrap_err().to_string();
     assert!(e.contains("IFMAP_DRAM_TRACE.csv"), "{e}");
-    assert!(e.contains("rows have 2 address lanes"), "{e}");
+    assert!(e.contains(":1:13: row has 2 address lanes"), "{e}");
 }
 
 #[test]
