@@ -25,6 +25,9 @@ step "real Triton TTGIR (pip install triton; skipped without it)"
 cargo build -p simfa-cli
 bash scripts/triton/test_ttgir.sh "${CARGO_TARGET_DIR:-target}/debug/simfa"
 
+step "SCALE-Sim read-after-transfer check (pip install scalesim; skipped without it)"
+bash scripts/scalesim/test_scalesim.sh "${CARGO_TARGET_DIR:-target}/debug/simfa"
+
 step "Verilator co-simulation (examples/cosim-verilator; installs verilator)"
 if ! command -v verilator >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then

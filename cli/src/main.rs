@@ -14,6 +14,8 @@
 //! simfa ttgir sites IN [--json]
 //! simfa sweep PLAN.toml [-o DIR] [-j N] [--shard I/N|env]
 //! simfa sweep merge OUT SHARD...
+//! simfa check scalesim RUN_DIR [--cfg scale.cfg] [--topology topo.csv] [--json]
+//! simfa check scalesim --compare DIR DIR...
 //! ```
 //!
 //! Exit status: 0 on success; 1 when the simulation fails (deadlock,
@@ -27,6 +29,7 @@
 mod agreement_cmd;
 mod bench_cmd;
 mod calibrate_cmd;
+mod check_cmd;
 mod fa3_cmd;
 mod import_cmd;
 mod progress;
@@ -57,6 +60,7 @@ use simfa_std::trace::{DramTrace, TraceFormat};
 use agreement_cmd::AgreementArgs;
 use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
+use check_cmd::CheckCmd;
 use fa3_cmd::Fa3Shape;
 use import_cmd::ImportCmd;
 use progress::Progress;
@@ -156,6 +160,12 @@ enum Cmd {
     Ttgir {
         #[command(subcommand)]
         what: TtgirCmd,
+    },
+    /// Check another simulator's output for read-after-transfer
+    /// consistency (SCALE-Sim v3 runs).
+    Check {
+        #[command(subcommand)]
+        what: CheckCmd,
     },
 }
 
@@ -367,6 +377,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         }
         Cmd::Import { what } => what.run(),
         Cmd::Sweep(s) => s.run(),
+        Cmd::Check { what } => what.run(),
         Cmd::Gen {
             what: GenCmd::Gemm { shape, gpu, output },
         } => {

@@ -2,7 +2,8 @@
 //! binary (kernels through `run` and `convert`, configurations through
 //! `run --config`, TTGIR files through `ttgir sites` and `ttgir
 //! instrument`, Proton traces through `import proton`, FA3 event logs through
-//! `import fa3-log`): the exit status and message that `tests/hostile/expect.toml`
+//! `import fa3-log`, SCALE-Sim traces and configurations through `check
+//! scalesim`): the exit status and message that `tests/hostile/expect.toml`
 //! gives, the file named in the message, no panic, no hang, and no output
 //! file (or temporary file) left behind by a failed command.
 
@@ -128,11 +129,47 @@ fn check(case: &Case, what: &str, args: &[&str], path: &str, out_dir: &Path) -> 
     Ok(())
 }
 
+/// The valid SCALE-Sim layer that hostile traces are dropped into.
+fn scalesim_clean() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/scalesim/clean")
+        .canonicalize()
+        .expect("tests/fixtures/scalesim/clean exists")
+}
+
+/// A SCALE-Sim trace (`scalesim_sram_*` as the IFMAP SRAM trace,
+/// `scalesim_dram_*` as the IFMAP DRAM trace) in a copy of the clean
+/// fixture, checked there; the message must name the copy.
+fn run_scalesim_trace(case: &Case, path: &Path, out_dir: &Path) -> Result<(), String> {
+    let run = Scratch::new("hostile-scalesim");
+    for e in std::fs::read_dir(scalesim_clean()).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), run.0.join(e.file_name())).unwrap();
+    }
+    let role = if case.file.starts_with("scalesim_sram_") {
+        "IFMAP_SRAM_TRACE.csv"
+    } else {
+        "IFMAP_DRAM_TRACE.csv"
+    };
+    let target = run.0.join(role);
+    std::fs::copy(path, &target).unwrap();
+    let args = ["check", "scalesim", s(&run.0)];
+    check(case, "check scalesim", &args, s(&target), out_dir)
+}
+
 fn run_case(case: &Case) -> Result<(), String> {
     let path = hostile_dir().join(&case.file);
     let p = s(&path);
     let scratch = Scratch::new("hostile");
     let trace = scratch.path("out.trace");
+    if case.file.ends_with(".csv") {
+        return run_scalesim_trace(case, &path, &scratch.0);
+    }
+    if case.file.ends_with(".cfg") {
+        let clean = scalesim_clean();
+        let args = ["check", "scalesim", s(&clean), "--cfg", p];
+        return check(case, "check scalesim --cfg", &args, p, &scratch.0);
+    }
     if case.file.ends_with(".mlir") {
         check(case, "ttgir sites", &["ttgir", "sites", p], p, &scratch.0)?;
         let out = scratch.path("out.mlir");
@@ -189,7 +226,7 @@ fn every_hostile_input_fails_cleanly() {
         on_disk, expected,
         "every file in tests/hostile/ needs an entry in expect.toml and every entry a file"
     );
-    for kind in [".sasm", ".sfk", ".toml", ".mlir", ".json", ".log"] {
+    for kind in [".sasm", ".sfk", ".toml", ".mlir", ".json", ".log", ".csv"] {
         assert!(
             cases.iter().filter(|c| c.file.ends_with(kind)).count() >= 8,
             "too few {kind} cases"

@@ -5,7 +5,9 @@
 //! ([`Event::is_detail`]) and records, per line address, the earliest
 //! completed transfer into the L2 (a DRAM fill or a store's write) and, per
 //! TMA operation and per mbarrier phase, when the bytes really landed in
-//! shared memory. It flags:
+//! shared memory. It flags (the first three are the read-after-transfer
+//! conditions, defined once in [`rules`] for this checker and the
+//! SCALE-Sim one, [`crate::scalesim`]):
 //!
 //! - [`ViolationKind::NoTransfer`]: an L2 read answered (or a fill made)
 //!   with no transfer of that line before it;
@@ -50,6 +52,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use simfa_core::{Cycle, Event, GpuConfig, Observer, Op, WaitReason, Who};
 
+pub mod rules;
+
 /// Violations kept in full; later ones are only counted.
 pub const KEPT: usize = 16;
 
@@ -59,7 +63,7 @@ const SHOWN: usize = 4;
 /// A fixed, seedless multiplicative hasher: the checker's maps never depend
 /// on a random seed (and nothing is reported in map order anyway).
 #[derive(Default, Clone, Copy)]
-struct FixedHasher(u64);
+pub(crate) struct FixedHasher(u64);
 
 impl Hasher for FixedHasher {
     fn finish(&self) -> u64 {
@@ -93,7 +97,8 @@ impl Hasher for FixedHasher {
     }
 }
 
-type Map<K, V> = HashMap<K, V, BuildHasherDefault<FixedHasher>>;
+/// A map with [`FixedHasher`]: the same iteration order on every run.
+pub(crate) type Map<K, V> = HashMap<K, V, BuildHasherDefault<FixedHasher>>;
 
 /// What went wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -554,11 +559,7 @@ impl ConsistencyChecker {
         // than the hit latency after it.
         if let Some(reads) = self.pending.remove(&addr) {
             for r in reads {
-                let kind = if r.served < ready {
-                    ViolationKind::BeforeTransfer
-                } else {
-                    ViolationKind::HitTooSoon
-                };
+                let kind = rules::classify_late_transfer(ready, r.served);
                 let mut v = self.line_violation(kind, addr, slice, r.served, r.served, Some(ready));
                 if let Some(i) = r.kept {
                     if let Site::Line { at, slice, .. } = self.kept[i].site {
@@ -573,35 +574,18 @@ impl ConsistencyChecker {
     fn on_served(&mut self, addr: u64, slice: u16, hit: bool, at: u64, served: u64) {
         self.reads_checked += 1;
         let ready = self.lines.get(&addr).and_then(|l| l.ready);
-        let Some(ready) = ready else {
-            let v = self.line_violation(ViolationKind::NoTransfer, addr, slice, at, served, None);
-            let kept = self.flag(v);
+        let latency = hit.then_some(self.hit_latency);
+        let Some(kind) = rules::classify_read(ready, at, served, latency) else {
+            return;
+        };
+        let v = self.line_violation(kind, addr, slice, at, served, ready);
+        let kept = self.flag(v);
+        if ready.is_none() {
+            // Settled once a transfer of this line turns up.
             self.pending
                 .entry(addr)
                 .or_default()
                 .push(PendingRead { served, kept });
-            return;
-        };
-        if served < ready {
-            let v = self.line_violation(
-                ViolationKind::BeforeTransfer,
-                addr,
-                slice,
-                at,
-                served,
-                Some(ready),
-            );
-            self.flag(v);
-        } else if hit && served < ready.max(at) + self.hit_latency {
-            let v = self.line_violation(
-                ViolationKind::HitTooSoon,
-                addr,
-                slice,
-                at,
-                served,
-                Some(ready),
-            );
-            self.flag(v);
         }
     }
 

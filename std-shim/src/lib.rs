@@ -5,7 +5,8 @@
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
 //! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
 //! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
-//! the read-after-transfer consistency checker ([`check`]), and the TTGIR
+//! the read-after-transfer consistency checker ([`check`]) and its
+//! counterpart for SCALE-Sim runs ([`scalesim`]), the TTGIR
 //! instrumentation pass for Triton kernels ([`ttgir`]), and design-space
 //! sweeps over configurations and workloads ([`sweep`]).
 
@@ -26,6 +27,7 @@ pub mod load;
 pub mod proton;
 pub mod report;
 pub mod run;
+pub mod scalesim;
 pub mod svg;
 pub mod sweep;
 pub mod trace;
