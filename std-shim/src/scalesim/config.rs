@@ -73,19 +73,41 @@ pub struct ScaleConfig {
     pub filter_fetch_words: Option<u64>,
 }
 
+/// A [`Fault::BadValue`] for `key = v` at `line`, `col` of `file`.
+fn bad_value(
+    file: &str,
+    (line, col): (u64, u64),
+    key: &str,
+    v: &str,
+    expected: &'static str,
+) -> ScaleSimError {
+    let fault = Fault::BadValue {
+        key: key.to_string(),
+        value: v.to_string(),
+        expected,
+    };
+    ScaleSimError::at(file, line, col, fault)
+}
+
 fn parse_u64(file: &str, line: u64, col: u64, key: &str, v: &str) -> Result<u64, ScaleSimError> {
-    v.parse().map_err(|_| {
-        ScaleSimError::at(
-            file,
-            line,
-            col,
-            Fault::BadValue {
-                key: key.to_string(),
-                value: v.to_string(),
-                expected: "expected a non-negative integer",
-            },
-        )
-    })
+    v.parse()
+        .map_err(|_| bad_value(file, (line, col), key, v, "expected a non-negative integer"))
+}
+
+/// The value of `options` whose name is `v`, else a [`Fault::BadValue`].
+fn choice<T: Copy>(
+    file: &str,
+    at: (u64, u64),
+    key: &str,
+    v: &str,
+    options: &[(&str, T)],
+    expected: &'static str,
+) -> Result<T, ScaleSimError> {
+    options
+        .iter()
+        .find(|(name, _)| *name == v)
+        .map(|&(_, x)| x)
+        .ok_or_else(|| bad_value(file, at, key, v, expected))
 }
 
 /// Parses `scale.cfg` text; `file` names it in errors.
@@ -124,23 +146,18 @@ pub fn parse_config(file: &str, text: &str) -> Result<ScaleConfig, ScaleSimError
             ("architecture_presets", "filtersramszkb") => cfg.filter_kb = Some(num(value)?),
             ("architecture_presets", "ofmapsramszkb") => cfg.ofmap_kb = Some(num(value)?),
             ("architecture_presets", "dataflow") => {
-                cfg.dataflow = Some(match value {
-                    "os" => Dataflow::Os,
-                    "ws" => Dataflow::Ws,
-                    "is" => Dataflow::Is,
-                    _ => {
-                        return Err(ScaleSimError::at(
-                            file,
-                            line,
-                            vcol,
-                            Fault::BadValue {
-                                key,
-                                value: value.to_string(),
-                                expected: "expected os, ws or is",
-                            },
-                        ))
-                    }
-                })
+                cfg.dataflow = Some(choice(
+                    file,
+                    (line, vcol),
+                    &key,
+                    value,
+                    &[
+                        ("os", Dataflow::Os),
+                        ("ws", Dataflow::Ws),
+                        ("is", Dataflow::Is),
+                    ],
+                    "expected os, ws or is",
+                )?)
             }
             ("architecture_presets", "bandwidth") => {
                 cfg.bandwidth = value
@@ -149,22 +166,14 @@ pub fn parse_config(file: &str, text: &str) -> Result<ScaleConfig, ScaleSimError
                     .collect::<Result<_, _>>()?
             }
             ("run_presets", "interfacebandwidth") => {
-                cfg.user_bandwidth = Some(match value {
-                    "USER" => true,
-                    "CALC" => false,
-                    _ => {
-                        return Err(ScaleSimError::at(
-                            file,
-                            line,
-                            vcol,
-                            Fault::BadValue {
-                                key,
-                                value: value.to_string(),
-                                expected: "expected USER or CALC",
-                            },
-                        ))
-                    }
-                })
+                cfg.user_bandwidth = Some(choice(
+                    file,
+                    (line, vcol),
+                    &key,
+                    value,
+                    &[("USER", true), ("CALC", false)],
+                    "expected USER or CALC",
+                )?)
             }
             ("layout", "ifmapsrambankbandwidth") => cfg.ifmap_fetch_words = Some(num(value)?),
             ("layout", "filtersrambankbandwidth") => cfg.filter_fetch_words = Some(num(value)?),
@@ -235,18 +244,7 @@ pub fn parse_topology(file: &str, text: &str) -> Result<Vec<Layer>, ScaleSimErro
         for f in fields.iter().skip(1).take(need - 1) {
             let t = f.trim();
             let c = (col + f.len() - f.trim_start().len()) as u64;
-            let n: u64 = t.parse().map_err(|_| {
-                ScaleSimError::at(
-                    file,
-                    line,
-                    c,
-                    Fault::BadValue {
-                        key: name.clone(),
-                        value: t.to_string(),
-                        expected: "expected a non-negative integer",
-                    },
-                )
-            })?;
+            let n = parse_u64(file, line, c, &name, t)?;
             v.push(n);
             col += f.len() + 1;
         }
