@@ -49,6 +49,23 @@ static SimfaRunState run_to_end(SimfaSim *h) {
     return state;
 }
 
+/* Builds sample i's kernel on cfg inside a fresh aligned arena, returned
+ * through *mem_out for the caller to free. */
+static SimfaSim *start_sample(uint32_t i, const SimfaConfig *cfg, uint8_t **mem_out) {
+    size_t klen = 0;
+    simfa_sample_kernel(i, NULL, 0, &klen);
+    uint8_t *kernel = malloc(klen);
+    check(simfa_sample_kernel(i, kernel, klen, &klen), "sample_kernel", NULL);
+    size_t need = 0;
+    check(simfa_arena_size(cfg, kernel, klen, &need), "arena_size", NULL);
+    uint8_t *mem = alloc_aligned(need);
+    SimfaSim *h = NULL;
+    check(simfa_init(mem, need, cfg, kernel, klen, &h), "init", NULL);
+    free(kernel); /* decoded into mem: the bytes are no longer needed */
+    *mem_out = mem;
+    return h;
+}
+
 static int run_sample(uint32_t i) {
     SimfaConfig cfg;
     check(simfa_config_sample(i, &cfg), "config_sample", NULL);
@@ -59,15 +76,8 @@ static int run_sample(uint32_t i) {
         fprintf(stderr, "size query did not report BUFFER_TOO_SMALL\n");
         return 1;
     }
-    uint8_t *kernel = malloc(klen);
-    check(simfa_sample_kernel(i, kernel, klen, &klen), "sample_kernel", NULL);
-
-    size_t need = 0;
-    check(simfa_arena_size(&cfg, kernel, klen, &need), "arena_size", NULL);
-    uint8_t *mem = alloc_aligned(need);
-    SimfaSim *h = NULL;
-    check(simfa_init(mem, need, &cfg, kernel, klen, &h), "init", NULL);
-    free(kernel); /* decoded into mem: the bytes are no longer needed */
+    uint8_t *mem = NULL;
+    SimfaSim *h = start_sample(i, &cfg, &mem);
 
     /* Half-way: the number of steps of a first run would do, but any
      * point works; use the first event at or after cycle 2000. */
@@ -126,16 +136,8 @@ static int run_external(uint32_t i) {
     check(simfa_config_port(&cfg, &model.cfg), "config_port", NULL);
     model.free_at = calloc(model.cfg.sms, sizeof(uint64_t));
 
-    size_t klen = 0;
-    simfa_sample_kernel(i, NULL, 0, &klen);
-    uint8_t *kernel = malloc(klen);
-    check(simfa_sample_kernel(i, kernel, klen, &klen), "sample_kernel", NULL);
-    size_t need = 0;
-    check(simfa_arena_size(&cfg, kernel, klen, &need), "arena_size", NULL);
-    uint8_t *mem = alloc_aligned(need);
-    SimfaSim *h = NULL;
-    check(simfa_init(mem, need, &cfg, kernel, klen, &h), "init", NULL);
-    free(kernel);
+    uint8_t *mem = NULL;
+    SimfaSim *h = start_sample(i, &cfg, &mem);
 
     SimfaRunState state = SIMFA_RUN_STATE_RUNNING;
     while (state == SIMFA_RUN_STATE_RUNNING) {
