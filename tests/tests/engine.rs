@@ -438,4 +438,4 @@ fn golden_digest_busy_kernel() {
     );
 }
 
-const GOLDEN_BUSY: (u64, &str) = (11764, "c2ad761368cb8d94");
+const GOLDEN_BUSY: (u64, &str) = (11764, "fada2587e66c1514");

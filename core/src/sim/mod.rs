@@ -851,7 +851,6 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 /// observer: the one way an event enters the digest.
 fn emit(digest: &mut Digest, cycle: u64, obs: &mut impl Observer, ev: Event) {
     debug_assert!(!ev.is_detail());
-    digest.fold(cycle);
-    digest.fold_all(&ev.digest_words());
+    digest.fold_event(cycle, &ev.digest_words());
     obs.on_event(Cycle(cycle), &ev);
 }
