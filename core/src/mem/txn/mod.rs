@@ -856,24 +856,45 @@ impl Model<'_> {
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
-            Outcome::Resident(_) if together && !notes => {
-                // Every line finds the data ready: a plain hit.
-                self.stats.l2_requests += w;
-                self.stats.l2_hits += w;
-                if far {
-                    self.stats.far_reads += w;
-                }
+            Outcome::Resident(ready) if !notes => {
+                // Resident at home: a hit for every line that reaches it
+                // once the data is ready, an MSHR merge with the fill in
+                // flight for the others.
+                let mut hits = 0u64;
                 for i in 0..n {
-                    let (slice, e) = (self.run.slice[part][i], self.run.emit[part][i]);
-                    let t = self.ports.reserve(slice as usize, e + back, interval);
+                    let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
+                    let t = if probe {
+                        let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
+                        self.ports.reserve(slice, tp + far_lat, interval)
+                    } else {
+                        self.ports.reserve(slice, e + back, interval)
+                    };
                     look = look.min(t);
-                    let r = t + hit_lat + back;
+                    let r = if t >= ready || self.early_hits {
+                        hits += 1;
+                        t + hit_lat + back
+                    } else {
+                        ready + back
+                    };
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
+                    if !together {
+                        self.returns(sm, eng, r, 1);
+                    }
+                }
+                let merged = n as u64 - hits;
+                self.stats.l2_requests += n as u64;
+                self.stats.l2_hits += hits;
+                self.stats.l2_misses += merged;
+                self.stats.mshr_merged += merged;
+                if far {
+                    self.stats.far_reads += hits;
                 }
                 // Hits come back within a few cycles of each other: their
                 // places in flight free with the last.
-                self.returns(sm, eng, last_back, p.weight);
+                if together {
+                    self.returns(sm, eng, last_back, p.weight);
+                }
             }
             Outcome::Shadow(ready) if !notes => {
                 self.stats.l2_requests += w;
