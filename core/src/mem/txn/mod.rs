@@ -741,6 +741,23 @@ impl Model<'_> {
         }
     }
 
+    /// Books line `e`'s way to its home `slice`: the slice's port, `back`
+    /// after the line left the engine, or, when the proxy `probe`s for a
+    /// shadow copy, the mirror slice's port first and the home port
+    /// `far_latency` later. Returns when it reaches the slice.
+    #[inline(always)]
+    fn reach_home(&mut self, slice: usize, e: u64, probe: bool, back: u64) -> u64 {
+        let interval = self.l2.slice_interval;
+        if probe {
+            let xbar = self.l2.xbar_latency as u64;
+            let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
+            self.ports
+                .reserve(slice, tp + self.l2.far_latency as u64, interval)
+        } else {
+            self.ports.reserve(slice, e + back, interval)
+        }
+    }
+
     /// Times run `q` of an operation of SM `sm` (up to `chunk_lines`
     /// lines, emitted together once they all fit in flight); returns its
     /// last line's return cycle. Its lines in each L2 partition form one
@@ -839,16 +856,15 @@ impl Model<'_> {
         let mut look = u64::MAX;
         let mut ready_max = 0u64;
         // Every line finds its data ready (a plain hit, or a shadow copy):
-        // the chunk's places in flight free together, with its last line,
-        // whether or not detail events are wanted (they must not change
-        // the timing).
+        // the chunk's places in flight free together, with its last line.
         let together = match outcome {
             Outcome::Resident(ready) => !probe && ready <= e0 + back,
             Outcome::Shadow(_) => true,
             _ => false,
         };
+        // One line loop per outcome; detail events, when wanted, are built
+        // inside it and never change the timing.
         match outcome {
-            // The common cases, line loops without branches on the outcome.
             Outcome::Coalesced(at) => {
                 self.stats.coalesced += w;
                 let e = self.run.emit[part][..n].iter().max();
@@ -856,24 +872,28 @@ impl Model<'_> {
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
-            Outcome::Resident(ready) if !notes => {
+            Outcome::Resident(ready) => {
                 // Resident at home: a hit for every line that reaches it
                 // once the data is ready, an MSHR merge with the fill in
                 // flight for the others.
                 let mut hits = 0u64;
                 for i in 0..n {
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                    let t = if probe {
-                        let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
-                        self.ports.reserve(slice, tp + far_lat, interval)
-                    } else {
-                        self.ports.reserve(slice, e + back, interval)
-                    };
+                    let t = self.reach_home(slice, e, probe, back);
                     look = look.min(t);
                     let r = if t >= ready || self.early_hits {
                         hits += 1;
-                        t + hit_lat + back
+                        let served = t + hit_lat;
+                        if notes {
+                            let line = self.run.line[part][i];
+                            self.note_served(sink, line, slice, true, t, served);
+                        }
+                        served + back
                     } else {
+                        if notes {
+                            let line = self.run.line[part][i];
+                            self.note_served(sink, line, slice, false, ready, ready);
+                        }
                         ready + back
                     };
                     first_back = first_back.min(r);
@@ -896,61 +916,46 @@ impl Model<'_> {
                     self.returns(sm, eng, last_back, p.weight);
                 }
             }
-            Outcome::Shadow(ready) if !notes => {
+            Outcome::Shadow(ready) => {
                 self.stats.l2_requests += w;
                 self.stats.shadow_hits += w;
                 for i in 0..n {
-                    let (slice, e) = (self.run.slice[part][i], self.run.emit[part][i]);
-                    let mirror = self.mirror(slice as usize);
+                    let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
+                    let mirror = self.mirror(slice);
                     let t = self.ports.reserve(mirror, e + xbar, interval);
-                    let r = t.max(ready) + hit_lat + xbar;
+                    let served = t.max(ready) + hit_lat;
+                    if notes {
+                        let line = self.run.line[part][i];
+                        self.note_served(sink, line, mirror, true, t, served);
+                    }
+                    let r = served + xbar;
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
                 self.returns(sm, eng, last_back, p.weight);
             }
+            // A store, a miss, or the read a fill in flight answers: each
+            // line frees its place itself (misses spread out).
             _ => {
                 for i in 0..n {
                     let line = self.run.line[part][i];
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                    let r = if let Outcome::Shadow(ready) = outcome {
-                        self.stats.l2_requests += 1;
-                        self.stats.shadow_hits += 1;
-                        let mirror = self.mirror(slice);
-                        let t = self.ports.reserve(mirror, e + xbar, interval);
-                        let served = t.max(ready) + hit_lat;
-                        self.note_served(sink, line, mirror, true, t, served);
-                        served + xbar
-                    } else {
-                        self.stats.l2_requests += 1;
-                        let t = if probe {
-                            let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
-                            self.ports.reserve(slice, tp + far_lat, interval)
-                        } else {
-                            self.ports.reserve(slice, e + back, interval)
-                        };
-                        look = look.min(t);
-                        self.line_at_home(
-                            outcome,
-                            line,
-                            slice,
-                            t,
-                            far,
-                            back,
-                            notes,
-                            &mut ready_max,
-                            sink,
-                        )
-                    };
+                    self.stats.l2_requests += 1;
+                    let t = self.reach_home(slice, e, probe, back);
+                    look = look.min(t);
+                    let r = self.line_at_home(
+                        outcome,
+                        line,
+                        slice,
+                        t,
+                        back,
+                        notes,
+                        &mut ready_max,
+                        sink,
+                    );
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
-                    // Misses spread out: each line frees its place itself.
-                    if !together {
-                        self.returns(sm, eng, r, 1);
-                    }
-                }
-                if together {
-                    self.returns(sm, eng, last_back, p.weight);
+                    self.returns(sm, eng, r, 1);
                 }
             }
         }
@@ -997,9 +1002,9 @@ impl Model<'_> {
         last_back
     }
 
-    /// A line of a chunk that reached its home slice at `t`: a write, a
-    /// hit, a wait for the chunk's fill, or a miss to HBM. Returns when
-    /// its data is back at the SM.
+    /// A line of a chunk that reached its home slice at `t` and does not
+    /// find its data there: a write, the read a fill in flight answers,
+    /// or a miss to HBM. Returns when its data is back at the SM.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn line_at_home(
@@ -1008,15 +1013,14 @@ impl Model<'_> {
         line: u64,
         slice: usize,
         t: u64,
-        far: bool,
         back: u64,
         notes: bool,
         ready_max: &mut u64,
         sink: &mut impl TxnSink,
     ) -> u64 {
-        let hit_lat = self.l2.hit_latency as u64;
         match outcome {
             Outcome::Store => {
+                let hit_lat = self.l2.hit_latency as u64;
                 if notes {
                     let ev = Event::LineFill {
                         addr: line << self.shift,
@@ -1027,21 +1031,6 @@ impl Model<'_> {
                     sink.note(t, ev);
                 }
                 t + hit_lat + back
-            }
-            Outcome::Resident(ready) if t >= ready || self.early_hits => {
-                self.stats.l2_hits += 1;
-                if far {
-                    self.stats.far_reads += 1;
-                }
-                let served = t + hit_lat;
-                self.note_served(sink, line, slice, true, t, served);
-                served + back
-            }
-            Outcome::Resident(ready) => {
-                self.stats.l2_misses += 1;
-                self.stats.mshr_merged += 1;
-                self.note_served(sink, line, slice, false, ready, ready);
-                ready + back
             }
             Outcome::Refill(_, lat) => {
                 // The fill this read leads: no second DRAM read.
