@@ -57,8 +57,9 @@ pub mod rules;
 /// Violations kept in full; later ones are only counted.
 pub const KEPT: usize = 16;
 
-/// Violations listed in full by [`ConsistencyChecker::summary`].
-const SHOWN: usize = 4;
+/// Violations listed in full by [`ConsistencyChecker::summary`] (and per
+/// operand by the SCALE-Sim checker's text report).
+pub(crate) const SHOWN: usize = 4;
 
 /// A fixed, seedless multiplicative hasher: the checker's maps never depend
 /// on a random seed (and nothing is reported in map order anyway).
@@ -140,7 +141,8 @@ impl ViolationKind {
         }
     }
 
-    fn index(self) -> usize {
+    /// Its position in [`ViolationKind::ALL`].
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }

@@ -18,21 +18,18 @@ use serde::Serialize;
 use super::error::{Fault, ScaleSimError};
 use super::trace::TraceReader;
 use crate::check::rules;
-use crate::check::{Map, ViolationKind};
+use crate::check::{Map, ViolationKind, KEPT};
 
-/// Violations kept in full per operand; later ones are only counted.
-pub const KEPT: usize = 16;
-
-/// The three kinds this checker can find, in report order.
+/// The three kinds this checker can find, in report order: the first
+/// three of [`ViolationKind::ALL`], so a kind's [`ViolationKind::index`]
+/// is its place here.
 pub const KINDS: [ViolationKind; 3] = [
     ViolationKind::NoTransfer,
     ViolationKind::BeforeTransfer,
     ViolationKind::HitTooSoon,
 ];
 
-fn kind_index(k: ViolationKind) -> usize {
-    KINDS.iter().position(|&x| x == k).expect("one of KINDS")
-}
+const _: () = assert!(KINDS[0] as usize == 0 && KINDS[1] as usize == 1 && KINDS[2] as usize == 2);
 
 /// An operand whose reads are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -101,7 +98,7 @@ pub struct OperandReport {
     pub violating_addresses: [u64; 3],
     /// Violating reads per kind, in [`KINDS`] order.
     pub violating_reads: [u64; 3],
-    /// The first [`KEPT`] violating reads, in trace order.
+    /// The first [`KEPT`](crate::check::KEPT) violating reads, in trace order.
     pub first: Vec<ReadViolation>,
 }
 
@@ -177,7 +174,7 @@ impl LayerCheck {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct AddrState {
     done: Option<i64>,
     read: bool,
@@ -209,26 +206,18 @@ impl OperandState {
 
     fn transfer(&mut self, addr: u64, done: i64) {
         self.transfers += 1;
-        let e = self.map.entry(addr).or_insert(AddrState {
-            done: None,
-            read: false,
-            kinds: 0,
-        });
+        let e = self.map.entry(addr).or_default();
         e.done = Some(e.done.map_or(done, |d| d.min(done)));
     }
 
     fn read(&mut self, addr: u64, lookup: i64, served: i64, line: u64, hit_latency: u64) {
         self.reads += 1;
-        let e = self.map.entry(addr).or_insert(AddrState {
-            done: None,
-            read: false,
-            kinds: 0,
-        });
+        let e = self.map.entry(addr).or_default();
         e.read = true;
         let Some(kind) = rules::classify_read(e.done, lookup, served, Some(hit_latency)) else {
             return;
         };
-        let i = kind_index(kind);
+        let i = kind.index();
         e.kinds |= 1 << i;
         self.counts[i] += 1;
         if self.kept.len() < KEPT {

@@ -134,9 +134,12 @@ pub fn parse_config(file: &str, text: &str) -> Result<ScaleConfig, ScaleSimError
             return Err(ScaleSimError::at(file, line, col as u64, Fault::Syntax));
         };
         let key = t[..split].trim().to_ascii_lowercase();
-        let value = t[split + 1..].trim();
-        // Column of the value, for its errors.
-        let vcol = (raw.find(value).unwrap_or(0) + 1) as u64;
+        let after = &t[split + 1..];
+        let value = after.trim();
+        // Column (in bytes, from 1) of the value, for its errors: after the
+        // line's indent, the key and separator, and the value's own indent.
+        let indent = raw.len() - raw.trim_start().len();
+        let vcol = (indent + split + 1 + (after.len() - after.trim_start().len()) + 1) as u64;
         let num = |v: &str| parse_u64(file, line, vcol, &key, v);
         match (section.as_str(), key.as_str()) {
             ("general", "run_name") => cfg.run_name = Some(value.to_string()),
@@ -323,6 +326,13 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "s.cfg:2:12: dataflow = \"xs\": expected os, ws or is"
+        );
+        // A value that also occurs in its key, after an indent: the
+        // value's own column, not the first match.
+        let e = parse_config("s.cfg", "[architecture_presets]\n  Dataflow :  a\n").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.cfg:2:15: dataflow = \"a\": expected os, ws or is"
         );
         let e = parse_config("s.cfg", "[general]\n  garbage\n").unwrap_err();
         assert_eq!(

@@ -5,10 +5,7 @@ use std::fmt::Write;
 
 use super::check::{ReadViolation, Window, KINDS};
 use super::{LayerReport, OperandReport, RunReport};
-use crate::check::ViolationKind;
-
-/// Violations listed in full per operand in the text report.
-pub const SHOWN: usize = 4;
+use crate::check::{ViolationKind, SHOWN};
 
 fn window(w: &Window) -> String {
     format!("{} cycles ({}..{})", w.cycles, w.first, w.last)
