@@ -56,7 +56,8 @@
 //! - The **cold interval**: from the first IFMAP or FILTER DRAM transfer
 //!   (the cold fill, at negative cycles) to the last OFMAP DRAM write; its
 //!   length is SCALE-Sim's "Total Cycles (incl. prefetch)". When
-//!   `COMPUTE_REPORT.csv` is there, both are compared with it.
+//!   `COMPUTE_REPORT.csv` is there, the report shows its two figures beside
+//!   the measured windows.
 //!
 //! The two can rank dataflows differently; [`compare`] says where.
 
@@ -184,21 +185,24 @@ fn load_compute_report(path: &Path) -> Result<Vec<Reported>, ScaleSimError> {
             continue;
         }
         let mut nums = [0i64; 3];
-        let mut col = 1;
+        let mut col = 0;
         let mut fields = row.split(|&b| b == b',');
         for n in nums.iter_mut() {
             let f = fields.next().unwrap_or_default();
-            let bad = |fault| ScaleSimError::at(&file, line, col, fault);
-            let text = std::str::from_utf8(f).map_err(|_| bad(Fault::NotANumber("?".into())))?;
-            let t = text.trim();
-            let v: f64 = t.parse().map_err(|_| bad(Fault::NotANumber(t.into())))?;
-            if !v.is_finite() || v.fract() != 0.0 || v.abs() > 9e15 {
-                return Err(bad(Fault::NotAnInteger(t.into())));
-            }
-            *n = v as i64;
-            col += f.len() as u64 + 1;
+            let bad =
+                |at: usize, fault| ScaleSimError::at(&file, line, (col + at + 1) as u64, fault);
+            *n = match trace::number(f) {
+                Ok(Some(v)) => v,
+                Ok(None) => return Err(bad(0, Fault::Empty("COMPUTE_REPORT"))),
+                Err((at, fault)) => return Err(bad(at, fault)),
+            };
+            col += f.len() + 1;
         }
-        out.push((nums[0].max(0) as usize, (nums[1], nums[2])));
+        let Ok(layer) = usize::try_from(nums[0]) else {
+            let text = nums[0].to_string();
+            return Err(ScaleSimError::at(&file, line, 1, Fault::OutOfRange(text)));
+        };
+        out.push((layer, (nums[1], nums[2])));
     }
     Ok(out)
 }
@@ -269,4 +273,33 @@ pub fn check_run(spec: &RunSpec) -> Result<RunReport, ScaleSimError> {
         hit_latency: opts.hit_latency,
         layers: out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(text: &str) -> Result<Vec<Reported>, ScaleSimError> {
+        let dir = std::env::temp_dir().join(format!("simfa-compute-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("COMPUTE_REPORT.csv");
+        std::fs::write(&path, text).unwrap();
+        let out = load_compute_report(&path);
+        std::fs::remove_dir_all(&dir).unwrap();
+        out
+    }
+
+    #[test]
+    fn compute_reports_read_as_the_traces_do() {
+        let head = "LayerID, Total Cycles (incl. prefetch), Total Cycles, Stall Cycles\n";
+        let r = report(&format!("{head}0, 10584, 768.0, 1\n\n1, 437, 331, 0\n")).unwrap();
+        assert_eq!(r, [(0, (10584, 768)), (1, (437, 331))]);
+        // The trace reader's faults, at the field's own column.
+        let e = |row: &str| report(&format!("{head}{row}\n")).unwrap_err().to_string();
+        assert!(e("0, 12.5, 3").ends_with(":2:4: \"12.5\" is not an integer"));
+        assert!(e("0, 1e300, 3").ends_with(":2:4: \"1e300\" is out of range"));
+        assert!(e("0, 5x, 3").ends_with(":2:5: unexpected byte 0x78"));
+        assert!(e("0, , 3").ends_with(":2:3: empty COMPUTE_REPORT field"));
+        assert!(e("-1, 5, 3").ends_with(":2:1: \"-1\" is out of range"));
+    }
 }

@@ -182,45 +182,49 @@ impl<R: BufRead> TraceReader<R> {
         Ok(cycle)
     }
 
-    /// One field as an integer; `None` when it is blank.
+    /// Field `field` at column `col` as an integer ([`number`]).
     fn number(&self, field: &[u8], col: usize) -> Result<Option<i64>, ScaleSimError> {
-        let lead = field
-            .iter()
-            .take_while(|b| matches!(b, b' ' | b'\t'))
-            .count();
-        let trail = field[lead..]
-            .iter()
-            .rev()
-            .take_while(|b| matches!(b, b' ' | b'\t'))
-            .count();
-        let text = &field[lead..field.len() - trail];
-        let col = col + lead;
-        if text.is_empty() {
-            return Ok(None);
-        }
-        if let Some(i) = text
-            .iter()
-            .position(|b| !matches!(b, b'0'..=b'9' | b'+' | b'-' | b'.' | b'e' | b'E'))
-        {
-            return Err(self.err(col + i, Fault::UnexpectedByte(text[i])));
-        }
-        // Only ASCII is left.
-        let s = std::str::from_utf8(text).expect("ASCII");
-        if let Ok(v) = s.parse::<i64>() {
-            return Ok(Some(v));
-        }
-        let owned = || s.to_string();
-        let v: f64 = s
-            .parse()
-            .map_err(|_| self.err(col, Fault::NotANumber(owned())))?;
-        if v.abs() > MAX_EXACT {
-            return Err(self.err(col, Fault::OutOfRange(owned())));
-        }
-        if v.fract() != 0.0 {
-            return Err(self.err(col, Fault::NotAnInteger(owned())));
-        }
-        Ok(Some(v as i64))
+        number(field).map_err(|(at, fault)| self.err(col + at, fault))
     }
+}
+
+/// One CSV field as an integer (SCALE-Sim writes some as `123.0`); `None`
+/// when it is blank. An error comes with the byte offset in `field` it is
+/// at.
+pub(super) fn number(field: &[u8]) -> Result<Option<i64>, (usize, Fault)> {
+    let lead = field
+        .iter()
+        .take_while(|b| matches!(b, b' ' | b'\t'))
+        .count();
+    let trail = field[lead..]
+        .iter()
+        .rev()
+        .take_while(|b| matches!(b, b' ' | b'\t'))
+        .count();
+    let text = &field[lead..field.len() - trail];
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if let Some(i) = text
+        .iter()
+        .position(|b| !matches!(b, b'0'..=b'9' | b'+' | b'-' | b'.' | b'e' | b'E'))
+    {
+        return Err((lead + i, Fault::UnexpectedByte(text[i])));
+    }
+    // Only ASCII is left.
+    let s = std::str::from_utf8(text).expect("ASCII");
+    if let Ok(v) = s.parse::<i64>() {
+        return Ok(Some(v));
+    }
+    let owned = || s.to_string();
+    let v: f64 = s.parse().map_err(|_| (lead, Fault::NotANumber(owned())))?;
+    if v.abs() > MAX_EXACT {
+        return Err((lead, Fault::OutOfRange(owned())));
+    }
+    if v.fract() != 0.0 {
+        return Err((lead, Fault::NotAnInteger(owned())));
+    }
+    Ok(Some(v as i64))
 }
 
 #[cfg(test)]
