@@ -294,6 +294,26 @@ impl<'a> Hbm<'a> {
         }
     }
 
+    /// The end of the refresh lost time that bus clock `x` of channel `c`
+    /// falls in, if it does, for data `lat` clocks after its column
+    /// command. Every tREFI (at the channel's staggered due clocks) the
+    /// channel loses tRP + tRFC: no column command issues, so no data
+    /// crosses the bus `lat` later. The windows are fixed in time, so a
+    /// line handed over before the refresh it meets was applied (an
+    /// earlier operation's, booked ahead) loses the same time as one
+    /// handed over after.
+    #[inline]
+    fn refresh_lost(&self, c: usize, x: u64, lat: u64) -> Option<u64> {
+        let p = &self.p;
+        let phase = p.refi * (c as u64 + 1) / self.chans.len().max(1) as u64 + lat;
+        if x < phase || p.refi == 0 {
+            return None;
+        }
+        let into = (x - phase) % p.refi;
+        let lost = p.rp + p.rfc;
+        (into < lost).then(|| x - into + lost)
+    }
+
     /// Serves a line request of DRAM location `d` (already decoded) that
     /// arrives at SM cycle `now`; returns the SM cycle it completes.
     pub fn access(&mut self, now: u64, channel: u16, bank: usize, row: u32, write: bool) -> u64 {
@@ -408,12 +428,20 @@ impl<'a> Hbm<'a> {
         let want = first.max(after);
         let k = self.cols.reserve(g, want / gl, 1);
         let col = if k == want / gl { want } else { k * gl };
-        let bus_want = col + lat;
-        let kb = self.bus.reserve(c, bus_want / bl, 1);
-        let bus = if kb == bus_want / bl {
-            bus_want
-        } else {
-            kb * bl
+        let mut bus_want = col + lat;
+        let bus = loop {
+            let kb = self.bus.reserve(c, bus_want / bl, 1);
+            let bus = if kb == bus_want / bl {
+                bus_want
+            } else {
+                kb * bl
+            };
+            // A slot in a refresh's lost time stays booked (nobody may
+            // use it) and the line takes the first slot after it.
+            match self.refresh_lost(c, bus, lat) {
+                Some(end) => bus_want = end,
+                None => break bus,
+            }
         };
         // A late bus holds the column commands back as long.
         let last = bus - lat + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
@@ -544,6 +572,58 @@ mod tests {
         }
         let clocks = cfg.clock.mul_ceil(last - first);
         assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+    }
+    /// A channel kept busy for many refresh intervals carries no more than
+    /// the refresh leaves it: every tREFI its bus loses tRP + tRFC, also
+    /// to requests handed over after the refresh was applied.
+    #[test]
+    fn refresh_costs_a_saturated_channel_its_time() {
+        let cfg = DramConfig::hbm3_h100();
+        let mut l = Layout::new();
+        Hbm::layout(&cfg, &mut l).unwrap();
+        let mut buf = vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
+        let t = &cfg.timing;
+        let per_row = cfg.lines_per_row() as u32;
+        let banks = cfg.banks() as u32;
+        // Two reads per SM cycle to channel 0 (more than its bus carries),
+        // row hits but for one row change per bank and row, arriving
+        // over about 20 refresh intervals, handed over in bursts of 64
+        // in reverse time order so that later arrivals come first.
+        let cycles = cfg.clock.div_ceil(20 * t.n_refi as u64);
+        let n = 2 * cycles as u32;
+        let (mut first, mut last) = (u64::MAX, 0);
+        for burst in 0..n.div_ceil(64) {
+            for j in (0..64).rev() {
+                let i = burst * 64 + j;
+                if i >= n {
+                    continue;
+                }
+                let done = hbm.access(
+                    i as u64 / 2,
+                    0,
+                    (i % banks) as usize,
+                    i / (banks * per_row),
+                    false,
+                );
+                first = first.min(done);
+                last = last.max(done);
+            }
+        }
+        let bl = cfg.bursts_per_line() as u64 * t.n_ccds.max(t.n_bl) as u64;
+        let span = cfg.clock.mul_ceil(last - first);
+        let busy = n as u64 * bl;
+        let refi = t.n_refi as u64;
+        let left = refi - t.n_rp as u64 - t.n_rfc as u64;
+        // Bus busy at most the share of each interval the refresh leaves
+        // (plus one interval of slack at the ends), and not much less.
+        assert!(
+            busy * refi <= (span + refi) * left,
+            "busy {busy} of {span} clocks"
+        );
+        assert!(busy * 10 >= span * 7, "busy {busy} of {span} clocks");
+        assert!(hbm.stats().refreshes >= 15, "{:?}", hbm.stats());
     }
 }
 
