@@ -85,11 +85,9 @@ impl Fa3Shape {
         let heads = self.heads.unwrap_or(model.heads);
         // A custom head count without --kv-heads keeps the model's GQA
         // group only if it divides; otherwise plain multi-head attention.
-        let kv_heads = self.kv_heads.unwrap_or(if heads % model.kv_heads == 0 {
-            model.kv_heads
-        } else {
-            heads
-        });
+        let kv_heads = self
+            .kv_heads
+            .unwrap_or(Fa3Params::kv_heads_for(heads, model.kv_heads));
         Fa3Params {
             batch: self.batch,
             heads,

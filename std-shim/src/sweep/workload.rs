@@ -13,7 +13,9 @@
 //! consumers group_m persistent` (the generator's defaults otherwise; a
 //! persistent kernel gets one CTA per SM). FA3 fields: `batch heads
 //! kv_heads seqlen seqlen_kv hdim causal variant`, defaults Llama 3 8B
-//! (32 heads, 8 KV heads, head dim 128), 4096 tokens, `"full"`.
+//! (32 heads, 8 KV heads, head dim 128), 4096 tokens, `"full"`; as in
+//! `simfa fa3`, a head count that 8 does not divide without `kv_heads`
+//! gets as many KV heads as heads.
 
 use std::path::{Path, PathBuf};
 
@@ -115,10 +117,11 @@ impl Workload {
                     })?,
                 };
                 let seqlen_q = seqlen.unwrap_or(d.seqlen_q);
+                let heads = heads.unwrap_or(d.heads);
                 Workload::Fa3(Fa3Params {
                     batch: batch.unwrap_or(d.batch),
-                    heads: heads.unwrap_or(d.heads),
-                    kv_heads: kv_heads.unwrap_or(d.kv_heads),
+                    heads,
+                    kv_heads: kv_heads.unwrap_or(Fa3Params::kv_heads_for(heads, d.kv_heads)),
                     seqlen_q,
                     seqlen_kv: seqlen_kv.unwrap_or(seqlen_q),
                     hdim: hdim.unwrap_or(d.hdim),
@@ -148,5 +151,30 @@ impl Workload {
                 .map(|k| (k, None))
                 .map_err(|e| e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fa3_of(table: &str) -> Fa3Params {
+        let v: toml::Value = toml::from_str(&format!("w = {table}")).unwrap();
+        match Workload::from_value(&v["w"], Path::new(".")).unwrap() {
+            Workload::Fa3(p) => p,
+            w => panic!("not an FA3: {w:?}"),
+        }
+    }
+
+    /// KV heads default as in `simfa fa3`: the model's 8 when they divide
+    /// the heads, else one per head; a given count is kept.
+    #[test]
+    fn fa3_kv_heads_default_like_the_fa3_command() {
+        assert_eq!(fa3_of(r#"{ kind = "fa3" }"#).kv_heads, 8);
+        assert_eq!(fa3_of(r#"{ kind = "fa3", heads = 64 }"#).kv_heads, 8);
+        assert_eq!(fa3_of(r#"{ kind = "fa3", heads = 12 }"#).kv_heads, 12);
+        assert_eq!(fa3_of(r#"{ kind = "fa3", heads = 4 }"#).kv_heads, 4);
+        let p = fa3_of(r#"{ kind = "fa3", heads = 12, kv_heads = 4 }"#);
+        assert_eq!((p.heads, p.kv_heads), (12, 4));
     }
 }

@@ -136,6 +136,18 @@ impl Default for Fa3Params {
 }
 
 impl Fa3Params {
+    /// The KV heads of a model with `group_kv` KV heads run with `heads`
+    /// query heads when the KV head count is not given: the model's if it
+    /// divides `heads` (the GQA grouping kept), otherwise `heads` (plain
+    /// multi-head attention). `simfa fa3` and sweep plans both use it.
+    pub fn kv_heads_for(heads: u32, group_kv: u32) -> u32 {
+        if group_kv != 0 && heads % group_kv == 0 {
+            group_kv
+        } else {
+            heads
+        }
+    }
+
     /// Useful FLOPs as FA3 counts them: `4 * sq * skv * hdim * heads *
     /// batch`, halved for causal.
     pub fn flops(&self) -> u64 {
