@@ -315,6 +315,7 @@ impl Plan {
         }
         let base_text = toml::to_string(&base).unwrap_or_default();
         let mut points = Vec::new();
+        let mut kernel_hashes = std::collections::HashMap::new();
         for (index, choice) in combinations(&axes, combine).into_iter().enumerate() {
             let mut table = base.clone();
             let mut params = serde_json::Map::new();
@@ -360,7 +361,19 @@ impl Plan {
                 Ok(c) => Ok(c),
                 Err(e) => Err(classify(e, &axes, file, line_of(text, base_at))?),
             };
-            let key = point_key(&base_text, &params);
+            // A kernel file's key covers its contents: a resumed sweep
+            // must not reuse the rows of a file edited since.
+            let contents = match &w {
+                Workload::Kernel(path) => kernel_hashes
+                    .entry(path.clone())
+                    .or_insert_with(|| match std::fs::read(path) {
+                        Ok(bytes) => hash_hex(&bytes),
+                        Err(e) => format!("unreadable: {e}"),
+                    })
+                    .clone(),
+                _ => String::new(),
+            };
+            let key = point_key(&base_text, &params, &contents);
             points.push(Point {
                 index,
                 params,
@@ -500,9 +513,18 @@ pub(crate) fn hash_hex(bytes: &[u8]) -> String {
     format!("{:016x}", h.finish())
 }
 
-fn point_key(base: &str, params: &serde_json::Map<String, serde_json::Value>) -> String {
+fn point_key(
+    base: &str,
+    params: &serde_json::Map<String, serde_json::Value>,
+    kernel: &str,
+) -> String {
     let p = serde_json::to_string(params).unwrap_or_default();
-    hash_hex(format!("{base}\n{p}").as_bytes())
+    if kernel.is_empty() {
+        // Generated workloads: the key sweeps written before kernel
+        // contents were keyed have.
+        return hash_hex(format!("{base}\n{p}").as_bytes());
+    }
+    hash_hex(format!("{base}\n{p}\n{kernel}").as_bytes())
 }
 
 #[cfg(test)]
@@ -543,8 +565,27 @@ mod tests {
         .unwrap();
         assert_eq!(p.key(), again.key());
         let mut keys: Vec<&String> = p.points.iter().map(|pt| &pt.key).collect();
+        keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), 6);
+    }
+
+    /// A kernel file's point key follows the file's contents, not only
+    /// its name.
+    #[test]
+    fn kernel_points_are_keyed_by_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let plan = "workload = { kind = \"kernel\", file = \"k.sasm\" }\n\
+                    [[axis]]\nkey = \"sms\"\nvalues = [4]\n";
+        let key = |body: &str| {
+            std::fs::write(dir.path().join("k.sasm"), body).unwrap();
+            Plan::parse(plan, "p.toml", dir.path()).unwrap().points[0]
+                .key
+                .clone()
+        };
+        let a = key("one");
+        assert_eq!(key("one"), a);
+        assert_ne!(key("two"), a);
     }
 
     #[test]
