@@ -37,6 +37,7 @@
 use crate::config::{GpuConfig, MemoryModel};
 use crate::isa::{EvalCtx, Instr, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, MAX_MAPS};
+use crate::sim::Frame;
 
 /// FLOPs of one m64nNk16 WGMMA per unit of N: `2 * 64 * 16`.
 const FLOPS_PER_N: u64 = 2 * 64 * 16;
@@ -82,14 +83,6 @@ struct MapTraffic {
     stored: u64,
 }
 
-/// One open loop of the walk.
-#[derive(Clone, Copy, Debug, Default)]
-struct Frame {
-    begin: usize,
-    count: u32,
-    iter: u32,
-}
-
 impl Estimate {
     /// Waves of CTAs: `ctas / (resident_per_sm * sms)`, as a fraction
     /// `(numerator, denominator)`.
@@ -129,10 +122,10 @@ impl Estimate {
 
     /// Cycles the L2 slices need to serve every load and store byte once.
     pub fn l2_bound_cycles(&self, cfg: &GpuConfig) -> u64 {
-        let per_cycle = cfg.l2.slices as u64 * cfg.l2.line_bytes as u64;
+        let (num, den) = cfg.l2.peak_bytes_per_cycle();
         let bytes = self.l2_load_bytes.saturating_add(self.l2_store_bytes);
-        // bytes / (per_cycle / interval), rounded down.
-        (bytes as u128 * cfg.l2.slice_interval.max(1) as u128 / per_cycle.max(1) as u128) as u64
+        // bytes / (num / den), rounded down.
+        (bytes as u128 * den as u128 / num.max(1) as u128) as u64
     }
 
     /// Cycles the memory behind the L2 needs: the compulsory HBM reads at
@@ -147,12 +140,8 @@ impl Estimate {
             let den = cfg.sms as u128 * r.num as u128;
             return (bytes * r.den as u128 / den.max(1)) as u64;
         }
-        let d = &cfg.dram;
-        let bytes = self.hbm_read_bytes as u128;
-        // bytes per SM cycle = channels * burst / n_bl * clock.num / clock.den
-        let num = d.channels as u128 * d.burst_bytes as u128 * d.clock.num as u128;
-        let den = d.timing.n_bl as u128 * d.clock.den as u128;
-        (bytes * den / num.max(1)) as u64
+        let (num, den) = cfg.dram.peak_bytes_per_cycle();
+        (self.hbm_read_bytes as u128 * den / num.max(1)) as u64
     }
 
     /// The largest of the bounding levels (tensor pipe and memory), or
@@ -165,8 +154,9 @@ impl Estimate {
     }
 }
 
-/// CTAs one SM of `cfg` holds at once (at least 1), as the simulator
-/// admits them.
+/// CTAs one SM of `cfg` holds at once (at least 1): the least of its
+/// WarpGroup slots, shared memory, registers and CTA limit allow. The
+/// simulator sizes its CTA slots with this rule.
 pub fn resident_ctas(cfg: &GpuConfig, k: &Kernel) -> u32 {
     let wgs = k.wgs_per_cta().max(1);
     let by_wg = cfg.wg_slots() / wgs;
@@ -254,7 +244,13 @@ fn walk(
     steps: &mut u64,
     max_steps: u64,
 ) -> bool {
-    let mut frames = [Frame::default(); MAX_LOOP_DEPTH];
+    // The open loops, as the simulator's threads keep them.
+    let none = Frame {
+        begin: 0,
+        count: 0,
+        iter: 0,
+    };
+    let mut frames = [none; MAX_LOOP_DEPTH];
     let mut depth = 0usize;
     let mut pc = start;
     let ev = |id: u16, ctx: &EvalCtx| k.exprs.get(id as usize).map_or(0, |x| x.eval(ctx));
@@ -276,7 +272,7 @@ fn walk(
                     pc = e_pc as usize + 1;
                 } else {
                     frames[depth] = Frame {
-                        begin: pc,
+                        begin: pc as u16,
                         count: n.min(u32::MAX as i64) as u32,
                         iter: 0,
                     };
@@ -292,7 +288,7 @@ fn walk(
                 let f = &mut frames[depth - 1];
                 f.iter += 1;
                 if f.iter < f.count {
-                    pc = f.begin + 1;
+                    pc = f.begin as usize + 1;
                 } else {
                     depth -= 1;
                     pc += 1;

@@ -93,16 +93,15 @@ impl Analytic {
         let (pf, pc) = Estimate::peak_flops_per_sm_cycle(cfg);
         // FLOP/cycle/SM * SMs * MHz * 1e6 / 1e12
         let peak_tflops = pf as f64 / pc.max(1) as f64 * cfg.sms as f64 * mhz / 1e6;
-        let l2_bpc =
-            cfg.l2.slices as f64 * cfg.l2.line_bytes as f64 / cfg.l2.slice_interval.max(1) as f64;
+        let (ln, ld) = cfg.l2.peak_bytes_per_cycle();
+        let l2_bpc = ln as f64 / ld as f64;
         let fixed = cfg.memory == simfa_core::config::MemoryModel::Fixed;
         let mem_bpc = if fixed {
             let r = cfg.port.bytes_per_cycle;
             r.num as f64 / r.den.max(1) as f64 * cfg.sms as f64
         } else {
-            let d = &cfg.dram;
-            d.channels as f64 * d.burst_bytes as f64 * d.clock.num as f64
-                / (d.timing.n_bl.max(1) as f64 * d.clock.den.max(1) as f64)
+            let (n, d) = cfg.dram.peak_bytes_per_cycle();
+            n as f64 / d as f64
         };
         let memory_level = if fixed { "port" } else { "hbm" };
         let tensor = e.tensor_bound_cycles();

@@ -70,6 +70,19 @@ impl L2Config {
         self.line_bytes as u64 * self.slices as u64 * self.sets as u64 * self.ways as u64
     }
 
+    /// Peak bandwidth of all slices in bytes per cycle, as `(num, den)`:
+    /// one line per slice every `slice_interval` cycles (`den` at least
+    /// 1).
+    pub const fn peak_bytes_per_cycle(&self) -> (u64, u64) {
+        let num = self.slices as u64 * self.line_bytes as u64;
+        let den = if self.slice_interval == 0 {
+            1
+        } else {
+            self.slice_interval as u64
+        };
+        (num, den)
+    }
+
     /// The address the DRAM controllers decode for line address `addr`:
     /// with [`L2Config::dram_hash`], the line number folded as
     /// `line ^ (line >> 7) ^ (line >> 14)` (a bijection).

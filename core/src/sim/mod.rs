@@ -58,6 +58,7 @@ use tma::{Dedup, Engine, TmaOp};
 const QUEUE_HORIZON_LOG2: u32 = 12;
 
 pub use snapshot::fingerprint;
+pub(crate) use state::Frame;
 
 /// The memory behind the TMA engines. The hierarchy variants are large,
 /// but the core has no heap to box them in, and there is one per simulator.
@@ -134,21 +135,8 @@ impl Plan {
         k.validate()?;
         k.check_fits(cfg)?;
         let wgs = k.wgs_per_cta();
-        let by_wg = cfg.wg_slots() / wgs;
-        let by_smem = cfg
-            .smem_per_sm
-            .checked_div(k.smem_bytes)
-            .map_or(usize::MAX, |n| n as usize);
-        let regs = k.regs_per_cta();
-        let by_regs = cfg
-            .regs_per_sm
-            .checked_div(regs)
-            .map_or(usize::MAX, |n| n as usize);
-        let cta_slots = by_wg
-            .min(by_smem)
-            .min(by_regs)
-            .min(cfg.ctas_per_sm as usize)
-            .max(1);
+        // The admission rule the analytic model states.
+        let cta_slots = crate::analytic::resident_ctas(cfg, k) as usize;
         let sms = cfg.sms as usize;
         let threads = sms * cta_slots * wgs;
         // Every thread has at most one pending wake-up; every SM at most

@@ -113,17 +113,20 @@ impl DramConfig {
         Ratio::new(self.burst_bytes as u32, self.timing.n_bl)
     }
 
-    /// Peak bandwidth of all channels in bytes per second for an SM clock
-    /// of `sm_clock_mhz`: `channels * burst_bytes / n_bl * clock *
-    /// sm_clock`, rounded down.
-    pub const fn peak_bytes_per_second(&self, sm_clock_mhz: u32) -> u64 {
-        let num = self.channels as u128
-            * self.burst_bytes as u128
-            * self.clock.num as u128
-            * sm_clock_mhz as u128
-            * 1_000_000;
+    /// Peak bandwidth of all channels in bytes per SM cycle, as `(num,
+    /// den)`: `channels * burst_bytes / n_bl * clock` (`den` at least 1).
+    pub const fn peak_bytes_per_cycle(&self) -> (u128, u128) {
+        let num = self.channels as u128 * self.burst_bytes as u128 * self.clock.num as u128;
         let den = self.timing.n_bl as u128 * self.clock.den as u128;
-        (num / den) as u64
+        (num, if den == 0 { 1 } else { den })
+    }
+
+    /// Peak bandwidth of all channels in bytes per second for an SM clock
+    /// of `sm_clock_mhz`: [`DramConfig::peak_bytes_per_cycle`] times the
+    /// clock, rounded down.
+    pub const fn peak_bytes_per_second(&self, sm_clock_mhz: u32) -> u64 {
+        let (num, den) = self.peak_bytes_per_cycle();
+        (num * sm_clock_mhz as u128 * 1_000_000 / den) as u64
     }
 
     /// Completions that can be pending at once in one channel's return
