@@ -164,11 +164,7 @@ struct OutputFile {
 
 /// 1-based line of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
-    text.as_bytes()[..at.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    crate::config::line_col(text, at).0
 }
 
 impl Plan {
@@ -510,7 +506,7 @@ pub(crate) fn hash_hex(bytes: &[u8]) -> String {
     use std::hash::Hasher;
     let mut h = fnv::FnvHasher::default();
     h.write(bytes);
-    format!("{:016x}", h.finish())
+    crate::report::format_digest(h.finish())
 }
 
 fn point_key(
