@@ -1,6 +1,7 @@
 """pytest suite of the simfa Python bindings (run by scripts/python/test.sh)."""
 
 import json
+import os
 import pathlib
 import subprocess
 
@@ -9,6 +10,19 @@ import pytest
 import simfa
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def cli_binary():
+    """The CLI the reports are checked against: $SIMFA_BIN, else
+    target/debug/simfa. Without it the test skips, unless
+    $SIMFA_REQUIRE_CLI is set (scripts/python/test.sh sets both), when a
+    missing binary is a failure rather than a silent skip."""
+    path = pathlib.Path(os.environ.get("SIMFA_BIN", ROOT / "target" / "debug" / "simfa"))
+    if not path.exists():
+        if os.environ.get("SIMFA_REQUIRE_CLI"):
+            pytest.fail(f"no CLI binary at {path}")
+        pytest.skip("no CLI binary built")
+    return path
 
 
 def small_fa3(**kw):
@@ -44,9 +58,7 @@ def test_runs_are_deterministic_and_respond_to_the_config():
 def test_fa3_matches_the_cli():
     r = small_fa3(causal=True)
     assert r["kernel"].startswith("fa3_")
-    simfa_bin = ROOT / "target" / "debug" / "simfa"
-    if not simfa_bin.exists():
-        pytest.skip("no CLI binary built")
+    simfa_bin = cli_binary()
     out = subprocess.run(
         [str(simfa_bin), "fa3", "--batch", "1", "--heads", "2", "--kv-heads", "2",
          "--seqlen", "256", "--hdim", "64", "--causal", "--json"],
@@ -56,9 +68,7 @@ def test_fa3_matches_the_cli():
 
 
 def test_run_takes_kernel_bytes_and_agrees_with_the_cli(tmp_path):
-    simfa_bin = ROOT / "target" / "debug" / "simfa"
-    if not simfa_bin.exists():
-        pytest.skip("no CLI binary built")
+    simfa_bin = cli_binary()
     k = tmp_path / "g.sfk"
     subprocess.run([str(simfa_bin), "gen", "gemm", "--m", "256", "--n", "256", "--k", "256",
                     "-o", str(k)], check=True, capture_output=True)

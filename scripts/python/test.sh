@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the Python bindings (python/, pyo3) with maturin into a virtual
 # environment and runs their pytest suite against the CLI built in
-# target/debug. Says SKIPPED and succeeds when Python or the package
-# registry is not available (no venv module, no network).
+# target/debug (built here; its absence fails the run). Says SKIPPED and
+# succeeds when Python or the package registry is not available (no venv
+# module, no network).
 #
 # Usage: scripts/python/test.sh
 set -euo pipefail
@@ -21,4 +22,7 @@ cargo fmt --manifest-path python/Cargo.toml -- --check
 cargo clippy --manifest-path python/Cargo.toml -- -D warnings
 VIRTUAL_ENV="$work/venv" PATH="$work/venv/bin:$PATH" \
     maturin develop --release --manifest-path python/Cargo.toml --quiet
-"$work/venv/bin/python" -m pytest -q python/tests
+# The tests compare with the CLI: build it, and make its absence a failure.
+cargo build -q -p simfa-cli
+SIMFA_BIN="$CARGO_TARGET_DIR/debug/simfa" SIMFA_REQUIRE_CLI=1 \
+    "$work/venv/bin/python" -m pytest -q python/tests
