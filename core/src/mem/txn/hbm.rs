@@ -552,78 +552,82 @@ mod tests {
         }
     }
 
+    /// Runs `f` on a fresh service model of `cfg`.
+    fn with_hbm<R>(cfg: &DramConfig, f: impl FnOnce(&mut Hbm<'_>) -> R) -> R {
+        let mut l = Layout::new();
+        Hbm::layout(cfg, &mut l).unwrap();
+        let mut buf = vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        f(&mut Hbm::new(cfg, &mut a).unwrap())
+    }
+
     #[test]
     fn a_busy_channel_spreads_requests_over_its_bus() {
         let cfg = DramConfig::hbm3_h100();
-        let mut l = Layout::new();
-        Hbm::layout(&cfg, &mut l).unwrap();
-        let mut buf = vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
-        // 64 reads to the 16 banks of channel 0 at once: the bus carries
-        // 4 bursts of 2 clocks per line, so they finish about 64 * 8
-        // clocks after the first.
-        let mut last = 0;
-        let mut first = u64::MAX;
-        for i in 0..64u32 {
-            let done = hbm.access(1000, 0, (i % 16) as usize, i / 16, false);
-            first = first.min(done);
-            last = last.max(done);
-        }
-        let clocks = cfg.clock.mul_ceil(last - first);
-        assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+        with_hbm(&cfg, |hbm| {
+            // 64 reads to the 16 banks of channel 0 at once: the bus carries
+            // 4 bursts of 2 clocks per line, so they finish about 64 * 8
+            // clocks after the first.
+            let mut last = 0;
+            let mut first = u64::MAX;
+            for i in 0..64u32 {
+                let done = hbm.access(1000, 0, (i % 16) as usize, i / 16, false);
+                first = first.min(done);
+                last = last.max(done);
+            }
+            let clocks = cfg.clock.mul_ceil(last - first);
+            assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+        });
     }
+
     /// A channel kept busy for many refresh intervals carries no more than
     /// the refresh leaves it: every tREFI its bus loses tRP + tRFC, also
     /// to requests handed over after the refresh was applied.
     #[test]
     fn refresh_costs_a_saturated_channel_its_time() {
         let cfg = DramConfig::hbm3_h100();
-        let mut l = Layout::new();
-        Hbm::layout(&cfg, &mut l).unwrap();
-        let mut buf = vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut hbm = Hbm::new(&cfg, &mut a).unwrap();
-        let t = &cfg.timing;
-        let per_row = cfg.lines_per_row() as u32;
-        let banks = cfg.banks() as u32;
-        // Two reads per SM cycle to channel 0 (more than its bus carries),
-        // row hits but for one row change per bank and row, arriving
-        // over about 20 refresh intervals, handed over in bursts of 64
-        // in reverse time order so that later arrivals come first.
-        let cycles = cfg.clock.div_ceil(20 * t.n_refi as u64);
-        let n = 2 * cycles as u32;
-        let (mut first, mut last) = (u64::MAX, 0);
-        for burst in 0..n.div_ceil(64) {
-            for j in (0..64).rev() {
-                let i = burst * 64 + j;
-                if i >= n {
-                    continue;
+        with_hbm(&cfg, |hbm| {
+            let t = &cfg.timing;
+            let per_row = cfg.lines_per_row() as u32;
+            let banks = cfg.banks() as u32;
+            // Two reads per SM cycle to channel 0 (more than its bus carries),
+            // row hits but for one row change per bank and row, arriving
+            // over about 20 refresh intervals, handed over in bursts of 64
+            // in reverse time order so that later arrivals come first.
+            let cycles = cfg.clock.div_ceil(20 * t.n_refi as u64);
+            let n = 2 * cycles as u32;
+            let (mut first, mut last) = (u64::MAX, 0);
+            for burst in 0..n.div_ceil(64) {
+                for j in (0..64).rev() {
+                    let i = burst * 64 + j;
+                    if i >= n {
+                        continue;
+                    }
+                    let done = hbm.access(
+                        i as u64 / 2,
+                        0,
+                        (i % banks) as usize,
+                        i / (banks * per_row),
+                        false,
+                    );
+                    first = first.min(done);
+                    last = last.max(done);
                 }
-                let done = hbm.access(
-                    i as u64 / 2,
-                    0,
-                    (i % banks) as usize,
-                    i / (banks * per_row),
-                    false,
-                );
-                first = first.min(done);
-                last = last.max(done);
             }
-        }
-        let bl = cfg.bursts_per_line() as u64 * t.n_ccds.max(t.n_bl) as u64;
-        let span = cfg.clock.mul_ceil(last - first);
-        let busy = n as u64 * bl;
-        let refi = t.n_refi as u64;
-        let left = refi - t.n_rp as u64 - t.n_rfc as u64;
-        // Bus busy at most the share of each interval the refresh leaves
-        // (plus one interval of slack at the ends), and not much less.
-        assert!(
-            busy * refi <= (span + refi) * left,
-            "busy {busy} of {span} clocks"
-        );
-        assert!(busy * 10 >= span * 7, "busy {busy} of {span} clocks");
-        assert!(hbm.stats().refreshes >= 15, "{:?}", hbm.stats());
+            let bl = cfg.bursts_per_line() as u64 * t.n_ccds.max(t.n_bl) as u64;
+            let span = cfg.clock.mul_ceil(last - first);
+            let busy = n as u64 * bl;
+            let refi = t.n_refi as u64;
+            let left = refi - t.n_rp as u64 - t.n_rfc as u64;
+            // Bus busy at most the share of each interval the refresh leaves
+            // (plus one interval of slack at the ends), and not much less.
+            assert!(
+                busy * refi <= (span + refi) * left,
+                "busy {busy} of {span} clocks"
+            );
+            assert!(busy * 10 >= span * 7, "busy {busy} of {span} clocks");
+            assert!(hbm.stats().refreshes >= 15, "{:?}", hbm.stats());
+        });
     }
 }
 
