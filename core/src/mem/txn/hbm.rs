@@ -28,7 +28,10 @@
 //! - **refresh** as lost time: at every tREFI (staggered per channel as in
 //!   the line-level controller) all banks close and no ACT may issue until
 //!   tRP + tRFC later; a request that would issue across a due refresh
-//!   waits for it.
+//!   waits for it. The bus slots of those tRP + tRFC (shifted by CL or
+//!   CWL) are lost to every line, whatever order lines are handed over
+//!   in: the windows are fixed clocks per channel, so a line booked ahead
+//!   of a refresh not yet applied does not cross the bus during it.
 //!
 //! A read completes `CL + nBL + ctrl_latency` clocks after its last column
 //! command, a write `CWL + nBL + ctrl_latency`; clocks convert to SM cycles
