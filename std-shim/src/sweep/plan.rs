@@ -312,6 +312,8 @@ impl Plan {
         let base_text = toml::to_string(&base).unwrap_or_default();
         let mut points = Vec::new();
         let mut kernel_hashes = std::collections::HashMap::new();
+        // The shape every key is checked against, built once.
+        let shape = Value::try_from(GpuConfig::h800()).map_err(|e| err(0, "gpu", e.to_string()))?;
         for (index, choice) in combinations(&axes, combine).into_iter().enumerate() {
             let mut table = base.clone();
             let mut params = serde_json::Map::new();
@@ -328,8 +330,7 @@ impl Plan {
                     workload = Some((v.clone(), usize::MAX));
                     continue;
                 }
-                let v = set_key(&mut table, &GpuConfig::h800(), &axis.key, v.clone())
-                    .map_err(axis_err)?;
+                let v = set_key(&mut table, &shape, &axis.key, v.clone()).map_err(axis_err)?;
                 params.insert(
                     axis.key.clone(),
                     serde_json::to_value(&v).unwrap_or_default(),
@@ -424,14 +425,8 @@ fn combinations(axes: &[Axis], combine: Combine) -> Vec<Vec<usize>> {
 /// Sets dotted `key` of `table` to `v`, creating sub-tables; a `"n/d"`
 /// string where the preset has a ratio becomes `{ num, den }`. Returns
 /// the value set.
-fn set_key(
-    table: &mut toml::Table,
-    shape: &GpuConfig,
-    key: &str,
-    v: Value,
-) -> Result<Value, String> {
-    let shape = Value::try_from(shape).map_err(|e| e.to_string())?;
-    let mut expected = Some(&shape);
+fn set_key(table: &mut toml::Table, shape: &Value, key: &str, v: Value) -> Result<Value, String> {
+    let mut expected = Some(shape);
     for part in key.split('.') {
         expected = expected.and_then(|t| t.get(part));
     }
