@@ -27,6 +27,8 @@ pub struct Row {
     /// The line: `{"index", "key", "params", "status": "ok"|"failed",
     /// "report"|"error"}` as compact JSON, without a newline.
     pub line: String,
+    /// The line's status is `"ok"` (read once, when the row is made).
+    status_ok: bool,
 }
 
 impl Row {
@@ -37,6 +39,7 @@ impl Row {
             "key": point.key,
             "params": Value::Object(point.params.clone()),
         });
+        let status_ok = outcome.is_ok();
         match outcome {
             Ok(report) => {
                 v["status"] = "ok".into();
@@ -51,6 +54,7 @@ impl Row {
             index: point.index,
             key: point.key.clone(),
             line: serde_json::to_string(&v).expect("JSON values serialise"),
+            status_ok,
         }
     }
 
@@ -62,6 +66,7 @@ impl Row {
             index: v.get("index")?.as_u64()? as usize,
             key: v.get("key")?.as_str()?.to_string(),
             line: line.to_string(),
+            status_ok: v.get("status").and_then(Value::as_str) == Some("ok"),
         })
     }
 
@@ -72,7 +77,7 @@ impl Row {
 
     /// True when the point ran to a report.
     pub fn ok(&self) -> bool {
-        self.value()["status"] == "ok"
+        self.status_ok
     }
 }
 
@@ -133,4 +138,30 @@ pub fn run_points(
 pub fn run_plan(plan: &Plan, jobs: usize) -> Vec<Row> {
     let all: Vec<usize> = (0..plan.points.len()).collect();
     run_points(plan, &all, jobs, &|_| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A row read back from its line has the status it was written with.
+    #[test]
+    fn status_survives_the_round_trip() {
+        let plan = Plan::parse(
+            "workload = { kind = \"gemm\", m = 128, n = 128, k = 64 }\n\
+             [[axis]]\nkey = \"sms\"\nvalues = [4]\n",
+            "p.toml",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let p = &plan.points[0];
+        let good = Row::new(p, Ok(json!({ "cycles": 1 })));
+        let bad = Row::new(p, Err("no".into()));
+        assert!(good.ok() && !bad.ok());
+        assert_eq!(Row::parse(&good.line), Some(good.clone()));
+        assert_eq!(Row::parse(&bad.line), Some(bad.clone()));
+        assert!(!Row::parse(&good.line.replace("\"ok\"", "\"failed\""))
+            .unwrap()
+            .ok());
+    }
 }
