@@ -313,7 +313,10 @@ impl<'a> Hbm<'a> {
             return None;
         }
         let into = (x - phase) % p.refi;
-        let lost = p.rp + p.rfc;
+        // At least one clock of every interval stays usable, whatever the
+        // configuration (tRP + tRFC may exceed tREFI): the search for a
+        // slot always ends.
+        let lost = (p.rp + p.rfc).min(p.refi - 1);
         (into < lost).then(|| x - into + lost)
     }
 
@@ -580,6 +583,23 @@ mod tests {
             }
             let clocks = cfg.clock.mul_ceil(last - first);
             assert!((60 * 8..=80 * 8).contains(&clocks), "{clocks}");
+        });
+    }
+
+    /// A refresh longer than its interval (tRP + tRFC above tREFI, which
+    /// validation allows as long as tRFC alone fits) slows a channel down
+    /// but never stops it.
+    #[test]
+    fn a_refresh_longer_than_its_interval_still_serves() {
+        let mut cfg = DramConfig::hbm3_h100();
+        cfg.timing.n_refi = cfg.timing.n_rfc + 1;
+        cfg.validate().unwrap();
+        with_hbm(&cfg, |hbm| {
+            let mut last = 0;
+            for i in 0..2000u32 {
+                last = last.max(hbm.access(i as u64, 0, (i % 16) as usize, i / 64, false));
+            }
+            assert!(last > 2000, "{last}");
         });
     }
 
