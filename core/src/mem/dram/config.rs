@@ -113,6 +113,19 @@ impl DramConfig {
         Ratio::new(self.burst_bytes as u32, self.timing.n_bl)
     }
 
+    /// The DRAM clock at which channel `c`'s first refresh is due:
+    /// `n_refi * (c + 1) / channels`, so the channels' refreshes are
+    /// staggered over an interval (later ones every `n_refi`). Both memory
+    /// models refresh on this schedule.
+    pub const fn first_refresh_due(&self, c: usize) -> u64 {
+        let n = if self.channels == 0 {
+            1
+        } else {
+            self.channels as u64
+        };
+        self.timing.n_refi as u64 * (c as u64 + 1) / n
+    }
+
     /// Peak bandwidth of all channels in bytes per SM cycle, as `(num,
     /// den)`: `channels * burst_bytes / n_bl * clock` (`den` at least 1).
     pub const fn peak_bytes_per_cycle(&self) -> (u128, u128) {

@@ -100,14 +100,13 @@ impl<'a> Dram<'a> {
     }
 
     /// Builds the controllers from `arena`, every bank closed, at DRAM
-    /// clock 0. Channel `c`'s first refresh is due at
-    /// `n_refi * (c + 1) / channels`, staggering refreshes.
+    /// clock 0; channel `c`'s first refresh is due at
+    /// [`DramConfig::first_refresh_due`].
     pub fn new(cfg: &DramConfig, arena: &mut Arena<'a>) -> Result<Dram<'a>, BuildError> {
         cfg.validate()?;
         let p = Params::new(cfg);
         let c = p.channels;
         let what = Capacity::MemoryPort;
-        let due = |i: usize| p.refi * (i as u64 + 1) / c as u64;
         let chans = arena.alloc(c, Chan::EMPTY, what)?;
         let groups = arena.alloc(mul(c, p.groups)?, Group { t: [0; 4] }, what)?;
         let hot = arena.alloc(
@@ -136,7 +135,7 @@ impl<'a> Dram<'a> {
         )?;
         let tree = arena.alloc(ChannelTree::nodes(c), 0u64, what)?;
         for (i, ch) in chans.iter_mut().enumerate() {
-            ch.ref_due = due(i);
+            ch.ref_due = cfg.first_refresh_due(i);
             ch.dkey = ch.ref_due;
             ch.free = 0;
             let base = i * p.slots;
@@ -153,7 +152,7 @@ impl<'a> Dram<'a> {
             banks,
             slots,
             rets,
-            order: ChannelTree::new(tree, c, due),
+            order: ChannelTree::new(tree, c, |i| cfg.first_refresh_due(i)),
             next_clock: 0,
             pending: 0,
             stats: DramStats::default(),

@@ -209,7 +209,8 @@ impl<'a> Hbm<'a> {
     }
 
     /// Builds the channels, every bank closed; channel `c`'s first refresh
-    /// is due at `n_refi * (c + 1) / channels`, as in the line-level model.
+    /// is due at [`DramConfig::first_refresh_due`], as in the line-level
+    /// model.
     pub fn new(cfg: &DramConfig, a: &mut Arena<'a>) -> Result<Self, BuildError> {
         let p = P::new(cfg);
         let c = cfg.channels as usize;
@@ -226,7 +227,7 @@ impl<'a> Hbm<'a> {
             what,
         )?;
         for (i, ch) in chans.iter_mut().enumerate() {
-            ch.ref_due = p.refi * (i as u64 + 1) / c as u64;
+            ch.ref_due = cfg.first_refresh_due(i);
         }
         let bank = Bank {
             row: CLOSED,
@@ -308,7 +309,7 @@ impl<'a> Hbm<'a> {
     #[inline]
     fn refresh_lost(&self, c: usize, x: u64, lat: u64) -> Option<u64> {
         let p = &self.p;
-        let phase = p.refi * (c as u64 + 1) / self.chans.len().max(1) as u64 + lat;
+        let phase = self.cfg.first_refresh_due(c) + lat;
         if x < phase || p.refi == 0 {
             return None;
         }
