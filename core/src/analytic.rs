@@ -245,12 +245,7 @@ fn walk(
     max_steps: u64,
 ) -> bool {
     // The open loops, as the simulator's threads keep them.
-    let none = Frame {
-        begin: 0,
-        count: 0,
-        iter: 0,
-    };
-    let mut frames = [none; MAX_LOOP_DEPTH];
+    let mut frames = [Frame::EMPTY; MAX_LOOP_DEPTH];
     let mut depth = 0usize;
     let mut pc = start;
     let ev = |id: u16, ctx: &EvalCtx| k.exprs.get(id as usize).map_or(0, |x| x.eval(ctx));

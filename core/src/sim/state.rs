@@ -24,12 +24,21 @@ pub(crate) enum TState {
     Done,
 }
 
-/// One level of an active loop.
+/// One level of an active loop (also the analytic walk's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Frame {
     pub begin: u16,
     pub count: u32,
     pub iter: u32,
+}
+
+impl Frame {
+    /// A level with no loop in it.
+    pub const EMPTY: Frame = Frame {
+        begin: 0,
+        count: 0,
+        iter: 0,
+    };
 }
 
 /// A physical thread: one resident WarpGroup.
@@ -82,11 +91,7 @@ impl Thread {
         pc: 0,
         stream_pos: 0,
         depth: 0,
-        loops: [Frame {
-            begin: 0,
-            count: 0,
-            iter: 0,
-        }; MAX_LOOP_DEPTH],
+        loops: [Frame::EMPTY; MAX_LOOP_DEPTH],
         pending: None,
         age: 0,
         since: 0,
