@@ -2,7 +2,8 @@
 //! (full pipeline, causal, and the two ablation variants) and a small
 //! pipelined, persistent GEMM, all through the memory hierarchy with the
 //! consistency checker on (`simfa_tests::run` asserts it is clean), under
-//! the default transaction-level model and the line-level reference.
+//! the default transaction-level model and the line-level reference; and
+//! a TMA stream long enough for the transaction HBM's refreshes to count.
 //!
 //! Each is also run with no observer at all: asking for detail events
 //! must not change the timing.
@@ -123,4 +124,30 @@ fn golden_gemm_pipelined_persistent() {
             s.digest
         );
     }
+}
+
+/// Under the transaction-level model (the line-level one has its own
+/// refresh tests): a bulk TMA stream near the HBM's peak for several
+/// refresh intervals, where the HBM service model and its refresh decide
+/// the time.
+const GOLDEN_TMA_STREAM: (u64, u64) = (23840, 0x2065_01ea_82db_592f);
+
+#[test]
+fn golden_tma_stream_through_refreshes() {
+    use simfa_std::gen::{tma_bw, CopyKind, TmaBwParams};
+    let cfg = h800(MemoryModel::Transaction);
+    let p = TmaBwParams {
+        total_bytes: 32 << 20,
+        ..TmaBwParams::new(CopyKind::Bulk { bytes: 16384 }, 2, &cfg)
+    };
+    let k = tma_bw(&p).unwrap();
+    let s = run(&cfg, &k).unwrap();
+    assert_eq!(bare(&cfg, &k), s, "the checker changed the run");
+    assert_eq!(
+        (s.cycles, s.digest),
+        GOLDEN_TMA_STREAM,
+        "got ({}, 0x{:016x})",
+        s.cycles,
+        s.digest
+    );
 }
