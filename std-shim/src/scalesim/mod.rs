@@ -280,13 +280,10 @@ mod tests {
     use super::*;
 
     fn report(text: &str) -> Result<Vec<Reported>, ScaleSimError> {
-        let dir = std::env::temp_dir().join(format!("simfa-compute-report-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("COMPUTE_REPORT.csv");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("COMPUTE_REPORT.csv");
         std::fs::write(&path, text).unwrap();
-        let out = load_compute_report(&path);
-        std::fs::remove_dir_all(&dir).unwrap();
-        out
+        load_compute_report(&path)
     }
 
     #[test]
