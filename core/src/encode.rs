@@ -169,6 +169,28 @@ mod tests {
         }
     }
 
+    /// The `decode_binary` fuzz target's find: a grid whose three sides
+    /// multiply past `u64` overflowed in `Kernel::ctas` before validation
+    /// could reject it.
+    #[test]
+    fn a_grid_past_u64_is_a_bad_grid_not_a_panic() {
+        let mut k = sample();
+        k.grid = [u32::MAX; 3];
+        assert_eq!(k.ctas(), u64::MAX);
+        assert_eq!(k.validate(), Err(KernelError::BadGrid));
+        let b = bytes(&k);
+        assert_eq!(decode(&b), Err(DecodeError::Invalid(KernelError::BadGrid)));
+        // The fuzzer's own input, byte for byte.
+        let found: [u8; 114] = [
+            83, 73, 77, 70, 65, 75, 82, 78, 3, 0, 4, 114, 105, 110, 103, 169, 255, 255, 255, 4, 45,
+            251, 255, 255, 255, 1, 0, 128, 32, 2, 8, 112, 121, 2, 1, 5, 8, 0, 0, 1, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 2, 0, 128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 4, 4, 15, 17, 0, 5, 9, 0,
+            1, 7, 0, 1, 128, 4, 0, 0, 2, 0, 0, 7, 19,
+        ];
+        assert!(decode(&found).is_err());
+    }
+
     #[test]
     fn header_errors() {
         let mut b = bytes(&sample());

@@ -194,9 +194,12 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// Total CTAs in the grid.
+    /// Total CTAs in the grid (saturating: three `u32` sides can exceed
+    /// `u64`, and [`Kernel::validate`] must be able to ask before it rejects).
     pub fn ctas(&self) -> u64 {
-        self.grid.iter().map(|&g| g as u64).product()
+        self.grid
+            .iter()
+            .fold(1u64, |n, &g| n.saturating_mul(g as u64))
     }
 
     /// WarpGroups per CTA.
