@@ -5,7 +5,7 @@ mod common;
 use common::*;
 
 /// The keys the README documents for every report.
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 18] = [
     "cycles",
     "time_us",
     "tflops",
@@ -13,6 +13,8 @@ const KEYS: [&str; 16] = [
     "l2_hit_rate",
     "dram_read_bytes",
     "dram_write_bytes",
+    "dram_row_hits",
+    "dram_row_hit_rate",
     "tensor_utilization",
     "tma_bytes_requested",
     "l2_requests",
@@ -57,6 +59,13 @@ fn fa3_json_report_has_every_documented_key() {
     );
     assert!(j["l2_requests"].as_u64().unwrap() > 0);
     assert!(j["tensor_utilization"].as_f64().unwrap() > 0.0);
+    // Row hits are DRAM line accesses: no more than the lines moved.
+    let lines =
+        (j["dram_read_bytes"].as_u64().unwrap() + j["dram_write_bytes"].as_u64().unwrap()) / 128;
+    let hits = j["dram_row_hits"].as_u64().unwrap();
+    let rate = j["dram_row_hit_rate"].as_f64().unwrap();
+    assert!(hits > 0 && hits <= lines, "{hits} of {lines}");
+    assert!((rate - hits as f64 / lines as f64).abs() < 1e-9, "{rate}");
 }
 
 #[test]

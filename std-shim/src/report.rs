@@ -211,6 +211,12 @@ pub struct Report {
     pub dram_read_bytes: u64,
     /// Bytes written to DRAM.
     pub dram_write_bytes: u64,
+    /// DRAM line accesses (reads and write-backs) that found their row
+    /// open.
+    pub dram_row_hits: u64,
+    /// `dram_row_hits` over all DRAM line accesses (0 when there were
+    /// none): how well the traffic's order suits the banks.
+    pub dram_row_hit_rate: f64,
     /// `tensor_busy_cycles / (cycles * sms)` (also under `engines`).
     pub tensor_utilization: f64,
     /// Bytes the TMA engines requested from the L2 (`tma_lines` times the
@@ -290,6 +296,8 @@ impl Report {
             coalesced: s.memory.map_or(0, |m| m.coalesced),
             dram_read_bytes: s.memory.map_or(0, |m| m.dram_read_bytes),
             dram_write_bytes: s.memory.map_or(0, |m| m.dram_write_bytes),
+            dram_row_hits: s.memory.map_or(0, |m| m.dram_row_hits),
+            dram_row_hit_rate: s.memory.map_or(0.0, |m| m.dram_row_hit_rate()),
             bytes_stored: st.bytes_stored,
             arena_bytes: outcome.arena_bytes,
             tensor_utilization,
@@ -385,8 +393,10 @@ impl Report {
             (
                 "dram",
                 format!(
-                    "{} B read, {} B written",
-                    self.dram_read_bytes, self.dram_write_bytes
+                    "{} B read, {} B written, {:.1}% row hits",
+                    self.dram_read_bytes,
+                    self.dram_write_bytes,
+                    self.dram_row_hit_rate * 100.0
                 ),
             ),
             (

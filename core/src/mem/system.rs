@@ -135,6 +135,16 @@ impl MemStats {
             (self.l2_hits + self.shadow_hits) as f64 / self.l2_requests as f64
         }
     }
+
+    /// Fraction of the DRAM's line accesses that found their row open.
+    pub fn dram_row_hit_rate(&self) -> f64 {
+        let n = self.dram_reads + self.dram_writes;
+        if n == 0 {
+            0.0
+        } else {
+            self.dram_row_hits as f64 / n as f64
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
