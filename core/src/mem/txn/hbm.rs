@@ -868,8 +868,10 @@ mod experiment {
         for (i, &(now, _, _)) in reqs.iter().enumerate() {
             sum_d += done[i] - now;
         }
-        ::std::println!("this model: {:?}", hbm.stats());
-        ::std::println!("line-level: {:?}", dram.stats());
+        if ::std::env::var("SIMFA_TRACE").is_ok() {
+            ::std::println!("this model: {:?}", hbm.stats());
+            ::std::println!("line-level: {:?}", dram.stats());
+        }
         (
             sum_h as f64 / reqs.len() as f64,
             sum_d as f64 / reqs.len() as f64,
@@ -883,13 +885,11 @@ mod experiment {
     /// through both models,
     /// in cycle order, and prints their counters, mean latencies and last
     /// completions: `SIMFA_TRACE=F cargo test --release -p simfa-core
-    /// trace_replay -- --ignored --nocapture`. (The transaction model's
-    /// trace of bulk 16 KB x4 on the H800 PCIe: handed over in cycle
-    /// order, this model finds 44% of rows open against FR-FCFS's 54% and
-    /// ends 7 cycles before it; in the run itself, where a TMA operation's
-    /// lines are handed over at its issue, far ahead of other SMs'
-    /// earlier lines, 21%, and the run is 24% slower than the line
-    /// model's: see the row-hit rate `simfa run` prints.)
+    /// trace_replay -- --ignored --nocapture`. It isolates the HBM: a gap
+    /// between the two models on the same trace is this model's, a gap
+    /// between two runs' traces is upstream of it (the findings behind
+    /// the FR-FCFS batching and the refresh rule are in their commit's
+    /// message).
     #[test]
     #[ignore]
     fn trace_replay() {
@@ -910,38 +910,6 @@ mod experiment {
             reqs.push((t, a / cfg.line_bytes as u64, w));
         }
         let (h, d, hd, dd) = compare_all(&cfg, &reqs);
-        if ::std::env::var("SIMFA_TAIL").is_ok() {
-            let mut idx: Vec<usize> = (0..reqs.len()).collect();
-            idx.sort_by_key(|&i| ::std::cmp::Reverse(hd[i]));
-            let chn: u16 = ::std::env::var("SIMFA_TAIL").unwrap().parse().unwrap_or(11);
-            for i in 0..reqs.len() {
-                let dd_ = cfg.decode(reqs[i].1 * cfg.line_bytes as u64);
-                if dd_.channel == chn {
-                    ::std::println!(
-                        "ch{chn} arr {} bg {} b {} row {} -> {} / {}",
-                        reqs[i].0,
-                        dd_.bank_group,
-                        dd_.bank,
-                        dd_.row,
-                        hd[i],
-                        dd[i]
-                    );
-                }
-            }
-            for &i in idx.iter().take(0) {
-                let dd_ = cfg.decode(reqs[i].1 * cfg.line_bytes as u64);
-                ::std::println!(
-                    "arr {} ch {} bg {} b {} row {} -> {} / {}",
-                    reqs[i].0,
-                    dd_.channel,
-                    dd_.bank_group,
-                    dd_.bank,
-                    dd_.row,
-                    hd[i],
-                    dd[i]
-                );
-            }
-        }
         ::std::println!(
             "mean latency {h:.0} / {d:.0} cycles; last completion {} / {}",
             hd.iter().max().unwrap(),

@@ -300,10 +300,7 @@ impl<'a> ChunkTable<'a> {
         if count <= 1 {
             return [a, a];
         }
-        [
-            a,
-            slice * self.sets + ((key >> 32) % self.sets as u64) as usize,
-        ]
+        [a, self.set_of(slice, key >> 32)]
     }
 
     /// The entry index holding `p` in slice `slice`, if resident.
