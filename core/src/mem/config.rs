@@ -179,9 +179,9 @@ pub struct TxnConfig {
 }
 
 impl TxnConfig {
-    /// The presets' values: chunks of up to 16 lines, 64 coalescer entries.
+    /// The presets' values: chunks of up to 32 lines, 64 coalescer entries.
     pub const DEFAULT: TxnConfig = TxnConfig {
-        chunk_lines: 16,
+        chunk_lines: 32,
         coalescer_entries: 64,
     };
 

@@ -576,20 +576,19 @@ impl Model<'_> {
         eng.cursor
     }
 
-    /// The emission cycle of the first line of a chunk of `n` lines of SM
-    /// `sm`: at most `lines_per_cycle` lines per cycle, and the chunk
-    /// leaves when all its lines fit in the `max_lines` in flight (it
-    /// waits for enough earlier lines to come back: the line-level
-    /// engine's rule, at chunk granularity).
+    /// The emission cycle of the first line of a chunk of SM `sm`: at most
+    /// `lines_per_cycle` lines per cycle, and only while fewer than
+    /// `max_lines` of the SM's lines are in flight (it waits for an earlier
+    /// line to come back otherwise: the line-level engine's rule).
     #[inline]
-    fn emit_chunk(&mut self, sm: usize, eng: &mut Engine, n: u8) -> u64 {
+    fn emit_chunk(&mut self, sm: usize, eng: &mut Engine) -> u64 {
         let cap = self.tma.max_lines as u32;
         let mut e = eng.free;
         if eng.used >= self.tma.lines_per_cycle {
             e += 1;
         }
         self.back_by(sm, eng, e);
-        let over = (eng.out as u32 + n as u32).saturating_sub(cap);
+        let over = (eng.out as u32 + 1).saturating_sub(cap);
         if over > 0 {
             e = e.max(self.wait_back(sm, eng, over));
         }
@@ -601,15 +600,37 @@ impl Model<'_> {
         e
     }
 
-    /// The emission cycle of the next line of a chunk, after its first.
-    #[inline]
-    fn emit_next(&mut self, eng: &mut Engine) -> u64 {
+    /// The emission cycle of line `j` (from 1) of a chunk of SM `sm`: the
+    /// next emission slot, once this line and the chunk's `j` before it
+    /// fit in the `max_lines` in flight. A chunk's own lines cannot be back
+    /// before it has left, so only earlier chunks' lines free places. The
+    /// count in flight may still hold lines back by now; when it says the
+    /// line does not fit, the earliest returns are counted back until it
+    /// does, and the line leaves at the later of its slot and the last of
+    /// them.
+    #[inline(always)]
+    fn emit_next(&mut self, sm: usize, eng: &mut Engine, j: u32) -> u64 {
         if eng.used >= self.tma.lines_per_cycle {
             eng.free += 1;
             eng.used = 0;
         }
+        let need = (eng.out as u32 + j + 1).saturating_sub(self.tma.max_lines as u32);
+        if need > 0 {
+            self.wait_to_emit(sm, eng, need);
+        }
         eng.used += 1;
         eng.free
+    }
+
+    /// [`Model::emit_next`] for a line that does not fit yet: moves the
+    /// engine's slot to when `need` more lines are back, if later.
+    #[inline(never)]
+    fn wait_to_emit(&mut self, sm: usize, eng: &mut Engine, need: u32) {
+        let w = self.wait_back(sm, eng, need);
+        if w > eng.free {
+            eng.free = w;
+            eng.used = 0;
+        }
     }
 
     /// Adds `n` lines of SM `sm` returning at `r` (after their emission).
@@ -762,7 +783,7 @@ impl Model<'_> {
     }
 
     /// Times run `q` of an operation of SM `sm` (up to `chunk_lines`
-    /// lines, emitted together once they all fit in flight); returns its
+    /// lines, each emitted once it fits in flight); returns its
     /// last line's return cycle. Its lines in each L2 partition form one
     /// chunk.
     fn chunk(
@@ -778,12 +799,16 @@ impl Model<'_> {
         if store {
             self.stats.writes += n as u64;
         }
-        let e0 = self.emit_chunk(sm, eng, n);
+        let e0 = self.emit_chunk(sm, eng);
 
         let half = self.l2.slices as usize / 2;
         self.run.count = [0; 2];
         for (i, line) in PatternLines::new(q).enumerate() {
-            let e = if i == 0 { e0 } else { self.emit_next(eng) };
+            let e = if i == 0 {
+                e0
+            } else {
+                self.emit_next(sm, eng, i as u32)
+            };
             let s = self.slice_of(line);
             let part = (s >= half) as usize;
             let k = self.run.count[part] as usize;
