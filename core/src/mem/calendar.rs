@@ -299,56 +299,31 @@ impl<'a> Calendars<'a> {
     #[inline(always)]
     pub fn reserve(&mut self, i: usize, t: u64, len: u32) -> u64 {
         if len <= 1 {
-            // A unit booking in the window's word holding `t` (or the
-            // window's start): the first free slot, found and booked with
-            // one look at the word.
+            // A unit booking: the first free slot, found and booked in one
+            // pass over the words.
             let b = self.base[i];
-            let s = if t > b { t } else { b };
-            if s < b + self.span {
-                let (a, off) = (s / 64, s % 64);
-                let k = i * self.words + (a as usize & (self.words - 1));
-                if let Some(word) = self.words_.get_mut(k) {
-                    let bits = if word.tag == a { word.bits } else { 0 };
-                    let taken = bits | ((1u64 << off) - 1);
-                    if taken != u64::MAX {
-                        let f = (!taken).trailing_zeros();
-                        *word = Word {
-                            tag: a,
-                            bits: bits | 1 << f,
-                        };
-                        return s - off + f as u64;
-                    }
+            let mut s = if t > b { t } else { b };
+            loop {
+                if s >= self.base[i] + self.span {
+                    self.reach(i, s + 1);
                 }
+                let off = s % 64;
+                let a = s / 64;
+                let k = i * self.words + (a as usize & (self.words - 1));
+                let word = &mut self.words_[k];
+                if word.tag != a {
+                    *word = Word { tag: a, bits: 0 };
+                }
+                let taken = word.bits | ((1u64 << off) - 1);
+                if taken != u64::MAX {
+                    let b = (!taken).trailing_zeros();
+                    word.bits |= 1 << b;
+                    return s - off + b as u64;
+                }
+                s += 64 - off;
             }
-            return self.reserve_unit(i, s);
         }
         self.reserve_run(i, t, len)
-    }
-
-    /// [`Calendars::reserve`] of one slot from `s >= base` when the word
-    /// holding `s` has no free slot at or after it (or `s` lies past the
-    /// window): word by word, sliding the window as needed.
-    #[inline(never)]
-    fn reserve_unit(&mut self, i: usize, mut s: u64) -> u64 {
-        loop {
-            if s >= self.base[i] + self.span {
-                self.reach(i, s + 1);
-            }
-            let off = s % 64;
-            let a = s / 64;
-            let k = i * self.words + (a as usize & (self.words - 1));
-            let word = &mut self.words_[k];
-            if word.tag != a {
-                *word = Word { tag: a, bits: 0 };
-            }
-            let taken = word.bits | ((1u64 << off) - 1);
-            if taken != u64::MAX {
-                let b = (!taken).trailing_zeros();
-                word.bits |= 1 << b;
-                return s - off + b as u64;
-            }
-            s += 64 - off;
-        }
     }
 
     /// [`Calendars::reserve`] of more than one slot.
