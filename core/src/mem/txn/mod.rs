@@ -803,11 +803,20 @@ impl Model<'_> {
 
         let half = self.l2.slices as usize / 2;
         self.run.count = [0; 2];
-        for (i, line) in PatternLines::new(q).enumerate() {
+        // The pattern's lines, row by row (what `PatternLines` walks).
+        let row = q.row.max(1) as u64;
+        let (mut start, mut j) = (q.first, 0u64);
+        for i in 0..q.count as u32 {
+            let line = start.wrapping_add(j);
+            j += 1;
+            if j == row {
+                j = 0;
+                start = start.wrapping_add(q.stride);
+            }
             let e = if i == 0 {
                 e0
             } else {
-                self.emit_next(sm, eng, i as u32)
+                self.emit_next(sm, eng, i)
             };
             let s = self.slice_of(line);
             let part = (s >= half) as usize;
