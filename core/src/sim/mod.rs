@@ -239,6 +239,8 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     queue: TimingWheel<'a, Ev>,
     /// Per-SM change points of the shared SIMT units.
     deadlines: Deadlines<'a>,
+    /// The unit rates of recent phase mixes (a cache; not state).
+    rate_memo: units::RateMemo,
     mem: Mem<'a>,
     tma: Option<TmaTables<'a>>,
     next_cta: u32,
@@ -382,6 +384,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             active,
             queue,
             deadlines,
+            rate_memo: units::RateMemo::new(),
             mem,
             tma,
             next_cta: 0,

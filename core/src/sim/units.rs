@@ -119,6 +119,44 @@ pub(crate) fn rates(cfg: &GpuConfig, n: &[u8; CLASSES], busy: bool) -> [u64; CLA
     out
 }
 
+/// Keys [`RateMemo`] holds.
+const MEMO: usize = 16;
+
+/// The [`rates`] of the last few mixes of active phases (with the tensor
+/// pipe busy or not) the run asked for: they depend only on the mix and
+/// the configuration, and an SM's mix changes far less often than its
+/// units are settled, so most asks find them here.
+#[derive(Clone, Debug)]
+pub(crate) struct RateMemo {
+    /// The mix's phase counts, one byte per class, and bit 32 for a busy
+    /// tensor pipe; `u64::MAX` for an empty entry.
+    keys: [u64; MEMO],
+    vals: [[u64; CLASSES]; MEMO],
+}
+
+impl RateMemo {
+    /// An empty memo.
+    pub(crate) const fn new() -> Self {
+        RateMemo {
+            keys: [u64::MAX; MEMO],
+            vals: [[0; CLASSES]; MEMO],
+        }
+    }
+
+    /// `rates(cfg, n, busy)`, from the memo when it holds them (`cfg` must
+    /// be the run's, the same at every call).
+    #[inline]
+    pub(crate) fn get(&mut self, cfg: &GpuConfig, n: &[u8; CLASSES], busy: bool) -> [u64; CLASSES] {
+        let key = n.iter().fold(busy as u64, |k, &c| k << 8 | c as u64);
+        let slot = ((key ^ key >> 7 ^ key >> 17) as usize) % MEMO;
+        if self.keys[slot] != key {
+            self.keys[slot] = key;
+            self.vals[slot] = rates(cfg, n, busy);
+        }
+        self.vals[slot]
+    }
+}
+
 impl<S: StreamSource> Simulator<'_, S> {
     /// Threads of SM `sm`, as a range of thread indices.
     fn sm_threads(&self, sm: usize) -> core::ops::Range<usize> {
@@ -147,7 +185,7 @@ impl<S: StreamSource> Simulator<'_, S> {
             if len == 0 {
                 continue;
             }
-            let r = rates(&self.cfg, &n, busy);
+            let r = self.rate_memo.get(&self.cfg, &n, busy);
             for ti in self.sm_threads(sm) {
                 let th = &mut self.threads[ti];
                 if th.state != TState::Computing {
@@ -163,13 +201,14 @@ impl<S: StreamSource> Simulator<'_, S> {
     }
 
     /// The next change point of SM `sm` after `t`, or [`NONE`].
-    fn next_change(&self, sm: usize, t: u64) -> u64 {
-        let s = &self.sms[sm];
-        if s.unit_n == [0; CLASSES] {
+    fn next_change(&mut self, sm: usize, t: u64) -> u64 {
+        let n = self.sms[sm].unit_n;
+        if n == [0; CLASSES] {
             return NONE;
         }
         let busy = self.tensor_busy(sm, t);
-        let r = rates(&self.cfg, &s.unit_n, busy);
+        let r = self.rate_memo.get(&self.cfg, &n, busy);
+        let s = &self.sms[sm];
         let mut next = if busy { s.pipe_free } else { NONE };
         for ti in self.sm_threads(sm) {
             let th = &self.threads[ti];
