@@ -375,7 +375,7 @@ impl GpuConfig {
         GpuConfig {
             name: name("h100"),
             // `simfa calibrate sm` on the cuBLAS GEMMs of data/gemm_dense.csv.
-            tensor_sustained_mhz: 1671,
+            tensor_sustained_mhz: 1635,
             ..Self::h800()
         }
     }
