@@ -67,6 +67,8 @@
 pub mod gen;
 pub mod hbm;
 pub mod l2;
+#[cfg(test)]
+mod tests;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,90 @@
+//! The engine's in-flight rule at the transaction level: a line of a chunk
+//! leaves as soon as it fits in the `max_lines` in flight, as in the
+//! line-level engine, not when the whole chunk does.
+
+use super::*;
+use crate::config::GpuConfig;
+
+/// Records the DRAM hand-overs: (cycle, line address).
+#[derive(Default)]
+struct Handovers(std::vec::Vec<(u64, u64)>);
+
+impl TxnSink for Handovers {
+    fn dram(&mut self, cycle: u64, _write: bool, addr: u64) {
+        self.0.push((cycle, addr));
+    }
+}
+
+/// Line addresses of SM 0's own L2 partition (no far crossing), from `from`.
+fn near_lines(cfg: &GpuConfig, from: u64, n: usize) -> std::vec::Vec<u64> {
+    let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+    let lb = cfg.l2.line_bytes as u64;
+    (from..)
+        .filter(|&l| sel.slice(l) < cfg.l2.slices as u32 / 2)
+        .take(n)
+        .map(|l| l * lb)
+        .collect()
+}
+
+fn bulk(addr: u64, bytes: u64, start: u64) -> TxnOp<'static> {
+    TxnOp {
+        sm: 0,
+        store: false,
+        shape: Shape::Linear { addr },
+        bytes,
+        start,
+    }
+}
+
+#[test]
+fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
+    let mut cfg = GpuConfig::h800();
+    cfg.tma.max_lines = 2;
+    let mut l = Layout::new();
+    let sms = cfg.sms;
+    TxnMemory::layout(&cfg.l2, &cfg.dram, &cfg.transaction, sms, 64, &mut l).unwrap();
+    let mut buf = std::vec![0u8; l.bytes()];
+    let mut a = Arena::new(&mut buf);
+    let mut m = TxnMemory::new(
+        &cfg.l2,
+        &cfg.dram,
+        &cfg.tma,
+        &cfg.transaction,
+        sms,
+        64,
+        7,
+        &mut a,
+    )
+    .unwrap();
+    let lb = cfg.l2.line_bytes as u64;
+    let [hot, cold] = near_lines(&cfg, 1 << 20, 2)[..] else {
+        unreachable!()
+    };
+    // Two consecutive lines of the near partition: one run, one chunk.
+    let near = near_lines(&cfg, 1 << 21, 64);
+    let b0 = *near
+        .iter()
+        .find(|&&x| near.contains(&(x + lb)))
+        .expect("consecutive near lines");
+    // `hot` becomes resident.
+    let warm = m.transfer(&bulk(hot, lb, 0), &mut ());
+    let t0 = warm.done + 10_000;
+    // Both places in flight taken: a hit that is back soon, a miss that
+    // is back late.
+    let hit = m.transfer(&bulk(hot, lb, t0), &mut ());
+    let miss = m.transfer(&bulk(cold, lb, t0), &mut ());
+    assert!(hit.done + 200 < miss.done, "{hit:?} {miss:?}");
+    // A chunk of two cold lines.
+    let mut h = Handovers::default();
+    let both = m.transfer(&bulk(b0, 2 * lb, t0), &mut h);
+    assert_eq!(h.0.len(), 2, "{:?}", h.0);
+    let first_out = h.0.iter().map(|&(c, _)| c).min().unwrap();
+    let last_out = h.0.iter().map(|&(c, _)| c).max().unwrap();
+    // Its first line took the hit's place and left long before the miss
+    // came back; the second waited for the miss's place. (Had the chunk
+    // waited until both fit, its first line would have left with the
+    // second, after the miss was back.)
+    assert!(first_out < miss.done, "{first_out} vs {miss:?}");
+    assert!(last_out >= miss.done, "{last_out} vs {miss:?}");
+    assert!(both.done > miss.done);
+}
