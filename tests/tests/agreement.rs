@@ -7,6 +7,7 @@ use simfa_core::config::MemoryModel;
 use simfa_core::observer::{Event, Observer};
 use simfa_core::{Cycle, GpuConfig};
 use simfa_std::agreement::{agreement, Suite};
+use simfa_std::gen::gemm::A_BASE;
 use simfa_std::gen::{gemm, Calibration, GemmParams};
 use std::collections::HashMap;
 
@@ -80,10 +81,9 @@ impl Observer for DramTimes {
 fn booking_order_drift() {
     let p = GemmParams::new(4096, 128, 1024).calibrated(Calibration::H800);
     let k = gemm(&p).unwrap();
-    let a = 0x1000_0000u64;
     // CTA 0's A tile of the first iteration: 128 rows of 2 KiB, the first
     // 128 bytes of each.
-    let tile: Vec<u64> = (0..128).map(|r| a + r * 2048).collect();
+    let tile: Vec<u64> = (0..128).map(|r| A_BASE + r * 2048).collect();
     for memory in [MemoryModel::Transaction, MemoryModel::Line] {
         let mut cfg = GpuConfig::h800();
         cfg.memory = memory;

@@ -192,46 +192,20 @@ impl Chunker {
     }
 }
 
-/// The lines of a [`Pattern`], in order, without divisions.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct PatternLines {
-    row_start: u64,
-    stride: u64,
-    j: u8,
-    row: u8,
-    left: u8,
-}
-
-impl PatternLines {
-    /// The lines of `p`.
-    #[inline]
-    pub(super) fn new(p: &Pattern) -> Self {
-        PatternLines {
-            row_start: p.first,
-            stride: p.stride,
-            j: 0,
-            row: p.row.max(1),
-            left: p.count,
+/// Calls `f(i, line)` for each line of `p`, in order (`i` from 0), row by
+/// row without divisions: the one walk of a pattern's lines, on the
+/// per-line path of every chunk.
+#[inline(always)]
+pub(super) fn for_each_line(p: &Pattern, mut f: impl FnMut(u32, u64)) {
+    let row = p.row.max(1) as u64;
+    let (mut start, mut j) = (p.first, 0u64);
+    for i in 0..p.count as u32 {
+        f(i, start.wrapping_add(j));
+        j += 1;
+        if j == row {
+            j = 0;
+            start = start.wrapping_add(p.stride);
         }
-    }
-}
-
-impl Iterator for PatternLines {
-    type Item = u64;
-
-    #[inline]
-    fn next(&mut self) -> Option<u64> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let l = self.row_start.wrapping_add(self.j as u64);
-        self.j += 1;
-        if self.j == self.row {
-            self.j = 0;
-            self.row_start = self.row_start.wrapping_add(self.stride);
-        }
-        Some(l)
     }
 }
 
@@ -305,7 +279,8 @@ mod tests {
                 let mut back = Vec::new();
                 for p in chunks(&input, max) {
                     prop_assert!(p.count >= 1 && p.count <= max);
-                    let lines: Vec<u64> = PatternLines::new(&p).collect();
+                    let mut lines = Vec::new();
+                    for_each_line(&p, |_, l| lines.push(l));
                     let by_index: Vec<u64> = (0..p.count).map(|i| p.line(i)).collect();
                     prop_assert_eq!(&lines, &by_index);
                     back.extend(lines);

@@ -84,7 +84,7 @@ use crate::observer::Event;
 use crate::port::Shape;
 use crate::rand::Rng;
 
-use gen::{Chunker, Lines, PatternLines};
+use gen::{for_each_line, Chunker, Lines};
 use hbm::Hbm;
 use l2::{ChunkTable, Pattern, HOME, SHADOW};
 
@@ -578,43 +578,24 @@ impl Model<'_> {
         eng.cursor
     }
 
-    /// The emission cycle of the first line of a chunk of SM `sm`: at most
-    /// `lines_per_cycle` lines per cycle, and only while fewer than
-    /// `max_lines` of the SM's lines are in flight (it waits for an earlier
-    /// line to come back otherwise: the line-level engine's rule).
-    #[inline]
-    fn emit_chunk(&mut self, sm: usize, eng: &mut Engine) -> u64 {
-        let cap = self.tma.max_lines as u32;
-        let mut e = eng.free;
-        if eng.used >= self.tma.lines_per_cycle {
-            e += 1;
-        }
-        self.back_by(sm, eng, e);
-        let over = (eng.out as u32 + 1).saturating_sub(cap);
-        if over > 0 {
-            e = e.max(self.wait_back(sm, eng, over));
-        }
-        if e != eng.free {
-            eng.free = e;
-            eng.used = 0;
-        }
-        eng.used += 1;
-        e
-    }
-
-    /// The emission cycle of line `j` (from 1) of a chunk of SM `sm`: the
-    /// next emission slot, once this line and the chunk's `j` before it
-    /// fit in the `max_lines` in flight. A chunk's own lines cannot be back
-    /// before it has left, so only earlier chunks' lines free places. The
-    /// count in flight may still hold lines back by now; when it says the
-    /// line does not fit, the earliest returns are counted back until it
-    /// does, and the line leaves at the later of its slot and the last of
-    /// them.
+    /// The emission cycle of line `j` (from 0) of a chunk of SM `sm`: the
+    /// next of at most `lines_per_cycle` slots per cycle, once this line
+    /// and the chunk's `j` before it fit in the `max_lines` in flight (the
+    /// line-level engine's rule). A chunk's own lines cannot be back before
+    /// it has left, so only earlier chunks' lines free places. The count in
+    /// flight is brought up to date at a chunk's first line (which keeps
+    /// the window of return cycles current); after that it may still hold
+    /// lines back by now, and when it says a line does not fit, the
+    /// earliest returns are counted back until it does, the line leaving
+    /// at the later of its slot and the last of them.
     #[inline(always)]
-    fn emit_next(&mut self, sm: usize, eng: &mut Engine, j: u32) -> u64 {
+    fn emit(&mut self, sm: usize, eng: &mut Engine, j: u32) -> u64 {
         if eng.used >= self.tma.lines_per_cycle {
             eng.free += 1;
             eng.used = 0;
+        }
+        if j == 0 {
+            self.back_by(sm, eng, eng.free);
         }
         let need = (eng.out as u32 + j + 1).saturating_sub(self.tma.max_lines as u32);
         if need > 0 {
@@ -624,7 +605,7 @@ impl Model<'_> {
         eng.free
     }
 
-    /// [`Model::emit_next`] for a line that does not fit yet: moves the
+    /// [`Model::emit`] for a line that does not fit yet: moves the
     /// engine's slot to when `need` more lines are back, if later.
     #[inline(never)]
     fn wait_to_emit(&mut self, sm: usize, eng: &mut Engine, need: u32) {
@@ -684,12 +665,12 @@ impl Model<'_> {
         }
         let p = e.pattern();
         let half = self.l2.slices as usize / 2;
-        for line in PatternLines::new(&p) {
+        for_each_line(&p, |_, line| {
             if (self.slice_of(line) >= half) as u8 == p.part {
                 self.stats.dram_writes += 1;
                 self.dram(t, line, true, sink);
             }
-        }
+        });
     }
 
     /// Inserts chunk `p` into `slice`, writing back what it evicts.
@@ -801,25 +782,11 @@ impl Model<'_> {
         if store {
             self.stats.writes += n as u64;
         }
-        let e0 = self.emit_chunk(sm, eng);
 
         let half = self.l2.slices as usize / 2;
         self.run.count = [0; 2];
-        // The pattern's lines, row by row (what `PatternLines` walks).
-        let row = q.row.max(1) as u64;
-        let (mut start, mut j) = (q.first, 0u64);
-        for i in 0..q.count as u32 {
-            let line = start.wrapping_add(j);
-            j += 1;
-            if j == row {
-                j = 0;
-                start = start.wrapping_add(q.stride);
-            }
-            let e = if i == 0 {
-                e0
-            } else {
-                self.emit_next(sm, eng, i)
-            };
+        for_each_line(q, |i, line| {
+            let e = self.emit(sm, eng, i);
             let s = self.slice_of(line);
             let part = (s >= half) as usize;
             let k = self.run.count[part] as usize;
@@ -827,7 +794,7 @@ impl Model<'_> {
             self.run.slice[part][k] = s as u16;
             self.run.emit[part][k] = e;
             self.run.count[part] += 1;
-        }
+        });
         let near = ((sm as u32 * 2) / self.sms.max(1) as u32) as usize;
         let mut last = 0u64;
         for part in [near, 1 - near] {
