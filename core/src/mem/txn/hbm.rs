@@ -917,6 +917,54 @@ mod experiment {
         );
     }
 
+    /// Replays the timed DRAM trace of the calibrated 4096x128x1024 GEMM
+    /// (`simfa gemm --m 4096 --n 128 --k 1024 --calibrated --memory M
+    /// --dram-trace F --dram-trace-format timed`) through both models in
+    /// cycle order and prints, per CTA, the median latency of its first A
+    /// tile (the GEMM generator's layout: A at `0x1000_0000`, rows of 2
+    /// KiB, CTA `c` reading rows `128c..128c+127`): `SIMFA_TRACE=F cargo
+    /// test --release -p simfa-core first_tiles_replayed -- --ignored
+    /// --nocapture`. Inside a transaction-model run those medians rise
+    /// with the CTA index (see `first_tile_dram_latency` in
+    /// `tests/tests/agreement.rs`); replayed in cycle order they do not.
+    #[test]
+    #[ignore]
+    fn first_tiles_replayed() {
+        let Ok(path) = ::std::env::var("SIMFA_TRACE") else {
+            return;
+        };
+        let g = crate::GpuConfig::preset("h800").unwrap();
+        let cfg = g.dram;
+        let text = ::std::fs::read_to_string(path).unwrap();
+        let (mut reqs, mut addrs) = (Vec::new(), Vec::new());
+        for l in text.lines() {
+            let mut it = l.split_whitespace();
+            let t: u64 = it.next().unwrap().parse().unwrap();
+            let w = it.next().unwrap() == "ST";
+            let a = it.next().unwrap().trim_start_matches("0x");
+            let a = u64::from_str_radix(a, 16).unwrap();
+            addrs.push(a);
+            reqs.push((t, g.l2.dram_address(a) / cfg.line_bytes as u64, w));
+        }
+        let (_, _, hd, dd) = compare_all(&cfg, &reqs);
+        for (name, done) in [("this model", &hd), ("line-level", &dd)] {
+            let medians: Vec<u64> = (0..32u64)
+                .map(|c| {
+                    let mut lat: Vec<u64> = (0..128u64)
+                        .filter_map(|r| {
+                            let a = 0x1000_0000 + (128 * c + r) * 2048;
+                            let i = addrs.iter().position(|&x| x == a)?;
+                            Some(done[i] - reqs[i].0)
+                        })
+                        .collect();
+                    lat.sort_unstable();
+                    lat.get(lat.len() / 2).copied().unwrap_or(0)
+                })
+                .collect();
+            ::std::println!("{name}: first-tile medians of CTA 0 to 31: {medians:?}");
+        }
+    }
+
     #[test]
     #[ignore]
     fn stream_latency_both_models() {
