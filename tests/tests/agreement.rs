@@ -69,14 +69,13 @@ impl Observer for DramTimes {
 
 /// An experiment behind the GEMM misses of `simfa agreement` (README,
 /// "Agreement of the two hierarchy models"): in the calibrated
-/// 4096x128x1024 GEMM (32 CTAs), CTA 0's first A tile meets an idle DRAM
-/// under the transaction model and a loaded one under the line model.
-/// Prints the run's cycles and the median DRAM latency of those lines
-/// under each model: `cargo test --release -p simfa-tests --test agreement
-/// first_tile_dram_latency -- --ignored --nocapture`. (The order in which
-/// operations book the DRAM is not the cause: timing every line at its
-/// own engine turn, on branch `exp/interleaved-booking`, leaves both
-/// figures where they are.)
+/// 4096x128x1024 GEMM (32 CTAs), the median DRAM latency of each CTA's
+/// first A tile rises with the CTA index under the transaction model (CTA
+/// 0 meets an idle DRAM) and does not under the line model. Prints the
+/// run's cycles and those medians under each model: `cargo test --release
+/// -p simfa-tests --test agreement first_tile_dram_latency -- --ignored
+/// --nocapture`. (Timing every line at its own engine turn,
+/// `experiments/interleaved-booking.patch`, leaves the rise in place.)
 #[test]
 #[ignore]
 fn first_tile_dram_latency() {
