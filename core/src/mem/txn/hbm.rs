@@ -880,6 +880,30 @@ mod experiment {
         )
     }
 
+    /// The trace named by `SIMFA_TRACE` (timed format) on preset
+    /// `SIMFA_GPU` (default h800-pcie): its DRAM configuration, each
+    /// request as `(cycle, DRAM line, write)` in file order (cycle order),
+    /// and each request's address as the trace gives it. `None` without
+    /// `SIMFA_TRACE`.
+    #[allow(clippy::type_complexity)]
+    fn read_trace() -> Option<(DramConfig, Vec<(u64, u64, bool)>, Vec<u64>)> {
+        let path = ::std::env::var("SIMFA_TRACE").ok()?;
+        let gpu = ::std::env::var("SIMFA_GPU").unwrap_or("h800-pcie".into());
+        let g = crate::GpuConfig::preset(&gpu).unwrap();
+        let text = ::std::fs::read_to_string(path).unwrap();
+        let (mut reqs, mut addrs) = (Vec::new(), Vec::new());
+        for l in text.lines() {
+            let mut it = l.split_whitespace();
+            let t: u64 = it.next().unwrap().parse().unwrap();
+            let w = it.next().unwrap() == "ST";
+            let a = it.next().unwrap().trim_start_matches("0x");
+            let a = u64::from_str_radix(a, 16).unwrap();
+            addrs.push(a);
+            reqs.push((t, g.l2.dram_address(a) / g.dram.line_bytes as u64, w));
+        }
+        Some((g.dram, reqs, addrs))
+    }
+
     /// Replays a timed DRAM trace (`simfa run --dram-trace F
     /// --dram-trace-format timed`; preset `SIMFA_GPU`, default h800-pcie)
     /// through both models,
@@ -893,22 +917,9 @@ mod experiment {
     #[test]
     #[ignore]
     fn trace_replay() {
-        let Ok(path) = ::std::env::var("SIMFA_TRACE") else {
+        let Some((cfg, reqs, _)) = read_trace() else {
             return;
         };
-        let gpu = ::std::env::var("SIMFA_GPU").unwrap_or("h800-pcie".into());
-        let g = crate::GpuConfig::preset(&gpu).unwrap();
-        let cfg = g.dram;
-        let text = ::std::fs::read_to_string(path).unwrap();
-        let mut reqs = Vec::new();
-        for l in text.lines() {
-            let mut it = l.split_whitespace();
-            let t: u64 = it.next().unwrap().parse().unwrap();
-            let w = it.next().unwrap() == "ST";
-            let a = it.next().unwrap().trim_start_matches("0x");
-            let a = g.l2.dram_address(u64::from_str_radix(a, 16).unwrap());
-            reqs.push((t, a / cfg.line_bytes as u64, w));
-        }
         let (h, d, hd, dd) = compare_all(&cfg, &reqs);
         ::std::println!(
             "mean latency {h:.0} / {d:.0} cycles; last completion {} / {}",
@@ -917,45 +928,37 @@ mod experiment {
         );
     }
 
+    /// Where the GEMM generator puts A (`simfa_std::gen::gemm::A_BASE`,
+    /// which the core cannot name).
+    const GEMM_A_BASE: u64 = 0x1000_0000;
+
     /// Replays the timed DRAM trace of the calibrated 4096x128x1024 GEMM
     /// (`simfa gemm --m 4096 --n 128 --k 1024 --calibrated --memory M
     /// --dram-trace F --dram-trace-format timed`) through both models in
     /// cycle order and prints, per CTA, the median latency of its first A
-    /// tile (the GEMM generator's layout: A at `0x1000_0000`, rows of 2
-    /// KiB, CTA `c` reading rows `128c..128c+127`): `SIMFA_TRACE=F cargo
-    /// test --release -p simfa-core first_tiles_replayed -- --ignored
-    /// --nocapture`. Inside a transaction-model run those medians rise
-    /// with the CTA index (see `first_tile_dram_latency` in
-    /// `tests/tests/agreement.rs`); replayed in cycle order they do not.
+    /// tile (A rows of 2 KiB, CTA `c` reading rows `128c..128c+127`):
+    /// `SIMFA_GPU=h800 SIMFA_TRACE=F cargo test --release -p simfa-core
+    /// first_tiles_replayed -- --ignored --nocapture`. Inside a
+    /// transaction-model run those medians rise with the CTA index (see
+    /// `first_tile_dram_latency` in `tests/tests/agreement.rs`); replayed
+    /// in cycle order they do not.
     #[test]
     #[ignore]
     fn first_tiles_replayed() {
-        let Ok(path) = ::std::env::var("SIMFA_TRACE") else {
+        let Some((cfg, reqs, addrs)) = read_trace() else {
             return;
         };
-        let g = crate::GpuConfig::preset("h800").unwrap();
-        let cfg = g.dram;
-        let text = ::std::fs::read_to_string(path).unwrap();
-        let (mut reqs, mut addrs) = (Vec::new(), Vec::new());
-        for l in text.lines() {
-            let mut it = l.split_whitespace();
-            let t: u64 = it.next().unwrap().parse().unwrap();
-            let w = it.next().unwrap() == "ST";
-            let a = it.next().unwrap().trim_start_matches("0x");
-            let a = u64::from_str_radix(a, 16).unwrap();
-            addrs.push(a);
-            reqs.push((t, g.l2.dram_address(a) / cfg.line_bytes as u64, w));
+        let mut first = ::std::collections::HashMap::new();
+        for (i, a) in addrs.iter().enumerate() {
+            first.entry(*a).or_insert(i);
         }
         let (_, _, hd, dd) = compare_all(&cfg, &reqs);
         for (name, done) in [("this model", &hd), ("line-level", &dd)] {
             let medians: Vec<u64> = (0..32u64)
                 .map(|c| {
                     let mut lat: Vec<u64> = (0..128u64)
-                        .filter_map(|r| {
-                            let a = 0x1000_0000 + (128 * c + r) * 2048;
-                            let i = addrs.iter().position(|&x| x == a)?;
-                            Some(done[i] - reqs[i].0)
-                        })
+                        .filter_map(|r| first.get(&(GEMM_A_BASE + (128 * c + r) * 2048)))
+                        .map(|&i| done[i] - reqs[i].0)
                         .collect();
                     lat.sort_unstable();
                     lat.get(lat.len() / 2).copied().unwrap_or(0)
