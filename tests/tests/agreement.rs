@@ -43,9 +43,11 @@ fn transaction_model_follows_the_line_model() {
     assert!(a.mape_percent < 2.0, "MAPE {}", a.mape_percent);
 }
 
-/// DRAM hand-overs and completions by line address (first of each).
+/// DRAM hand-overs and completions by line address (first of each), and
+/// every request in the order the model handed it to its DRAM.
 #[derive(Default)]
 struct DramTimes {
+    order: Vec<(u64, bool, u64)>,
     sent: HashMap<u64, u64>,
     done: HashMap<u64, u64>,
 }
@@ -53,7 +55,8 @@ struct DramTimes {
 impl Observer for DramTimes {
     fn on_event(&mut self, c: Cycle, e: &Event) {
         match *e {
-            Event::DramRequest { addr, .. } => {
+            Event::DramRequest { addr, write } => {
+                self.order.push((c.0, write, addr));
                 self.sent.entry(addr).or_insert(c.0);
             }
             Event::DramDone { addr } => {
@@ -76,6 +79,10 @@ impl Observer for DramTimes {
 /// -p simfa-tests --test agreement first_tile_dram_latency -- --ignored
 /// --nocapture`. (Timing every line at its own engine turn,
 /// `experiments/interleaved-booking.patch`, leaves the rise in place.)
+/// With `SIMFA_HANDOVER_TRACE=F` it also writes the transaction run's DRAM
+/// requests to `F` in the order the model handed them to its HBM, for
+/// `first_tiles_replayed` in `simfa-core` (`txn::hbm`), which finds the
+/// rise there and not in cycle order.
 #[test]
 #[ignore]
 fn first_tile_dram_latency() {
@@ -89,6 +96,29 @@ fn first_tile_dram_latency() {
         cfg.memory = memory;
         let mut t = DramTimes::default();
         let out = simfa_std::run::simulate(&cfg, &k, &mut t).unwrap();
+        // How far the hand-over order strays from the cycle order.
+        let (mut late, mut lag, mut seen) = (0usize, 0u64, 0u64);
+        for &(c, _, _) in &t.order {
+            late += (c < seen) as usize;
+            lag = lag.max(seen.saturating_sub(c));
+            seen = seen.max(c);
+        }
+        println!(
+            "{memory}: {} DRAM requests, {late} handed over after a later one, by up to {lag} cycles",
+            t.order.len()
+        );
+        if let (MemoryModel::Transaction, Ok(path)) =
+            (memory, std::env::var("SIMFA_HANDOVER_TRACE"))
+        {
+            // The timed trace format, in hand-over order rather than cycle
+            // order: what `first_tiles_replayed` replays.
+            let text: String = t
+                .order
+                .iter()
+                .map(|&(c, w, a)| format!("{c} {} 0x{a:x}\n", if w { "ST" } else { "LD" }))
+                .collect();
+            std::fs::write(&path, text).unwrap();
+        }
         let mut medians = Vec::new();
         for c in 0..32 {
             let mut lat: Vec<u64> = tile(c)

@@ -247,6 +247,10 @@ pub struct Hbm<'a> {
     /// ACT per `max(tRRD_S, tFAW / 4)` clocks).
     acts: Calendars<'a>,
     stats: HbmStats,
+    /// The last request's arrival, first column command and bus clocks
+    /// (for the experiments below).
+    #[cfg(test)]
+    stages: [u64; 3],
 }
 
 impl<'a> Hbm<'a> {
@@ -298,6 +302,8 @@ impl<'a> Hbm<'a> {
             cols: Calendars::new_in(a, c * p.groups, HORIZON_LOG2, what)?,
             acts: Calendars::new_in(a, c, HORIZON_LOG2, what)?,
             stats: HbmStats::default(),
+            #[cfg(test)]
+            stages: [0; 3],
         })
     }
 
@@ -531,6 +537,10 @@ impl<'a> Hbm<'a> {
         // A late bus holds the column commands back as long.
         let last = bus - lat + (p.bursts.max(1) as u64 - 1) * p.ccdl as u64;
         let end = (last + lat + p.bl).max(bus + bl);
+        #[cfg(test)]
+        {
+            self.stages = [a, first, bus - lat];
+        }
         if write {
             self.stats.writes += 1;
         } else {
@@ -928,20 +938,49 @@ mod experiment {
         );
     }
 
+    /// Each request of `reqs` through this model alone, in the order
+    /// given: its completion and, in DRAM clocks, its wait for its bank
+    /// (row commands: first column command less arrival) and for its
+    /// column and bus slots (data start less first column command).
+    fn hbm_stages(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> Vec<[u64; 3]> {
+        let mut l = Layout::new();
+        Hbm::layout(cfg, &mut l).unwrap();
+        let mut buf = vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut hbm = Hbm::new(cfg, &mut a).unwrap();
+        let lb = cfg.line_bytes as u64;
+        reqs.iter()
+            .map(|&(now, line, write)| {
+                let d = cfg.decode(line * lb);
+                let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
+                let done = hbm.access(now, d.channel, bank, d.row, write);
+                let [a, first, col] = hbm.stages;
+                [done, first - a, col.saturating_sub(first)]
+            })
+            .collect()
+    }
+
     /// Where the GEMM generator puts A (`simfa_std::gen::gemm::A_BASE`,
     /// which the core cannot name).
     const GEMM_A_BASE: u64 = 0x1000_0000;
 
-    /// Replays the timed DRAM trace of the calibrated 4096x128x1024 GEMM
-    /// (`simfa gemm --m 4096 --n 128 --k 1024 --calibrated --memory M
-    /// --dram-trace F --dram-trace-format timed`) through both models in
-    /// cycle order and prints, per CTA, the median latency of its first A
-    /// tile (A rows of 2 KiB, CTA `c` reading rows `128c..128c+127`):
+    /// Replays a DRAM trace of the calibrated 4096x128x1024 GEMM through
+    /// this model in the trace's order and in cycle order, and through the
+    /// line-level controller, and prints per CTA the median latency of its
+    /// first A tile (A rows of 2 KiB, CTA `c` reading rows
+    /// `128c..128c+127`) and, for this model, the tile's mean waits for
+    /// its bank and for column and bus slots (DRAM clocks). The trace is
+    /// either the timed export (`simfa gemm --m 4096 --n 128 --k 1024
+    /// --calibrated --memory M --dram-trace F --dram-trace-format timed`,
+    /// in cycle order) or the transaction run's requests in the order its
+    /// HBM was handed them (`SIMFA_HANDOVER_TRACE=F cargo test --release -p
+    /// simfa-tests --test agreement first_tile_dram_latency -- --ignored`):
     /// `SIMFA_GPU=h800 SIMFA_TRACE=F cargo test --release -p simfa-core
     /// first_tiles_replayed -- --ignored --nocapture`. Inside a
     /// transaction-model run those medians rise with the CTA index (see
-    /// `first_tile_dram_latency` in `tests/tests/agreement.rs`); replayed
-    /// in cycle order they do not.
+    /// `first_tile_dram_latency` in `tests/tests/agreement.rs`); the
+    /// hand-over trace replayed in its own order gives the same rise, in
+    /// cycle order none.
     #[test]
     #[ignore]
     fn first_tiles_replayed() {
@@ -952,20 +991,54 @@ mod experiment {
         for (i, a) in addrs.iter().enumerate() {
             first.entry(*a).or_insert(i);
         }
-        let (_, _, hd, dd) = compare_all(&cfg, &reqs);
-        for (name, done) in [("this model", &hd), ("line-level", &dd)] {
-            let medians: Vec<u64> = (0..32u64)
-                .map(|c| {
-                    let mut lat: Vec<u64> = (0..128u64)
-                        .filter_map(|r| first.get(&(GEMM_A_BASE + (128 * c + r) * 2048)))
-                        .map(|&i| done[i] - reqs[i].0)
-                        .collect();
+        // Request indices of each CTA's first A tile.
+        let tiles: Vec<Vec<usize>> = (0..32u64)
+            .map(|c| {
+                (0..128u64)
+                    .filter_map(|r| first.get(&(GEMM_A_BASE + (128 * c + r) * 2048)).copied())
+                    .collect()
+            })
+            .collect();
+        let median = |done: &dyn Fn(usize) -> u64| -> Vec<u64> {
+            tiles
+                .iter()
+                .map(|t| {
+                    let mut lat: Vec<u64> = t.iter().map(|&i| done(i) - reqs[i].0).collect();
                     lat.sort_unstable();
                     lat.get(lat.len() / 2).copied().unwrap_or(0)
                 })
-                .collect();
-            ::std::println!("{name}: first-tile medians of CTA 0 to 31: {medians:?}");
+                .collect()
+        };
+        let mean = |st: &[[u64; 3]], k: usize| -> Vec<u64> {
+            tiles
+                .iter()
+                .map(|t| t.iter().map(|&i| st[i][k]).sum::<u64>() / t.len().max(1) as u64)
+                .collect()
+        };
+        let mut by_cycle: Vec<usize> = (0..reqs.len()).collect();
+        by_cycle.sort_by_key(|&i| reqs[i].0);
+        let sorted: Vec<(u64, u64, bool)> = by_cycle.iter().map(|&i| reqs[i]).collect();
+        let mut in_cycle_order = vec![[0u64; 3]; reqs.len()];
+        for (st, &i) in hbm_stages(&cfg, &sorted).into_iter().zip(&by_cycle) {
+            in_cycle_order[i] = st;
         }
+        let in_trace_order = hbm_stages(&cfg, &reqs);
+        for (name, st) in [
+            ("this model, trace order", &in_trace_order),
+            ("this model, cycle order", &in_cycle_order),
+        ] {
+            ::std::println!(
+                "{name}: first-tile medians of CTA 0 to 31: {:?}",
+                median(&|i| st[i][0])
+            );
+            ::std::println!("  mean bank wait (clocks): {:?}", mean(st, 1));
+            ::std::println!("  mean column and bus wait (clocks): {:?}", mean(st, 2));
+        }
+        let (_, _, _, dd) = compare_all(&cfg, &reqs);
+        ::std::println!(
+            "line-level: first-tile medians of CTA 0 to 31: {:?}",
+            median(&|i| dd[i])
+        );
     }
 
     #[test]
