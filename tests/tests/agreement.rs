@@ -48,6 +48,8 @@ fn transaction_model_follows_the_line_model() {
 #[derive(Default)]
 struct DramTimes {
     order: Vec<(u64, bool, u64)>,
+    /// Cycle each line first left its SM's engine (line-level model only).
+    emitted: HashMap<u64, u64>,
     sent: HashMap<u64, u64>,
     done: HashMap<u64, u64>,
 }
@@ -55,6 +57,9 @@ struct DramTimes {
 impl Observer for DramTimes {
     fn on_event(&mut self, c: Cycle, e: &Event) {
         match *e {
+            Event::TmaLineRequest { addr, .. } => {
+                self.emitted.entry(addr).or_insert(c.0);
+            }
             Event::DramRequest { addr, write } => {
                 self.order.push((c.0, write, addr));
                 self.sent.entry(addr).or_insert(c.0);
@@ -67,6 +72,99 @@ impl Observer for DramTimes {
     }
     fn wants_detail(&self) -> bool {
         true
+    }
+}
+
+impl DramTimes {
+    /// Prints how far the order the model handed its DRAM requests over
+    /// in strays from their cycle order; with `SIMFA_HANDOVER_TRACE=F`
+    /// and the transaction model, writes them to `F` in that order, in the
+    /// timed trace format (`simfa-core`'s `trace_replay` and
+    /// `first_tiles_replayed` replay it).
+    fn report_order(&self, memory: &str) {
+        let (mut late, mut lag, mut seen) = (0usize, 0u64, 0u64);
+        for &(c, _, _) in &self.order {
+            late += (c < seen) as usize;
+            lag = lag.max(seen.saturating_sub(c));
+            seen = seen.max(c);
+        }
+        println!(
+            "{memory}: {} DRAM requests, {late} handed over after a later one, by up to {lag} cycles",
+            self.order.len()
+        );
+        if let (true, Ok(path)) = (
+            memory == MemoryModel::Transaction.to_string(),
+            std::env::var("SIMFA_HANDOVER_TRACE"),
+        ) {
+            let text: String = self
+                .order
+                .iter()
+                .map(|&(c, w, a)| format!("{c} {} 0x{a:x}\n", if w { "ST" } else { "LD" }))
+                .collect();
+            std::fs::write(&path, text).unwrap();
+        }
+    }
+}
+
+/// The kernel file `SIMFA_KERNEL` (any workload, e.g. `simfa gen tma-bw
+/// --copy bulk --bytes 16KiB --total 64MiB -o F`) on the H800 under both
+/// models: cycles and DRAM row hits, and the hand-over order report of
+/// `DramTimes::report_order` (`SIMFA_HANDOVER_TRACE` as there):
+/// `SIMFA_KERNEL=F cargo test --release -p simfa-tests --test agreement
+/// handover_order -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn handover_order() {
+    let Ok(path) = std::env::var("SIMFA_KERNEL") else {
+        return;
+    };
+    let k = simfa_std::load::load_kernel(std::path::Path::new(&path)).unwrap();
+    for memory in [MemoryModel::Transaction, MemoryModel::Line] {
+        let mut cfg = GpuConfig::h800();
+        cfg.memory = memory;
+        let mut t = DramTimes::default();
+        let out = simfa_std::run::simulate(&cfg, &k, &mut t).unwrap();
+        t.report_order(&memory.to_string());
+        println!(
+            "{memory}: {} cycles, {} DRAM row hits of {} requests",
+            out.summary.cycles,
+            out.summary.memory.map_or(0, |m| m.dram_row_hits),
+            t.order.len()
+        );
+        // How closely the lines of each 16 KiB block (one bulk copy of
+        // the 16 KiB throughput cell) leave the engine and reach the DRAM.
+        let spans = |at: &HashMap<u64, u64>| -> Option<u64> {
+            let mut blocks: HashMap<u64, (u64, u64)> = HashMap::new();
+            for (&a, &c) in at {
+                let b = blocks.entry(a >> 14).or_insert((c, c));
+                *b = (b.0.min(c), b.1.max(c));
+            }
+            let mut s: Vec<u64> = blocks.values().map(|&(lo, hi)| hi - lo).collect();
+            s.sort_unstable();
+            s.get(s.len() / 2).copied()
+        };
+        println!(
+            "{memory}: median span of a 16 KiB block's DRAM requests {:?} cycles, of its lines' emissions {:?}",
+            spans(&t.sent),
+            spans(&t.emitted)
+        );
+        // Engine to DRAM, where the model reports emissions.
+        let mut w: Vec<u64> = t
+            .emitted
+            .iter()
+            .filter_map(|(a, e)| Some(t.sent.get(a)? - e))
+            .collect();
+        w.sort_unstable();
+        if !w.is_empty() {
+            let q = |p: usize| w[(w.len() - 1) * p / 100];
+            println!(
+                "{memory}: engine to DRAM per line: median {}, p90 {}, p99 {}, max {} cycles",
+                q(50),
+                q(90),
+                q(99),
+                q(100)
+            );
+        }
     }
 }
 
@@ -96,29 +194,7 @@ fn first_tile_dram_latency() {
         cfg.memory = memory;
         let mut t = DramTimes::default();
         let out = simfa_std::run::simulate(&cfg, &k, &mut t).unwrap();
-        // How far the hand-over order strays from the cycle order.
-        let (mut late, mut lag, mut seen) = (0usize, 0u64, 0u64);
-        for &(c, _, _) in &t.order {
-            late += (c < seen) as usize;
-            lag = lag.max(seen.saturating_sub(c));
-            seen = seen.max(c);
-        }
-        println!(
-            "{memory}: {} DRAM requests, {late} handed over after a later one, by up to {lag} cycles",
-            t.order.len()
-        );
-        if let (MemoryModel::Transaction, Ok(path)) =
-            (memory, std::env::var("SIMFA_HANDOVER_TRACE"))
-        {
-            // The timed trace format, in hand-over order rather than cycle
-            // order: what `first_tiles_replayed` replays.
-            let text: String = t
-                .order
-                .iter()
-                .map(|&(c, w, a)| format!("{c} {} 0x{a:x}\n", if w { "ST" } else { "LD" }))
-                .collect();
-            std::fs::write(&path, text).unwrap();
-        }
+        t.report_order(&memory.to_string());
         let mut medians = Vec::new();
         for c in 0..32 {
             let mut lat: Vec<u64> = tile(c)

@@ -936,20 +936,31 @@ mod experiment {
             hd.iter().max().unwrap(),
             dd.iter().max().unwrap()
         );
+        // This model again, in cycle order (the same as above for a
+        // timed export, not for a hand-over trace).
+        let mut sorted = reqs.clone();
+        sorted.sort_by_key(|r| r.0);
+        let (st, stats) = hbm_stages(&cfg, &sorted);
+        let sum: u64 = st.iter().zip(&sorted).map(|(s, r)| s[0] - r.0).sum();
+        ::std::println!(
+            "this model in cycle order: mean latency {:.0} cycles, {stats:?}",
+            sum as f64 / sorted.len().max(1) as f64
+        );
     }
 
     /// Each request of `reqs` through this model alone, in the order
     /// given: its completion and, in DRAM clocks, its wait for its bank
     /// (row commands: first column command less arrival) and for its
     /// column and bus slots (data start less first column command).
-    fn hbm_stages(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> Vec<[u64; 3]> {
+    fn hbm_stages(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (Vec<[u64; 3]>, HbmStats) {
         let mut l = Layout::new();
         Hbm::layout(cfg, &mut l).unwrap();
         let mut buf = vec![0u8; l.bytes()];
         let mut a = Arena::new(&mut buf);
         let mut hbm = Hbm::new(cfg, &mut a).unwrap();
         let lb = cfg.line_bytes as u64;
-        reqs.iter()
+        let st = reqs
+            .iter()
             .map(|&(now, line, write)| {
                 let d = cfg.decode(line * lb);
                 let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
@@ -957,7 +968,8 @@ mod experiment {
                 let [a, first, col] = hbm.stages;
                 [done, first - a, col.saturating_sub(first)]
             })
-            .collect()
+            .collect();
+        (st, hbm.stats())
     }
 
     /// Where the GEMM generator puts A (`simfa_std::gen::gemm::A_BASE`,
@@ -1019,10 +1031,10 @@ mod experiment {
         by_cycle.sort_by_key(|&i| reqs[i].0);
         let sorted: Vec<(u64, u64, bool)> = by_cycle.iter().map(|&i| reqs[i]).collect();
         let mut in_cycle_order = vec![[0u64; 3]; reqs.len()];
-        for (st, &i) in hbm_stages(&cfg, &sorted).into_iter().zip(&by_cycle) {
+        for (st, &i) in hbm_stages(&cfg, &sorted).0.into_iter().zip(&by_cycle) {
             in_cycle_order[i] = st;
         }
-        let in_trace_order = hbm_stages(&cfg, &reqs);
+        let in_trace_order = hbm_stages(&cfg, &reqs).0;
         for (name, st) in [
             ("this model, trace order", &in_trace_order),
             ("this model, cycle order", &in_cycle_order),
