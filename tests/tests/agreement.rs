@@ -5,10 +5,11 @@
 
 use simfa_core::config::MemoryModel;
 use simfa_core::observer::{Event, Observer};
-use simfa_core::{Cycle, GpuConfig};
+use simfa_core::{Cycle, GpuConfig, Kernel};
 use simfa_std::agreement::{agreement, Suite};
 use simfa_std::gen::gemm::A_BASE;
 use simfa_std::gen::{gemm, Calibration, GemmParams};
+use simfa_std::run::RunOutcome;
 use std::collections::HashMap;
 
 #[test]
@@ -119,12 +120,7 @@ fn handover_order() {
         return;
     };
     let k = simfa_std::load::load_kernel(std::path::Path::new(&path)).unwrap();
-    for memory in [MemoryModel::Transaction, MemoryModel::Line] {
-        let mut cfg = GpuConfig::h800();
-        cfg.memory = memory;
-        let mut t = DramTimes::default();
-        let out = simfa_std::run::simulate(&cfg, &k, &mut t).unwrap();
-        t.report_order(&memory.to_string());
+    each_model(&k, |memory, t, out| {
         println!(
             "{memory}: {} cycles, {} DRAM row hits of {} requests",
             out.summary.cycles,
@@ -165,6 +161,20 @@ fn handover_order() {
                 q(100)
             );
         }
+    });
+}
+
+/// Runs `k` on the H800 under the transaction and the line model with a
+/// [`DramTimes`] observer, reports each run's hand-over order and gives
+/// `f` the model, the observer and the outcome.
+fn each_model(k: &Kernel, mut f: impl FnMut(MemoryModel, &DramTimes, &RunOutcome)) {
+    for memory in [MemoryModel::Transaction, MemoryModel::Line] {
+        let mut cfg = GpuConfig::h800();
+        cfg.memory = memory;
+        let mut t = DramTimes::default();
+        let out = simfa_std::run::simulate(&cfg, k, &mut t).unwrap();
+        t.report_order(&memory.to_string());
+        f(memory, &t, &out);
     }
 }
 
@@ -189,12 +199,7 @@ fn first_tile_dram_latency() {
     // CTA c's A tile of the first iteration: rows 128c..128c+127 of 2 KiB,
     // the first 128 bytes of each.
     let tile = |c: u64| -> Vec<u64> { (0..128).map(|r| A_BASE + (128 * c + r) * 2048).collect() };
-    for memory in [MemoryModel::Transaction, MemoryModel::Line] {
-        let mut cfg = GpuConfig::h800();
-        cfg.memory = memory;
-        let mut t = DramTimes::default();
-        let out = simfa_std::run::simulate(&cfg, &k, &mut t).unwrap();
-        t.report_order(&memory.to_string());
+    each_model(&k, |memory, t, out| {
         let mut medians = Vec::new();
         for c in 0..32 {
             let mut lat: Vec<u64> = tile(c)
@@ -209,5 +214,5 @@ fn first_tile_dram_latency() {
             "{memory}: {} cycles; median DRAM latency of each CTA's first A tile, CTA 0 to 31: {:?}",
             out.summary.cycles, medians
         );
-    }
+    });
 }
