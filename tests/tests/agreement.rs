@@ -82,7 +82,7 @@ impl DramTimes {
     /// and the transaction model, writes them to `F` in that order, in the
     /// timed trace format (`simfa-core`'s `trace_replay` and
     /// `first_tiles_replayed` replay it).
-    fn report_order(&self, memory: &str) {
+    fn report_order(&self, memory: MemoryModel) {
         let (mut late, mut lag, mut seen) = (0usize, 0u64, 0u64);
         for &(c, _, _) in &self.order {
             late += (c < seen) as usize;
@@ -93,10 +93,9 @@ impl DramTimes {
             "{memory}: {} DRAM requests, {late} handed over after a later one, by up to {lag} cycles",
             self.order.len()
         );
-        if let (true, Ok(path)) = (
-            memory == MemoryModel::Transaction.to_string(),
-            std::env::var("SIMFA_HANDOVER_TRACE"),
-        ) {
+        if let (MemoryModel::Transaction, Ok(path)) =
+            (memory, std::env::var("SIMFA_HANDOVER_TRACE"))
+        {
             let text: String = self
                 .order
                 .iter()
@@ -148,7 +147,7 @@ fn handover_order() {
         let mut w: Vec<u64> = t
             .emitted
             .iter()
-            .filter_map(|(a, e)| Some(t.sent.get(a)? - e))
+            .filter_map(|(a, e)| Some(t.sent.get(a)?.saturating_sub(*e)))
             .collect();
         w.sort_unstable();
         if !w.is_empty() {
@@ -173,7 +172,7 @@ fn each_model(k: &Kernel, mut f: impl FnMut(MemoryModel, &DramTimes, &RunOutcome
         cfg.memory = memory;
         let mut t = DramTimes::default();
         let out = simfa_std::run::simulate(&cfg, k, &mut t).unwrap();
-        t.report_order(&memory.to_string());
+        t.report_order(memory);
         f(memory, &t, &out);
     }
 }

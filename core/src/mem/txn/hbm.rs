@@ -966,7 +966,7 @@ mod experiment {
                 let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
                 let done = hbm.access(now, d.channel, bank, d.row, write);
                 let [a, first, col] = hbm.stages;
-                [done, first - a, col.saturating_sub(first)]
+                [done, first.saturating_sub(a), col.saturating_sub(first)]
             })
             .collect();
         (st, hbm.stats())
