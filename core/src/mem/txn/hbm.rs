@@ -927,7 +927,7 @@ mod experiment {
     #[test]
     #[ignore]
     fn trace_replay() {
-        let Some((cfg, reqs, _)) = read_trace() else {
+        let Some((cfg, reqs, addrs)) = read_trace() else {
             return;
         };
         let (h, d, hd, dd) = compare_all(&cfg, &reqs);
@@ -936,6 +936,30 @@ mod experiment {
             hd.iter().max().unwrap(),
             dd.iter().max().unwrap()
         );
+        // The tails, per request and per 16 KiB block of addresses (one
+        // bulk copy of the 16 KiB throughput cell: its first request's
+        // arrival to its last completion).
+        for (name, done) in [("this model", &hd), ("line-level", &dd)] {
+            let pct = |v: &mut Vec<u64>, p: usize| {
+                v.sort_unstable();
+                v[(v.len() - 1) * p / 100]
+            };
+            let mut lat: Vec<u64> = done.iter().zip(&reqs).map(|(d, r)| d - r.0).collect();
+            let mut blocks = ::std::collections::HashMap::<u64, (u64, u64)>::new();
+            for (i, a) in addrs.iter().enumerate() {
+                let b = blocks.entry(a >> 14).or_insert((u64::MAX, 0));
+                *b = (b.0.min(reqs[i].0), b.1.max(done[i]));
+            }
+            let mut span: Vec<u64> = blocks.values().map(|b| b.1 - b.0).collect();
+            ::std::println!(
+                "{name}: latency p50 {} p90 {} p99 {}; 16 KiB block p50 {} p90 {}",
+                pct(&mut lat, 50),
+                pct(&mut lat, 90),
+                pct(&mut lat, 99),
+                pct(&mut span, 50),
+                pct(&mut span, 90)
+            );
+        }
         // This model again, in cycle order (the same as above for a
         // timed export, not for a hand-over trace).
         let mut sorted = reqs.clone();
