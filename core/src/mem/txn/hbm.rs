@@ -826,28 +826,23 @@ mod experiment {
         cfg: &DramConfig,
         reqs: &[(u64, u64, bool)],
     ) -> (f64, f64, Vec<u64>, Vec<u64>) {
+        let (stages, hstats) = hbm_stages(cfg, reqs);
+        let hdone: Vec<u64> = stages.iter().map(|s| s[0]).collect();
         let mut l = Layout::new();
-        Hbm::layout(cfg, &mut l).unwrap();
         Dram::layout(cfg, &mut l).unwrap();
         let mut buf = vec![0u8; l.bytes()];
         let mut a = Arena::new(&mut buf);
-        let mut hbm = Hbm::new(cfg, &mut a).unwrap();
         let mut dram = Dram::new(cfg, &mut a).unwrap();
         let lb = cfg.line_bytes as u64;
-        let mut sum_h = 0u64;
+        let sum_h: u64 = hdone.iter().zip(reqs).map(|(c, r)| c - r.0).sum();
         let mut sum_d = 0u64;
-        let mut pending: ::std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
+        let mut pending: ::std::collections::VecDeque<(u64, u64, bool, u32)> = reqs
+            .iter()
+            .enumerate()
+            .map(|(i, &(now, line, write))| (now, line, write, i as u32))
+            .collect();
         let mut done = vec![0u64; reqs.len()];
         let mut t = 0u64;
-        let mut hdone = Vec::new();
-        for (i, &(now, line, write)) in reqs.iter().enumerate() {
-            let d = cfg.decode(line * lb);
-            let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
-            let c = hbm.access(now, d.channel, bank, d.row, write);
-            hdone.push(c);
-            sum_h += c - now;
-            pending.push_back((now, line, write, i as u32));
-        }
         // The line-level controller takes them in cycle order.
         pending.make_contiguous().sort_by_key(|r| r.0);
         let mut left = reqs.len();
@@ -879,7 +874,7 @@ mod experiment {
             sum_d += done[i] - now;
         }
         if ::std::env::var("SIMFA_TRACE").is_ok() {
-            ::std::println!("this model: {:?}", hbm.stats());
+            ::std::println!("this model: {hstats:?}");
             ::std::println!("line-level: {:?}", dram.stats());
         }
         (
@@ -962,14 +957,29 @@ mod experiment {
         }
         // This model again, in cycle order (the same as above for a
         // timed export, not for a hand-over trace).
-        let mut sorted = reqs.clone();
-        sorted.sort_by_key(|r| r.0);
-        let (st, stats) = hbm_stages(&cfg, &sorted);
-        let sum: u64 = st.iter().zip(&sorted).map(|(s, r)| s[0] - r.0).sum();
+        let (st, stats) = hbm_stages_in_cycle_order(&cfg, &reqs);
+        let sum: u64 = st.iter().zip(&reqs).map(|(s, r)| s[0] - r.0).sum();
         ::std::println!(
             "this model in cycle order: mean latency {:.0} cycles, {stats:?}",
-            sum as f64 / sorted.len().max(1) as f64
+            sum as f64 / reqs.len().max(1) as f64
         );
+    }
+
+    /// [`hbm_stages`] of `reqs` served in cycle order (ties in the order
+    /// given), reported in the order given.
+    fn hbm_stages_in_cycle_order(
+        cfg: &DramConfig,
+        reqs: &[(u64, u64, bool)],
+    ) -> (Vec<[u64; 3]>, HbmStats) {
+        let mut by_cycle: Vec<usize> = (0..reqs.len()).collect();
+        by_cycle.sort_by_key(|&i| reqs[i].0);
+        let sorted: Vec<(u64, u64, bool)> = by_cycle.iter().map(|&i| reqs[i]).collect();
+        let (st, stats) = hbm_stages(cfg, &sorted);
+        let mut out = vec![[0u64; 3]; reqs.len()];
+        for (st, &i) in st.into_iter().zip(&by_cycle) {
+            out[i] = st;
+        }
+        (out, stats)
     }
 
     /// Each request of `reqs` through this model alone, in the order
@@ -1051,13 +1061,7 @@ mod experiment {
                 .map(|t| t.iter().map(|&i| st[i][k]).sum::<u64>() / t.len().max(1) as u64)
                 .collect()
         };
-        let mut by_cycle: Vec<usize> = (0..reqs.len()).collect();
-        by_cycle.sort_by_key(|&i| reqs[i].0);
-        let sorted: Vec<(u64, u64, bool)> = by_cycle.iter().map(|&i| reqs[i]).collect();
-        let mut in_cycle_order = vec![[0u64; 3]; reqs.len()];
-        for (st, &i) in hbm_stages(&cfg, &sorted).0.into_iter().zip(&by_cycle) {
-            in_cycle_order[i] = st;
-        }
+        let in_cycle_order = hbm_stages_in_cycle_order(&cfg, &reqs).0;
         let in_trace_order = hbm_stages(&cfg, &reqs).0;
         for (name, st) in [
             ("this model, trace order", &in_trace_order),
