@@ -651,7 +651,7 @@ mod tests {
     }
 
     /// Runs `f` on a fresh service model of `cfg`.
-    fn with_hbm<R>(cfg: &DramConfig, f: impl FnOnce(&mut Hbm<'_>) -> R) -> R {
+    pub(super) fn with_hbm<R>(cfg: &DramConfig, f: impl FnOnce(&mut Hbm<'_>) -> R) -> R {
         let mut l = Layout::new();
         Hbm::layout(cfg, &mut l).unwrap();
         let mut buf = vec![0u8; l.bytes()];
@@ -987,23 +987,21 @@ mod experiment {
     /// (row commands: first column command less arrival) and for its
     /// column and bus slots (data start less first column command).
     fn hbm_stages(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (Vec<[u64; 3]>, HbmStats) {
-        let mut l = Layout::new();
-        Hbm::layout(cfg, &mut l).unwrap();
-        let mut buf = vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut hbm = Hbm::new(cfg, &mut a).unwrap();
         let lb = cfg.line_bytes as u64;
-        let st = reqs
-            .iter()
-            .map(|&(now, line, write)| {
-                let d = cfg.decode(line * lb);
-                let bank = d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
-                let done = hbm.access(now, d.channel, bank, d.row, write);
-                let [a, first, col] = hbm.stages;
-                [done, first.saturating_sub(a), col.saturating_sub(first)]
-            })
-            .collect();
-        (st, hbm.stats())
+        super::tests::with_hbm(cfg, |hbm| {
+            let st = reqs
+                .iter()
+                .map(|&(now, line, write)| {
+                    let d = cfg.decode(line * lb);
+                    let bank =
+                        d.bank_group as usize * cfg.banks_per_group as usize + d.bank as usize;
+                    let done = hbm.access(now, d.channel, bank, d.row, write);
+                    let [a, first, col] = hbm.stages;
+                    [done, first.saturating_sub(a), col.saturating_sub(first)]
+                })
+                .collect();
+            (st, hbm.stats())
+        })
     }
 
     /// Where the GEMM generator puts A (`simfa_std::gen::gemm::A_BASE`,
