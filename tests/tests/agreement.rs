@@ -111,7 +111,8 @@ impl DramTimes {
 /// models: cycles and DRAM row hits, and the hand-over order report of
 /// `DramTimes::report_order` (`SIMFA_HANDOVER_TRACE` as there):
 /// `SIMFA_KERNEL=F cargo test --release -p simfa-tests --test agreement
-/// handover_order -- --ignored --nocapture`.
+/// handover_order -- --ignored --nocapture` (`SIMFA_RQ=N`: the
+/// line-level controller's read queues hold `N` requests).
 #[test]
 #[ignore]
 fn handover_order() {
@@ -170,6 +171,9 @@ fn each_model(k: &Kernel, mut f: impl FnMut(MemoryModel, &DramTimes, &RunOutcome
     for memory in [MemoryModel::Transaction, MemoryModel::Line] {
         let mut cfg = GpuConfig::h800();
         cfg.memory = memory;
+        if let Ok(q) = std::env::var("SIMFA_RQ") {
+            cfg.dram.read_queue = q.parse().unwrap();
+        }
         let mut t = DramTimes::default();
         let out = simfa_std::run::simulate(&cfg, k, &mut t).unwrap();
         t.report_order(memory);

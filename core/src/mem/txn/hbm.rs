@@ -886,7 +886,8 @@ mod experiment {
     }
 
     /// The trace named by `SIMFA_TRACE` (timed format) on preset
-    /// `SIMFA_GPU` (default h800-pcie): its DRAM configuration, each
+    /// `SIMFA_GPU` (default h800-pcie; `SIMFA_RQ=N` sets the line-level
+    /// controller's read queue to `N` entries): its DRAM configuration, each
     /// request as `(cycle, DRAM line, write)` in file order (cycle order),
     /// and each request's address as the trace gives it. `None` without
     /// `SIMFA_TRACE`.
@@ -906,7 +907,11 @@ mod experiment {
             addrs.push(a);
             reqs.push((t, g.l2.dram_address(a) / g.dram.line_bytes as u64, w));
         }
-        Some((g.dram, reqs, addrs))
+        let mut d = g.dram;
+        if let Ok(q) = ::std::env::var("SIMFA_RQ") {
+            d.read_queue = q.parse().unwrap();
+        }
+        Some((d, reqs, addrs))
     }
 
     /// Replays a timed DRAM trace (`simfa run --dram-trace F
@@ -962,6 +967,35 @@ mod experiment {
         ::std::println!(
             "this model in cycle order: mean latency {:.0} cycles, {stats:?}",
             sum as f64 / reqs.len().max(1) as f64
+        );
+    }
+
+    /// How local a timed trace's arrival stream is, whatever serves it:
+    /// of each bank's consecutive requests in cycle order, how many are
+    /// for the row of the one before (`SIMFA_TRACE`, `SIMFA_GPU` as for
+    /// [`trace_replay`]; `cargo test --release -p simfa-core
+    /// stream_locality -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn stream_locality() {
+        let Some((cfg, reqs, _)) = read_trace() else {
+            return;
+        };
+        let lb = cfg.line_bytes as u64;
+        let mut by_cycle: Vec<(u64, u64)> = reqs.iter().map(|r| (r.0, r.1)).collect();
+        by_cycle.sort_by_key(|r| r.0);
+        let mut open = ::std::collections::HashMap::new();
+        let (mut same, mut other) = (0u64, 0u64);
+        for &(_, line) in &by_cycle {
+            let d = cfg.decode(line * lb);
+            match open.insert((d.channel, d.bank_group, d.bank), d.row) {
+                Some(r) if r == d.row => same += 1,
+                Some(_) => other += 1,
+                None => {}
+            }
+        }
+        ::std::println!(
+            "each bank's consecutive arrivals: {same} for the same row, {other} for another"
         );
     }
 
