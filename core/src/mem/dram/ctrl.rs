@@ -576,6 +576,24 @@ impl Dram<'_> {
             if seen != p.slots || seen - free != ch.rq_len as usize + ch.wq_len as usize {
                 return Err("DRAM queue counts");
             }
+            // The next return is the ring's head, or none when it is empty.
+            let head = self
+                .rets
+                .get(c * p.rets + ch.ret_head as usize)
+                .map_or(u64::MAX, |r| r.clock);
+            let next = if ch.ret_len == 0 { u64::MAX } else { head };
+            if ch.ret_next != next {
+                return Err("DRAM return ring");
+            }
+        }
+        // Every pending request is queued or waiting to return.
+        let held: u64 = self
+            .chans
+            .iter()
+            .map(|ch| ch.rq_len as u64 + ch.wq_len as u64 + ch.ret_len as u64)
+            .sum();
+        if held != self.pending {
+            return Err("DRAM pending count");
         }
         Ok(())
     }
