@@ -27,6 +27,10 @@ pub struct BenchArgs {
     /// Memory model: transaction (default), line or fixed.
     #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
     memory: Option<simfa_core::config::MemoryModel>,
+    /// With the transaction model, land operations by the arrival-order
+    /// controller (`transaction.arrival_controller`).
+    #[arg(long)]
+    arrival_controller: bool,
     /// Runs of each workload; the table shows the median wall time.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -96,7 +100,8 @@ fn median(v: &mut [f64]) -> f64 {
 impl BenchArgs {
     /// Runs the benchmark and prints its table.
     pub fn run(&self) -> Result<(), Failure> {
-        let cfg = crate::with_memory(GpuConfig::h800(), self.memory);
+        let mut cfg = crate::with_memory(GpuConfig::h800(), self.memory);
+        cfg.transaction.arrival_controller = self.arrival_controller;
         let mut rows = Vec::new();
         let p = Fa3Params {
             heads: 64,
@@ -139,6 +144,7 @@ impl BenchArgs {
         if self.json {
             let v = serde_json::json!({
                 "memory_model": cfg.memory.name(),
+                "arrival_controller": cfg.transaction.arrival_controller,
                 "runs_per_workload": self.runs,
                 "runs": rows,
                 "fa3_cycles_per_s": rows[0].cycles_per_s,
@@ -149,8 +155,19 @@ impl BenchArgs {
             return crate::out(&format!("{text}\n"));
         }
         let mut s = format!(
-            "memory model: {}; median of {} run(s) each\n{:<28} {:>10} {:>9} {:>12} {:>10}\n",
-            cfg.memory, self.runs, "workload", "cycles", "wall s", "cycles/s", "arena MB"
+            "memory model: {}{}; median of {} run(s) each\n{:<28} {:>10} {:>9} {:>12} {:>10}\n",
+            cfg.memory,
+            if cfg.transaction.arrival_controller {
+                " (arrival-order controller)"
+            } else {
+                ""
+            },
+            self.runs,
+            "workload",
+            "cycles",
+            "wall s",
+            "cycles/s",
+            "arena MB"
         );
         for r in &rows {
             s.push_str(&format!(

@@ -266,11 +266,19 @@ struct SimGpuArgs {
     /// line (the line-level reference) or fixed.
     #[arg(long, value_name = "MODEL", value_parser = parse_memory)]
     memory: Option<MemoryModel>,
+    /// With the transaction model, land each TMA operation no sooner than
+    /// the line-level FR-FCFS controller, serving the DRAM reads in
+    /// arrival order, returns them (`transaction.arrival_controller`):
+    /// the line model's DRAM timing at about half the speed.
+    #[arg(long)]
+    arrival_controller: bool,
 }
 
 impl SimGpuArgs {
     fn resolve(&self) -> Result<GpuConfig, Failure> {
-        self.gpu.resolve().map(|c| with_memory(c, self.memory))
+        let mut c = with_memory(self.gpu.resolve()?, self.memory);
+        c.transaction.arrival_controller |= self.arrival_controller;
+        Ok(c)
     }
 }
 

@@ -195,6 +195,9 @@ pub struct Report {
     pub arena_bytes: usize,
     /// Memory model: `"transaction"`, `"line"` or `"fixed"`.
     pub memory_model: String,
+    /// Whether the transaction model landed operations by the
+    /// arrival-order controller (`transaction.arrival_controller`).
+    pub arrival_controller: bool,
     /// TMA line requests (0 with the fixed port).
     pub tma_lines: u64,
     /// L2 requests after coalescing.
@@ -288,6 +291,8 @@ impl Report {
             compute_cycles: st.compute_cycles,
             bytes_loaded: st.bytes_loaded,
             memory_model: cfg.memory.name().to_string(),
+            arrival_controller: cfg.memory == simfa_core::config::MemoryModel::Transaction
+                && cfg.transaction.arrival_controller,
             tma_lines: st.tma_lines,
             l2_requests: s.memory.map_or(0, |m| m.l2_requests),
             l2_hits: s.memory.map_or(0, |m| m.l2_hits + m.shadow_hits),

@@ -14,6 +14,13 @@ fn cfg(memory: MemoryModel) -> GpuConfig {
     c
 }
 
+/// The transaction model landing by the arrival-order controller.
+fn arrival() -> GpuConfig {
+    let mut c = cfg(MemoryModel::Transaction);
+    c.transaction.arrival_controller = true;
+    c
+}
+
 fn arena(cfg: &GpuConfig, k: &Kernel) -> Vec<u8> {
     vec![0u8; Simulator::<NoStream>::arena_size(cfg, k).unwrap()]
 }
@@ -117,6 +124,17 @@ fn gemm_resumes_transaction() {
 #[test]
 fn fa3_resumes_transaction() {
     let c = cfg(MemoryModel::Transaction);
+    check_resumes(&c, &small_fa3(&c));
+}
+
+#[test]
+fn gemm_resumes_arrival_controller() {
+    check_resumes(&arrival(), &small_gemm());
+}
+
+#[test]
+fn fa3_resumes_arrival_controller() {
+    let c = arrival();
     check_resumes(&c, &small_fa3(&c));
 }
 
@@ -243,13 +261,15 @@ fn a_resealed_damaged_snapshot_never_panics_when_run() {
     // A low watchdog bounds runs a damaged loop counter would stretch.
     let mut failures = Vec::new();
     let mut cases = 0;
-    for (memory, step) in [
-        (MemoryModel::Fixed, 3),
-        (MemoryModel::Line, 9),
-        (MemoryModel::Transaction, 9),
+    for (memory, arrival, step) in [
+        (MemoryModel::Fixed, false, 3),
+        (MemoryModel::Line, false, 9),
+        (MemoryModel::Transaction, false, 9),
+        (MemoryModel::Transaction, true, 27),
     ] {
         // A small GPU keeps the snapshot (and each restore) small.
         let mut c = cfg(memory);
+        c.transaction.arrival_controller = arrival;
         c.sms = 8;
         c.l2.slices = 4;
         c.l2.sets = 16;
@@ -275,7 +295,7 @@ fn a_resealed_damaged_snapshot_never_panics_when_run() {
                     }
                 }));
                 if run.is_err() {
-                    failures.push((memory, i, v));
+                    failures.push((memory, arrival, i, v));
                 }
                 cases += 1;
             }

@@ -176,13 +176,21 @@ pub struct TxnConfig {
     /// Entries of each SM pair's request coalescer (in-flight chunks it
     /// remembers), a power of two.
     pub coalescer_entries: u16,
+    /// Also serve the DRAM reads, in the order they reach the DRAM, with
+    /// the line-level FR-FCFS controller, and land each operation no
+    /// sooner than that says (see [`crate::mem::txn::arrival`]): the
+    /// line-level model's DRAM timing at about half the speed.
+    #[serde(default)]
+    pub arrival_controller: bool,
 }
 
 impl TxnConfig {
-    /// The presets' values: chunks of up to 32 lines, 64 coalescer entries.
+    /// The presets' values: chunks of up to 32 lines, 64 coalescer
+    /// entries, landings from the HBM service model alone.
     pub const DEFAULT: TxnConfig = TxnConfig {
         chunk_lines: 32,
         coalescer_entries: 64,
+        arrival_controller: false,
     };
 
     /// Checks every field's range.

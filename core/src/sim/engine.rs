@@ -34,10 +34,11 @@ pub(crate) struct TmaTables<'a> {
 }
 
 impl<'a, S: StreamSource> Simulator<'a, S> {
-    /// Hands a TMA operation of SM `sm` whose setup ends at `leave` to the
-    /// transaction-level memory and returns the cycle it lands; `None`
+    /// Hands TMA operation `id` of SM `sm` whose setup ends at `leave` to
+    /// the transaction-level memory and returns the cycle it lands; `None`
     /// with the other models. The DRAM requests it causes enter the
     /// digest (and the observer) now, with the cycles they happen at.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn txn_transfer(
         &mut self,
         sm: u16,
@@ -45,6 +46,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         shape: Shape<'_>,
         bytes: u64,
         leave: u64,
+        id: u32,
         obs: &mut impl Observer,
     ) -> Option<u64> {
         let Mem::Txn(mem) = &mut self.mem else {
@@ -56,6 +58,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             shape,
             bytes,
             start: leave,
+            now: self.now,
+            id,
         };
         let mut sink = TxnEvents {
             digest: &mut self.digest,
@@ -65,6 +69,22 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let out = mem.transfer(&op, &mut sink);
         self.stats.tma_lines += out.lines;
         Some(out.done)
+    }
+
+    /// When load `op` (mbarrier `bar`; `u16::MAX` for a store), due to
+    /// land now by the transaction-level memory, lands: now, or a later
+    /// cycle to land or ask again then, with the arrival-order controller
+    /// (`transaction.arrival_controller`); now with the other models (and
+    /// under `Fault::EarlyTma`, which must land early).
+    pub(super) fn txn_landing(&mut self, op: u32, bar: u16) -> u64 {
+        let now = self.now;
+        let early = matches!(self.cfg.fault, Fault::EarlyTma { .. });
+        match &mut self.mem {
+            Mem::Txn(mem) if bar != u16::MAX && !early && mem.lands_by_arrival() => {
+                mem.landing(op, now)
+            }
+            _ => now,
+        }
     }
 
     pub(super) fn engine_mut(&mut self, sm: usize) -> &mut Engine {

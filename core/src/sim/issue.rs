@@ -519,8 +519,9 @@ impl<S: StreamSource> Simulator<'_, S> {
             )),
             _ => None,
         };
-        let done = done
-            .or_else(|| self.txn_transfer(t.sm, dir == Direction::Store, shape, bytes, leave, obs));
+        let done = done.or_else(|| {
+            self.txn_transfer(t.sm, dir == Direction::Store, shape, bytes, leave, id, obs)
+        });
         let external = matches!(self.mem, super::Mem::External(_));
         match done {
             None if external => self.ext_issue(ti, bar, dir, shape, bytes, leave, id)?,
@@ -701,7 +702,22 @@ impl<S: StreamSource> Simulator<'_, S> {
                 bar,
                 bytes,
                 op,
-            } => self.finish_transfer(thread as usize, bar, bytes, op, obs)?,
+            } => {
+                let at = self.txn_landing(op, bar);
+                if at > self.now {
+                    self.push(
+                        at,
+                        Ev::TmaDone {
+                            thread,
+                            bar,
+                            bytes,
+                            op,
+                        },
+                    )?;
+                } else {
+                    self.finish_transfer(thread as usize, bar, bytes, op, obs)?
+                }
+            }
             Ev::TmaEarly { slot, op } => self.signal_early(slot as usize, op, obs)?,
             Ev::TmaTick { sm } => {
                 self.engine_mut(sm as usize).tick_pending = false;

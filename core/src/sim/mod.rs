@@ -203,6 +203,7 @@ impl Plan {
                     &cfg.transaction,
                     cfg.sms,
                     self.dcap,
+                    self.sms * self.tma_slots,
                     l,
                 )
             }
@@ -322,6 +323,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 &cfg.transaction,
                 cfg.sms,
                 plan.dcap,
+                plan.sms * plan.tma_slots,
                 cfg.seed,
                 &mut a,
             )?

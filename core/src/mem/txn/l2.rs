@@ -341,6 +341,16 @@ impl<'a> ChunkTable<'a> {
         None
     }
 
+    /// Entries of a table of `slices x sets x ways` (saturating).
+    pub fn entries_for(slices: usize, sets: usize, ways: usize) -> usize {
+        slices.saturating_mul(sets).saturating_mul(ways)
+    }
+
+    /// Entries in the table.
+    pub fn entry_count(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Entry `i`.
     pub fn entry(&self, i: usize) -> &Entry {
         &self.entries[i]
@@ -404,7 +414,8 @@ impl<'a> ChunkTable<'a> {
 
     /// Makes `p` resident in slice `slice` as most recently used, evicting
     /// least recently used entries of its set (each handed to `evicted`)
-    /// until it fits. The caller has checked it is not resident.
+    /// until it fits, and returns its entry index (`None` only for a
+    /// damaged table). The caller has checked it is not resident.
     #[allow(clippy::too_many_arguments)]
     pub fn insert(
         &mut self,
@@ -415,7 +426,7 @@ impl<'a> ChunkTable<'a> {
         ready: u64,
         lat: u16,
         mut evicted: impl FnMut(Entry),
-    ) {
+    ) -> Option<usize> {
         let key = p.key();
         let [a, b] = self.sets_of(slice, key, p.count);
         let set = if self.meta[b].used < self.meta[a].used {
@@ -450,7 +461,7 @@ impl<'a> ChunkTable<'a> {
                 self.top[set] = (64 - (valid | 1 << w).leading_zeros()) as u8;
                 self.meta[set].used += weight;
                 self.occ[slice] += weight as u32;
-                return;
+                return Some(base + w);
             }
             // Evict the least recently used entry.
             let mut victim = None;
@@ -468,7 +479,7 @@ impl<'a> ChunkTable<'a> {
             let Some(v) = victim else {
                 // Nothing to evict yet no room: only a damaged snapshot
                 // gets here. Give up rather than loop.
-                return;
+                return None;
             };
             let e = self.entries[v];
             self.fps[v] = 0;
@@ -660,7 +671,9 @@ mod tests {
                 let p = pat(f, n);
                 match t.find(0, &p) {
                     Some(i) => t.touch(i),
-                    None => t.insert(0, &p, HOME, false, 0, 0, |_| {}),
+                    None => {
+                        t.insert(0, &p, HOME, false, 0, 0, |_| {});
+                    }
                 }
                 for w in 0..sets * ways {
                     if t.fps[w] != 0 {

@@ -46,7 +46,10 @@
 //!    chunk dirty; evicted dirty chunks are written back. Far hits and
 //!    fills make shadow copies under the proxy's threshold and
 //!    probability, drawn from the seeded generator.
-//! 6. **HBM** is a service model per pseudo-channel ([`hbm`]).
+//! 6. **HBM** is a service model per pseudo-channel ([`hbm`]). With
+//!    `transaction.arrival_controller`, the DRAM requests are also served
+//!    in arrival order by the line-level controller, which decides when
+//!    operations land ([`arrival`]).
 //!
 //! # Determinism and bounds
 //!
@@ -61,9 +64,11 @@
 //! fewer, heavier entries); near or far is per chunk; a chunk's lines share
 //! one fill-ready cycle; the coalescer and MSHR merges work on chunks;
 //! resources are booked in hand-over order rather than event order, and
-//! HBM serves in hand-over order rather than FR-FCFS. `simfa validate
+//! HBM serves in hand-over order rather than FR-FCFS (unless
+//! `transaction.arrival_controller` decides landings). `simfa validate
 //! memory` measures the effect on whole kernels.
 
+pub mod arrival;
 pub mod gen;
 pub mod hbm;
 pub mod l2;
@@ -84,6 +89,7 @@ use crate::observer::Event;
 use crate::port::Shape;
 use crate::rand::Rng;
 
+use arrival::{ArrivalDram, FillRef};
 use gen::{for_each_line, Chunker, Lines};
 use hbm::Hbm;
 use l2::{ChunkTable, Pattern, HOME, SHADOW};
@@ -127,6 +133,10 @@ pub struct TxnOp<'k> {
     pub bytes: u64,
     /// Cycle its setup ends: its lines may leave the engine from then.
     pub start: u64,
+    /// The simulator's clock when it is handed over (at most `start`).
+    pub now: u64,
+    /// Its id, by which [`TxnMemory::landing`] is asked about it.
+    pub id: u32,
 }
 
 /// What became of an operation.
@@ -137,6 +147,12 @@ pub struct TxnDone {
     pub done: u64,
     /// Line requests it emitted.
     pub lines: u64,
+}
+
+/// Operation tags for at most `ops` operations in flight: a power of two,
+/// so that operations in flight never share one.
+fn op_tags(ops: usize) -> usize {
+    ops.max(1).next_power_of_two()
 }
 
 /// Cycles of return times each SM's engine keeps count of: a line that
@@ -259,6 +275,18 @@ struct Model<'a> {
     coal_n: usize,
     chunks: ChunkTable<'a>,
     hbm: Hbm<'a>,
+    /// With `transaction.arrival_controller`: the line-level controller
+    /// serving the DRAM requests in arrival order, and per chunk entry
+    /// and per coalescer entry the fill its reads wait for (empty
+    /// without).
+    arrival: Option<ArrivalDram<'a>>,
+    entry_fill: &'a mut [FillRef],
+    coal_fill: &'a mut [FillRef],
+    /// The operation being timed, the fill of the chunk being timed, and
+    /// the fill the chunk last looked up waits for.
+    cur_op: u32,
+    cur_fill: FillRef,
+    last_dep: FillRef,
     stats: MemStats,
     early_hits: bool,
     /// Scratch: the lines of the chunk being timed.
@@ -288,8 +316,9 @@ impl Sizes {
 }
 
 impl<'a> TxnMemory<'a> {
-    /// Accounts in `l` for every table of the model for `sms` SMs and a
-    /// dedup set of `dedup_lines` lines.
+    /// Accounts in `l` for every table of the model for `sms` SMs, a
+    /// dedup set of `dedup_lines` lines and at most `ops` operations in
+    /// flight.
     #[allow(clippy::too_many_arguments)]
     pub fn layout(
         l2: &L2Config,
@@ -297,6 +326,7 @@ impl<'a> TxnMemory<'a> {
         txn: &TxnConfig,
         sms: u16,
         dedup_lines: usize,
+        ops: usize,
         l: &mut Layout,
     ) -> Result<(), BuildError> {
         let z = Sizes::new(l2, txn, sms);
@@ -309,10 +339,21 @@ impl<'a> TxnMemory<'a> {
         l.add::<u64>(l2.slices as usize)?;
         l.add::<Coal>(z.coal)?;
         ChunkTable::layout(l2.slices as usize, l2.sets as usize, l2.ways as usize, l)?;
-        Hbm::layout(dram, l)
+        Hbm::layout(dram, l)?;
+        if txn.arrival_controller {
+            ArrivalDram::layout(dram, op_tags(ops), l)?;
+            l.add::<FillRef>(ChunkTable::entries_for(
+                l2.slices as usize,
+                l2.sets as usize,
+                l2.ways as usize,
+            ))?;
+            l.add::<FillRef>(z.coal)?;
+        }
+        Ok(())
     }
 
-    /// Builds the model from `a`; `seed` feeds the proxy's draws.
+    /// Builds the model from `a` (sized by [`TxnMemory::layout`] with
+    /// the same arguments); `seed` feeds the proxy's draws.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         l2: &L2Config,
@@ -321,6 +362,7 @@ impl<'a> TxnMemory<'a> {
         txn: &TxnConfig,
         sms: u16,
         dedup_lines: usize,
+        ops: usize,
         seed: u64,
         a: &mut Arena<'a>,
     ) -> Result<Self, BuildError> {
@@ -336,6 +378,19 @@ impl<'a> TxnMemory<'a> {
         let coal = a.alloc(z.coal, Coal::default(), what)?;
         let chunks = ChunkTable::new_in(a, l2.slices as usize, l2.sets as usize, l2.ways as usize)?;
         let hbm = Hbm::new(dram, a)?;
+        let (arrival, entry_fill, coal_fill) = if txn.arrival_controller {
+            let fill = l2.fill_latency as u64;
+            let arrival = ArrivalDram::new(dram, op_tags(ops), fill, a)?;
+            let entry_fill = a.alloc(chunks.entry_count(), FillRef::NONE, what)?;
+            let coal_fill = a.alloc(z.coal, FillRef::NONE, what)?;
+            (Some(arrival), entry_fill, coal_fill)
+        } else {
+            (
+                None,
+                a.alloc(0, FillRef::NONE, what)?,
+                a.alloc(0, FillRef::NONE, what)?,
+            )
+        };
         Ok(TxnMemory {
             dedup,
             m: Model {
@@ -357,6 +412,12 @@ impl<'a> TxnMemory<'a> {
                 coal_n: z.coal / z.pairs.max(1),
                 chunks,
                 hbm,
+                arrival,
+                entry_fill,
+                coal_fill,
+                cur_op: 0,
+                cur_fill: FillRef::NONE,
+                last_dep: FillRef::NONE,
                 stats: MemStats::default(),
                 early_hits: false,
                 run: Run::default(),
@@ -393,6 +454,13 @@ impl<'a> TxnMemory<'a> {
     /// earlier operation's (the engine serves them in order anyway).
     pub fn transfer(&mut self, op: &TxnOp<'_>, sink: &mut impl TxnSink) -> TxnDone {
         let m = &mut self.m;
+        if let Some(arr) = &mut m.arrival {
+            // Requests handed over from now on reach the DRAM at `now +
+            // xbar_latency` or later: those before are all known.
+            arr.serve_until(op.now + m.l2.xbar_latency as u64);
+            arr.begin(op.id);
+            m.cur_op = op.id;
+        }
         let sm = (op.sm as usize).min(m.engines.len().saturating_sub(1));
         let Some(mut eng) = m.engines.get(sm).copied() else {
             return TxnDone {
@@ -649,13 +717,38 @@ impl Model<'_> {
         (go, i)
     }
 
-    /// One DRAM access of line `line` at `t`; returns its completion.
-    fn dram(&mut self, t: u64, line: u64, write: bool, sink: &mut impl TxnSink) -> u64 {
+    /// One DRAM access of line `line` at `t`; returns its completion. A
+    /// read of the current operation is at its SM `after` cycles after
+    /// that (for the arrival-order controller).
+    fn dram(
+        &mut self,
+        t: u64,
+        line: u64,
+        write: bool,
+        after: Option<u64>,
+        sink: &mut impl TxnSink,
+    ) -> u64 {
         let addr = line << self.shift;
-        let d = self.dram.decode(self.l2.dram_address(addr));
+        let daddr = self.l2.dram_address(addr);
+        let d = self.dram.decode(daddr);
         let bank = d.bank_group as usize * self.dram.banks_per_group as usize + d.bank as usize;
         sink.dram(t, write, addr);
+        if let Some(arr) = &mut self.arrival {
+            let op = after.map(|a| (self.cur_op, a));
+            let fill = if write { FillRef::NONE } else { self.cur_fill };
+            arr.request(t, daddr, d.channel, write, op, fill);
+        }
         self.hbm.access(t, d.channel, bank, d.row, write)
+    }
+
+    /// The current operation's read waits for fill `f` (if the
+    /// arrival-order controller runs), `after` cycles from the fill to
+    /// the SM.
+    #[inline]
+    fn depend(&mut self, f: FillRef, after: u64) {
+        if let Some(arr) = &mut self.arrival {
+            arr.depend(self.cur_op, f, after);
+        }
     }
 
     /// Writes back evicted chunk `e` at `t` if it is a dirty home copy.
@@ -668,7 +761,7 @@ impl Model<'_> {
         for_each_line(&p, |_, line| {
             if (self.slice_of(line) >= half) as u8 == p.part {
                 self.stats.dram_writes += 1;
-                self.dram(t, line, true, sink);
+                self.dram(t, line, true, None, sink);
             }
         });
     }
@@ -687,9 +780,18 @@ impl Model<'_> {
         sink: &mut impl TxnSink,
     ) {
         let mut out: heapless::Vec<l2::Entry, 64> = heapless::Vec::new();
-        self.chunks.insert(slice, p, kind, dirty, ready, lat, |e| {
+        let at = self.chunks.insert(slice, p, kind, dirty, ready, lat, |e| {
             let _ = out.push(e);
         });
+        // A read fill's entry waits for that fill; a store's or shadow's
+        // for none.
+        if let Some(f) = at.and_then(|i| self.entry_fill.get_mut(i)) {
+            *f = if kind == HOME && !dirty {
+                self.cur_fill
+            } else {
+                FillRef::NONE
+            };
+        }
         // By index: moving the vector into an iterator would copy it.
         for i in 0..out.len() {
             self.evicted(t, out[i], sink);
@@ -854,6 +956,7 @@ impl Model<'_> {
         let w = p.weight as u64;
         let e0 = self.run.emit[part][0];
         let coal_slot = (sm / 2) * self.coal_n + (p.key() as usize & (self.coal_n - 1));
+        self.last_dep = FillRef::NONE;
         // What the chunk meets, decided at its first line.
         let outcome = if store {
             Outcome::Store
@@ -869,11 +972,15 @@ impl Model<'_> {
                         self.chunks.touch(i);
                         Outcome::Shadow(self.chunks.entry(i).ready)
                     }
-                    _ => self.lookup(home, p, e0 + xbar + far_lat),
+                    _ => self.lookup(home, p, e0 + xbar + far_lat, back),
                 }
             } else {
-                self.lookup(home, p, e0 + back)
+                self.lookup(home, p, e0 + back, back)
             }
+        };
+        self.cur_fill = match (&mut self.arrival, outcome) {
+            (Some(arr), Outcome::Miss) => arr.new_fill(),
+            _ => FillRef::NONE,
         };
         let (mut first_back, mut last_back) = (u64::MAX, 0u64);
         let mut look = u64::MAX;
@@ -889,6 +996,9 @@ impl Model<'_> {
         // inside it and never change the timing.
         match outcome {
             Outcome::Coalesced(at) => {
+                if let Some(&f) = self.coal_fill.get(coal_slot) {
+                    self.depend(f, back);
+                }
                 self.stats.coalesced += w;
                 let e = self.run.emit[part][..n].iter().max();
                 let r = at.max(e.copied().unwrap_or(0));
@@ -1015,6 +1125,12 @@ impl Model<'_> {
             _ => {}
         }
         if !store {
+            if let Some(f) = self.coal_fill.get_mut(coal_slot) {
+                *f = match outcome {
+                    Outcome::Miss => self.cur_fill,
+                    _ => self.last_dep,
+                };
+            }
             self.coal[coal_slot] = Coal {
                 pat: *p,
                 first_emit: e0,
@@ -1072,7 +1188,8 @@ impl Model<'_> {
                 self.stats.l2_misses += 1;
                 self.stats.dram_reads += 1;
                 let (go, mi) = self.mshr_take(slice, t);
-                let c = self.dram(go, line, false, sink);
+                let after = self.l2.fill_latency as u64 + back;
+                let c = self.dram(go, line, false, Some(after), sink);
                 let fill = c + self.l2.fill_latency as u64;
                 self.mshr[mi][1] = fill;
                 *ready_max = (*ready_max).max(fill);
@@ -1099,13 +1216,23 @@ impl Model<'_> {
         sink.note(c, ev);
     }
 
-    /// Looks chunk `p` up in its home slice for a read arriving about `t`.
-    fn lookup(&mut self, home: usize, p: &Pattern, t: u64) -> Outcome {
+    /// Looks chunk `p` up in its home slice for a read arriving about `t`
+    /// whose data is back at the SM `back` cycles after it leaves the L2.
+    fn lookup(&mut self, home: usize, p: &Pattern, t: u64, back: u64) -> Outcome {
         match self.chunks.find(home, p) {
             Some(i) => {
                 self.chunks.touch(i);
-                let e = self.chunks.entry(i);
-                if since(e) <= t {
+                let e = *self.chunks.entry(i);
+                if let Some(&f) = self.entry_fill.get(i) {
+                    self.last_dep = f;
+                    let hit = if since(&e) <= t {
+                        self.l2.hit_latency as u64
+                    } else {
+                        0
+                    };
+                    self.depend(f, hit + back);
+                }
+                if since(&e) <= t {
                     Outcome::Resident(e.ready)
                 } else {
                     Outcome::Refill(i, e.lat as u64)
@@ -1117,6 +1244,25 @@ impl Model<'_> {
 }
 
 impl TxnMemory<'_> {
+    /// Whether operations' landings wait for the arrival-order controller
+    /// (`transaction.arrival_controller`); without it
+    /// [`TxnMemory::landing`] always answers `now`.
+    pub fn lands_by_arrival(&self) -> bool {
+        self.m.arrival.is_some()
+    }
+
+    /// Operation `id`, handed over earlier, has reached the landing
+    /// [`TxnMemory::transfer`] gave it at `now`: the cycle it lands (`now`:
+    /// now), or a later cycle to land or to ask again then (see
+    /// [`arrival`]).
+    pub fn landing(&mut self, id: u32, now: u64) -> u64 {
+        let xbar = self.m.l2.xbar_latency as u64;
+        match &mut self.m.arrival {
+            Some(arr) => arr.landing(id, now, xbar),
+            None => now,
+        }
+    }
+
     /// Writes the mutable state into a snapshot (the dedup set is empty
     /// between operations and not saved).
     pub(crate) fn save_state(
@@ -1134,7 +1280,13 @@ impl TxnMemory<'_> {
         w.slice(m.mshr_next)?;
         w.slice(m.coal)?;
         m.chunks.save_state(w)?;
-        m.hbm.save_state(w)
+        m.hbm.save_state(w)?;
+        if let Some(arr) = &m.arrival {
+            arr.save_state(w)?;
+            w.slice(m.entry_fill)?;
+            w.slice(m.coal_fill)?;
+        }
+        Ok(())
     }
 
     /// Overwrites the mutable state from a snapshot.
@@ -1169,6 +1321,12 @@ impl TxnMemory<'_> {
         r.slice(m.mshr_next)?;
         r.slice(m.coal)?;
         m.chunks.load_state(r)?;
-        m.hbm.load_state(r)
+        m.hbm.load_state(r)?;
+        if let Some(arr) = &mut m.arrival {
+            arr.load_state(r)?;
+            r.slice(m.entry_fill)?;
+            r.slice(m.coal_fill)?;
+        }
+        Ok(())
     }
 }

@@ -33,6 +33,8 @@ fn bulk(addr: u64, bytes: u64, start: u64) -> TxnOp<'static> {
         shape: Shape::Linear { addr },
         bytes,
         start,
+        now: start,
+        id: 0,
     }
 }
 
@@ -42,7 +44,7 @@ fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
     cfg.tma.max_lines = 2;
     let mut l = Layout::new();
     let sms = cfg.sms;
-    TxnMemory::layout(&cfg.l2, &cfg.dram, &cfg.transaction, sms, 64, &mut l).unwrap();
+    TxnMemory::layout(&cfg.l2, &cfg.dram, &cfg.transaction, sms, 64, 64, &mut l).unwrap();
     let mut buf = std::vec![0u8; l.bytes()];
     let mut a = Arena::new(&mut buf);
     let mut m = TxnMemory::new(
@@ -51,6 +53,7 @@ fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
         &cfg.tma,
         &cfg.transaction,
         sms,
+        64,
         64,
         7,
         &mut a,
