@@ -385,7 +385,15 @@ impl<'a> ArrivalDram<'a> {
             let next = (self.heap_len > 0)
                 .then(|| self.top_arrival())
                 .filter(|&a| a <= end);
-            self.run(next.unwrap_or(end));
+            // With nothing to hand over and nothing due by `end`, running
+            // the controller can wait: it serves every event at its own
+            // clock whenever it is run, and runs before each hand-over.
+            let idle = next.is_none()
+                && self.waiting == 0
+                && self.ctl.next_event().is_none_or(|e| e > end);
+            if !idle {
+                self.run(next.unwrap_or(end));
+            }
             let Some(i) = next.and_then(|_| self.heap_pop()) else {
                 break;
             };
