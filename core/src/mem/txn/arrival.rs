@@ -390,7 +390,7 @@ impl<'a> ArrivalDram<'a> {
             // clock whenever it is run, and runs before each hand-over.
             let idle = next.is_none()
                 && self.waiting == 0
-                && self.ctl.next_event().is_none_or(|e| e > end);
+                && self.ctl.next_event().map_or(true, |e| e > end);
             if !idle {
                 self.run(next.unwrap_or(end));
             }
