@@ -379,6 +379,36 @@ fn memory_flag_picks_the_model_and_the_report_names_it() {
 }
 
 #[test]
+fn arrival_controller_flag_and_config_key_turn_it_on_and_the_report_says_so() {
+    let args = ["gemm", "--m", "512", "--n", "128", "--k", "512", "--json"];
+    let plain = json(&simfa(&args));
+    assert_eq!(plain["arrival_controller"], false);
+    let mut flagged = args.to_vec();
+    flagged.push("--arrival-controller");
+    let on = json(&simfa(&flagged));
+    assert_eq!(on["arrival_controller"], true);
+    assert_eq!(on["memory_model"], "transaction");
+    // The same run from a configuration file's key.
+    let dir = Scratch::new("arrival-controller");
+    let toml = dir.path("arrival.toml");
+    std::fs::write(
+        &toml,
+        "preset = \"h800\"\n[transaction]\narrival_controller = true\n",
+    )
+    .unwrap();
+    let mut from_file = args.to_vec();
+    from_file.extend(["--config", s(&toml)]);
+    let file = json(&simfa(&from_file));
+    assert_eq!(file["arrival_controller"], true);
+    assert_eq!(file["digest"], on["digest"]);
+    // Operations land no sooner than without it.
+    assert!(on["cycles"].as_u64() >= plain["cycles"].as_u64());
+    // Other models ignore it.
+    flagged.extend(["--memory", "line"]);
+    assert_eq!(json(&simfa(&flagged))["arrival_controller"], false);
+}
+
+#[test]
 fn unknown_memory_model_exits_2_and_names_the_choices() {
     let o = simfa(&[
         "gemm", "--m", "128", "--n", "128", "--k", "64", "--memory", "cache",

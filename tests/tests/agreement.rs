@@ -44,6 +44,28 @@ fn transaction_model_follows_the_line_model() {
     assert!(a.mape_percent < 2.0, "MAPE {}", a.mape_percent);
 }
 
+/// With the arrival-order controller deciding landings, every point of the
+/// quick suite, throughput cells included, is within the 3%.
+#[test]
+fn arrival_controller_follows_the_line_model_everywhere() {
+    let mut cfg = GpuConfig::h800();
+    cfg.transaction.arrival_controller = true;
+    let a = agreement(&cfg, Suite::Quick, &|_, _| {}).unwrap();
+    assert_eq!(a.points.len(), 29);
+    for p in &a.points {
+        assert!(
+            p.error_percent.abs() <= 3.0,
+            "{} {}: line {} transaction {} ({:+.2}%)",
+            p.group,
+            p.name,
+            p.line,
+            p.transaction,
+            p.error_percent
+        );
+    }
+    assert!(a.mape_percent < 1.0, "MAPE {}", a.mape_percent);
+}
+
 /// DRAM hand-overs and completions by line address (first of each), and
 /// every request in the order the model handed it to its DRAM.
 #[derive(Default)]
