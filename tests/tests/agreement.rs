@@ -30,16 +30,7 @@ fn transaction_model_follows_the_line_model() {
         // `first_tile_dram_latency` below and the README), and it sustains
         // up to 18% more on the full table (`simfa agreement`). Bounded
         // here so that it cannot grow.
-        let limit = if p.group == "tma-bw" { 12.0 } else { 3.0 };
-        assert!(
-            p.error_percent.abs() <= limit,
-            "{} {}: line {} transaction {} ({:+.2}%)",
-            p.group,
-            p.name,
-            p.line,
-            p.transaction,
-            p.error_percent
-        );
+        assert_within(p, if p.group == "tma-bw" { 12.0 } else { 3.0 });
     }
     assert!(a.mape_percent < 2.0, "MAPE {}", a.mape_percent);
 }
@@ -53,17 +44,23 @@ fn arrival_controller_follows_the_line_model_everywhere() {
     let a = agreement(&cfg, Suite::Quick, &|_, _| {}).unwrap();
     assert_eq!(a.points.len(), 29);
     for p in &a.points {
-        assert!(
-            p.error_percent.abs() <= 3.0,
-            "{} {}: line {} transaction {} ({:+.2}%)",
-            p.group,
-            p.name,
-            p.line,
-            p.transaction,
-            p.error_percent
-        );
+        assert_within(p, 3.0);
     }
     assert!(a.mape_percent < 1.0, "MAPE {}", a.mape_percent);
+}
+
+/// Point `p`'s transaction figure is within `limit` percent of the line
+/// model's.
+fn assert_within(p: &simfa_std::agreement::AgreementPoint, limit: f64) {
+    assert!(
+        p.error_percent.abs() <= limit,
+        "{} {}: line {} transaction {} ({:+.2}%)",
+        p.group,
+        p.name,
+        p.line,
+        p.transaction,
+        p.error_percent
+    );
 }
 
 /// DRAM hand-overs and completions by line address (first of each), and

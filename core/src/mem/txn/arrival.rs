@@ -48,6 +48,7 @@ use crate::arena::{Arena, Layout};
 use crate::codec::{Reader, SnapshotError, Writer};
 use crate::error::{BuildError, Capacity};
 use crate::mem::dram::{Completion, Dram, DramConfig};
+use crate::queue::{Entry, EventQueue};
 
 /// DRAM requests waiting to reach the controller, and records of those
 /// handed to it.
@@ -93,8 +94,6 @@ struct Dep {
 struct Req {
     /// SM cycle it reaches the DRAM.
     arrival: u64,
-    /// Hand-over order (ties in arrival).
-    seq: u64,
     /// DRAM byte address.
     addr: u64,
     channel: u16,
@@ -122,13 +121,11 @@ struct Op {
 /// documentation](self).
 pub struct ArrivalDram<'a> {
     ctl: Dram<'a>,
-    /// Min-heap of record indices by (arrival, seq): requests not handed to
-    /// the controller yet.
-    heap: &'a mut [u32],
-    heap_len: usize,
+    /// Record indices of the requests not handed to the controller yet, by
+    /// arrival cycle (ties in hand-over order).
+    queue: EventQueue<'a, u32>,
     reqs: &'a mut [Req],
     free: u32,
-    seq: u64,
     /// Per channel, the requests waiting for room in its queue (oldest
     /// first), as lists through `Req::next`.
     wait_head: &'a mut [u32],
@@ -146,7 +143,7 @@ impl<'a> ArrivalDram<'a> {
     /// operation tags (a power of two).
     pub fn layout(dram: &DramConfig, ops: usize, l: &mut Layout) -> Result<(), BuildError> {
         Dram::layout(dram, l)?;
-        l.add::<u32>(REQS)?;
+        l.add::<Entry<u32>>(REQS)?;
         l.add::<Req>(REQS)?;
         l.add::<u32>(dram.channels as usize)?;
         l.add::<u32>(dram.channels as usize)?;
@@ -165,7 +162,13 @@ impl<'a> ArrivalDram<'a> {
     ) -> Result<Self, BuildError> {
         let what = Capacity::MemoryPort;
         let ctl = Dram::new(dram, a)?;
-        let heap = a.alloc(REQS, 0u32, what)?;
+        let slot = Entry {
+            cycle: 0,
+            class: 0,
+            seq: 0,
+            event: 0u32,
+        };
+        let queue = EventQueue::new(a.alloc(REQS, slot, what)?);
         let reqs = a.alloc(REQS, Req::default(), what)?;
         for (i, r) in reqs.iter_mut().enumerate() {
             r.next = if i + 1 < REQS { i as u32 + 1 } else { NIL };
@@ -173,11 +176,9 @@ impl<'a> ArrivalDram<'a> {
         let c = dram.channels as usize;
         Ok(ArrivalDram {
             ctl,
-            heap,
-            heap_len: 0,
+            queue,
             reqs,
             free: 0,
-            seq: 0,
             wait_head: a.alloc(c, NIL, what)?,
             wait_tail: a.alloc(c, NIL, what)?,
             waiting: 0,
@@ -257,7 +258,7 @@ impl<'a> ArrivalDram<'a> {
             // Every record is in use: hand the earliest waiting requests
             // over to free some (an approximation only a huge backlog
             // meets); if none frees, this one keeps the model's timing.
-            if let Some(a) = self.heap_len.checked_sub(1).map(|_| self.top_arrival()) {
+            if let Some(a) = self.queue.next_cycle() {
                 self.serve_until(a + 1);
             }
             if self.free == NIL {
@@ -265,6 +266,10 @@ impl<'a> ArrivalDram<'a> {
             }
         }
         let i = self.free;
+        // Records in use are at most the queue's capacity: it has room.
+        if self.queue.push(arrival, 0, i).is_err() {
+            return;
+        }
         self.free = self.reqs[i as usize].next;
         let (opt, after) = match op {
             Some((id, after)) => {
@@ -279,7 +284,6 @@ impl<'a> ArrivalDram<'a> {
         }
         self.reqs[i as usize] = Req {
             arrival,
-            seq: self.seq,
             addr,
             channel,
             write,
@@ -288,8 +292,6 @@ impl<'a> ArrivalDram<'a> {
             fill,
             next: NIL,
         };
-        self.seq += 1;
-        self.heap_push(i);
     }
 
     /// When operation `id`, which the model lands at or before `now`, lands:
@@ -317,64 +319,6 @@ impl<'a> ArrivalDram<'a> {
         }
     }
 
-    fn key(&self, i: u32) -> (u64, u64) {
-        let r = &self.reqs[i as usize];
-        (r.arrival, r.seq)
-    }
-
-    fn top_arrival(&self) -> u64 {
-        self.reqs[self.heap[0] as usize].arrival
-    }
-
-    fn heap_push(&mut self, x: u32) {
-        let mut i = self.heap_len;
-        self.heap_len += 1;
-        let k = self.key(x);
-        while i > 0 {
-            let up = (i - 1) / 2;
-            if self.key(self.heap[up]) <= k {
-                break;
-            }
-            self.heap[i] = self.heap[up];
-            i = up;
-        }
-        self.heap[i] = x;
-    }
-
-    fn heap_pop(&mut self) -> Option<u32> {
-        if self.heap_len == 0 {
-            return None;
-        }
-        let top = self.heap[0];
-        self.heap_len -= 1;
-        let n = self.heap_len;
-        if n == 0 {
-            return Some(top);
-        }
-        let last = self.heap[n];
-        let k = self.key(last);
-        let mut i = 0;
-        loop {
-            let l = 2 * i + 1;
-            if l >= n {
-                break;
-            }
-            let r = l + 1;
-            let c = if r < n && self.key(self.heap[r]) < self.key(self.heap[l]) {
-                r
-            } else {
-                l
-            };
-            if k <= self.key(self.heap[c]) {
-                break;
-            }
-            self.heap[i] = self.heap[c];
-            i = c;
-        }
-        self.heap[i] = last;
-        Some(top)
-    }
-
     /// Hands the controller, in arrival order, every request that arrives
     /// before `h`, and runs it up to cycle `h - 1`.
     pub fn serve_until(&mut self, h: u64) {
@@ -382,9 +326,7 @@ impl<'a> ArrivalDram<'a> {
             return;
         };
         loop {
-            let next = (self.heap_len > 0)
-                .then(|| self.top_arrival())
-                .filter(|&a| a <= end);
+            let next = self.queue.next_cycle().filter(|&a| a <= end);
             // With nothing to hand over and nothing due by `end`, running
             // the controller can wait: it serves every event at its own
             // clock whenever it is run, and runs before each hand-over.
@@ -394,7 +336,7 @@ impl<'a> ArrivalDram<'a> {
             if !idle {
                 self.run(next.unwrap_or(end));
             }
-            let Some(i) = next.and_then(|_| self.heap_pop()) else {
+            let Some(i) = next.and_then(|_| self.queue.pop()).map(|e| e.event) else {
                 break;
             };
             let r = self.reqs[i as usize];
@@ -489,10 +431,9 @@ impl<'a> ArrivalDram<'a> {
     /// Writes the mutable state into a snapshot.
     pub(crate) fn save_state(&self, w: &mut Writer<'_>) -> Result<(), SnapshotError> {
         self.ctl.save_state(w)?;
-        w.val(&(self.heap_len as u64))?;
-        w.slice(&self.heap[..self.heap_len])?;
+        self.queue.save_state(w)?;
         w.slice(self.reqs)?;
-        w.val(&(self.free, self.seq, self.waiting, self.next_fill))?;
+        w.val(&(self.free, self.waiting, self.next_fill))?;
         w.slice(self.wait_head)?;
         w.slice(self.wait_tail)?;
         w.slice(self.fills)?;
@@ -503,17 +444,9 @@ impl<'a> ArrivalDram<'a> {
     /// Overwrites the mutable state from a snapshot.
     pub(crate) fn load_state(&mut self, r: &mut Reader<'_>) -> Result<(), SnapshotError> {
         self.ctl.load_state(r)?;
-        let n: u64 = r.val()?;
-        let n = usize::try_from(n)
-            .ok()
-            .filter(|&n| n <= self.heap.len())
-            .ok_or(SnapshotError::Corrupt {
-                what: "arrival-order DRAM queue length",
-            })?;
-        self.heap_len = n;
-        r.slice(&mut self.heap[..n])?;
+        self.queue.load_state(r)?;
         r.slice(self.reqs)?;
-        (self.free, self.seq, self.waiting, self.next_fill) = r.val()?;
+        (self.free, self.waiting, self.next_fill) = r.val()?;
         r.slice(self.wait_head)?;
         r.slice(self.wait_tail)?;
         r.slice(self.fills)?;
@@ -527,7 +460,7 @@ impl<'a> ArrivalDram<'a> {
     fn check(&self) -> Result<(), &'static str> {
         let n = self.reqs.len() as u32;
         let ok = |i: u32| i == NIL || i < n;
-        if !self.heap[..self.heap_len].iter().all(|&i| i < n) {
+        if !self.queue.entries().iter().all(|e| e.event < n) {
             return Err("arrival-order DRAM queue entry");
         }
         let ops = self.ops.len() as u32;
