@@ -54,7 +54,7 @@ mod presets;
 mod sched;
 mod state;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod tree;
 
 use core::fmt;

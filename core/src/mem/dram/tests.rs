@@ -11,6 +11,54 @@ use super::*;
 use crate::arena::Arena;
 use crate::time::Ratio;
 
+/// The reference for models that feed the controller themselves: line
+/// requests `(SM cycle, DRAM byte address, write)`, in any order, handed
+/// to a fresh controller of `cfg` in cycle order (ties in the order given)
+/// as the clock reaches them, one cycle at a time, each channel's requests
+/// that find its queue full waiting in order. Returns each request's
+/// completion cycle, in the order given, and the controller's counters.
+pub(crate) fn served_in_cycle_order(
+    cfg: &DramConfig,
+    reqs: &[(u64, u64, bool)],
+) -> (Vec<u64>, DramStats) {
+    let mut l = crate::arena::Layout::new();
+    Dram::layout(cfg, &mut l).unwrap();
+    let mut buf = vec![0u8; l.bytes()];
+    let mut a = Arena::new(&mut buf);
+    let mut dram = Dram::new(cfg, &mut a).unwrap();
+    let mut order: Vec<usize> = (0..reqs.len()).collect();
+    order.sort_by_key(|&i| reqs[i].0);
+    let mut waiting: Vec<::std::collections::VecDeque<usize>> =
+        vec![Default::default(); cfg.channels as usize];
+    let mut done = vec![u64::MAX; reqs.len()];
+    let (mut next, mut left, mut t) = (0, reqs.len(), 0u64);
+    while left > 0 {
+        for w in waiting.iter_mut() {
+            while let Some(&i) = w.front() {
+                let (_, addr, write) = reqs[i];
+                if dram.try_enqueue(t, addr, write, i as u32).is_err() {
+                    break;
+                }
+                w.pop_front();
+            }
+        }
+        while let Some(&i) = order.get(next).filter(|&&i| reqs[i].0 <= t) {
+            let (_, addr, write) = reqs[i];
+            let w = &mut waiting[cfg.decode(addr).channel as usize];
+            if !w.is_empty() || dram.try_enqueue(t, addr, write, i as u32).is_err() {
+                w.push_back(i);
+            }
+            next += 1;
+        }
+        t += 1;
+        dram.advance(t, &mut |c| {
+            done[c.tag as usize] = c.cycle;
+            left -= 1;
+        });
+    }
+    (done, dram.stats())
+}
+
 /// A small system that exercises every constraint quickly: 3 channels
 /// (not a power of two), 2 x 3 banks (enough for tFAW to bind), 4-line
 /// rows, short queues, frequent refresh.

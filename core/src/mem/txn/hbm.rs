@@ -813,7 +813,6 @@ mod tests {
 #[cfg(test)]
 mod experiment {
     use super::*;
-    use crate::mem::dram::Dram;
 
     /// Mean completion of a stream through both models.
     fn compare(cfg: &DramConfig, reqs: &[(u64, u64, bool)]) -> (f64, f64) {
@@ -828,61 +827,18 @@ mod experiment {
     ) -> (f64, f64, Vec<u64>, Vec<u64>) {
         let (stages, hstats) = hbm_stages(cfg, reqs);
         let hdone: Vec<u64> = stages.iter().map(|s| s[0]).collect();
-        let mut l = Layout::new();
-        Dram::layout(cfg, &mut l).unwrap();
-        let mut buf = vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut dram = Dram::new(cfg, &mut a).unwrap();
         let lb = cfg.line_bytes as u64;
-        let sum_h: u64 = hdone.iter().zip(reqs).map(|(c, r)| c - r.0).sum();
-        let mut sum_d = 0u64;
-        let mut pending: ::std::collections::VecDeque<(u64, u64, bool, u32)> = reqs
-            .iter()
-            .enumerate()
-            .map(|(i, &(now, line, write))| (now, line, write, i as u32))
-            .collect();
-        let mut done = vec![0u64; reqs.len()];
-        let mut t = 0u64;
-        // The line-level controller takes them in cycle order.
-        pending.make_contiguous().sort_by_key(|r| r.0);
-        let mut left = reqs.len();
-        let mut blocked = vec![false; cfg.channels as usize];
-        while left > 0 {
-            blocked.iter_mut().for_each(|b| *b = false);
-            let mut keep: ::std::collections::VecDeque<(u64, u64, bool, u32)> = Default::default();
-            while let Some(&(now, line, write, i)) = pending.front() {
-                if now > t {
-                    break;
-                }
-                pending.pop_front();
-                let ch = cfg.decode(line * lb).channel as usize;
-                if blocked[ch] || dram.try_enqueue(now.max(t), line * lb, write, i).is_err() {
-                    blocked[ch] = true;
-                    keep.push_back((now, line, write, i));
-                }
-            }
-            while let Some(x) = keep.pop_back() {
-                pending.push_front(x);
-            }
-            t += 1;
-            dram.advance(t, &mut |c| {
-                done[c.tag as usize] = c.cycle;
-                left -= 1;
-            });
-        }
-        for (i, &(now, _, _)) in reqs.iter().enumerate() {
-            sum_d += done[i] - now;
-        }
+        let bytes: Vec<(u64, u64, bool)> = reqs.iter().map(|&(t, l, w)| (t, l * lb, w)).collect();
+        let (done, dstats) = crate::mem::dram::tests::served_in_cycle_order(cfg, &bytes);
+        let mean = |c: &[u64]| {
+            let sum: u64 = c.iter().zip(reqs).map(|(c, r)| c - r.0).sum();
+            sum as f64 / reqs.len() as f64
+        };
         if ::std::env::var("SIMFA_TRACE").is_ok() {
             ::std::println!("this model: {hstats:?}");
-            ::std::println!("line-level: {:?}", dram.stats());
+            ::std::println!("line-level: {dstats:?}");
         }
-        (
-            sum_h as f64 / reqs.len() as f64,
-            sum_d as f64 / reqs.len() as f64,
-            hdone,
-            done,
-        )
+        (mean(&hdone), mean(&done), hdone, done)
     }
 
     /// The trace named by `SIMFA_TRACE` (timed format) on preset
