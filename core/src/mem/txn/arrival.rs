@@ -38,9 +38,9 @@
 //! "ask again at the horizon".
 //!
 //! Everything lives in arena tables sized before the run; a table that
-//! fills (more requests waiting than it holds) falls back to the service
-//! model's timing for the request that did not fit, never to a panic or a
-//! hang.
+//! fills (more requests not back from the controller, or more fills an
+//! operation waits for, than it holds) falls back to the service model's
+//! timing for what did not fit, never to a panic or a hang.
 
 use serde::{Deserialize, Serialize};
 
@@ -254,20 +254,11 @@ impl<'a> ArrivalDram<'a> {
         op: Option<(u32, u64)>,
         fill: FillRef,
     ) {
-        if self.free == NIL {
-            // Every record is in use: hand the earliest waiting requests
-            // over to free some (an approximation only a huge backlog
-            // meets); if none frees, this one keeps the model's timing.
-            if let Some(a) = self.queue.next_cycle() {
-                self.serve_until(a + 1);
-            }
-            if self.free == NIL {
-                return;
-            }
-        }
+        // Every record in use (a backlog of `REQS` requests not back from
+        // the controller): this one keeps the model's timing. Records in
+        // use are at most the queue's capacity, so the push cannot fail.
         let i = self.free;
-        // Records in use are at most the queue's capacity: it has room.
-        if self.queue.push(arrival, 0, i).is_err() {
+        if i == NIL || self.queue.push(arrival, 0, i).is_err() {
             return;
         }
         self.free = self.reqs[i as usize].next;
@@ -486,9 +477,9 @@ impl<'a> ArrivalDram<'a> {
 mod tests {
     use super::*;
     use crate::GpuConfig;
+    use ::std::vec;
+    use ::std::vec::Vec;
     use proptest::prelude::*;
-    use std::vec;
-    use std::vec::Vec;
 
     const OPS: usize = 1024;
 
@@ -502,45 +493,12 @@ mod tests {
         f(&mut arr, &cfg)
     }
 
-    /// The controller's completions for `reqs` (`(arrival, DRAM address)`
-    /// reads, listed in hand-over order, arriving at cycle 1 or later) fed
-    /// in arrival order cycle by cycle, each channel's overflow waiting in
-    /// order: the reference.
+    /// The reference: the controller's completions for reads `reqs`
+    /// (`(arrival, DRAM address)`, arriving at cycle 1 or later) fed in
+    /// arrival order cycle by cycle.
     fn reference(cfg: &DramConfig, reqs: &[(u64, u64)]) -> Vec<u64> {
-        let mut l = Layout::new();
-        Dram::layout(cfg, &mut l).unwrap();
-        let mut buf = vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut dram = Dram::new(cfg, &mut a).unwrap();
-        let mut order: Vec<usize> = (0..reqs.len()).collect();
-        order.sort_by_key(|&i| reqs[i].0);
-        let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); cfg.channels as usize];
-        let mut done = vec![u64::MAX; reqs.len()];
-        let mut next = 0;
-        let mut t = 0;
-        while done.contains(&u64::MAX) {
-            for w in waiting.iter_mut() {
-                while let Some(&i) = w.first() {
-                    if dram.try_enqueue(t, reqs[i].1, false, i as u32).is_err() {
-                        break;
-                    }
-                    w.remove(0);
-                }
-            }
-            while next < order.len() && reqs[order[next]].0 <= t {
-                let i = order[next];
-                let ch = cfg.decode(reqs[i].1).channel as usize;
-                if !waiting[ch].is_empty()
-                    || dram.try_enqueue(t, reqs[i].1, false, i as u32).is_err()
-                {
-                    waiting[ch].push(i);
-                }
-                next += 1;
-            }
-            t += 1;
-            dram.advance(t, &mut |c| done[c.tag as usize] = c.cycle);
-        }
-        done
+        let reads: Vec<(u64, u64, bool)> = reqs.iter().map(|&(t, a)| (t, a, false)).collect();
+        crate::mem::dram::tests::served_in_cycle_order(cfg, &reads).0
     }
 
     proptest! {

@@ -229,6 +229,14 @@ fn ways_where(fps: &[u8], base: usize, ways: usize, f: impl Fn(u64) -> u64) -> u
 }
 
 impl<'a> ChunkTable<'a> {
+    /// Entries of a table of `slices x sets x ways`.
+    pub fn entries_for(slices: usize, sets: usize, ways: usize) -> Result<usize, BuildError> {
+        slices
+            .checked_mul(sets)
+            .and_then(|x| x.checked_mul(ways))
+            .ok_or(BuildError::TooLarge)
+    }
+
     /// Accounts in `l` for a table of `slices x sets x ways`.
     pub fn layout(
         slices: usize,
@@ -236,10 +244,7 @@ impl<'a> ChunkTable<'a> {
         ways: usize,
         l: &mut Layout,
     ) -> Result<(), BuildError> {
-        let n = slices
-            .checked_mul(sets)
-            .and_then(|x| x.checked_mul(ways))
-            .ok_or(BuildError::TooLarge)?;
+        let n = Self::entries_for(slices, sets, ways)?;
         l.add::<Entry>(n)?;
         l.add::<u8>(n)?;
         l.add::<SetMeta>(slices * sets)?;
@@ -254,10 +259,7 @@ impl<'a> ChunkTable<'a> {
         sets: usize,
         ways: usize,
     ) -> Result<Self, BuildError> {
-        let n = slices
-            .checked_mul(sets)
-            .and_then(|x| x.checked_mul(ways))
-            .ok_or(BuildError::TooLarge)?;
+        let n = Self::entries_for(slices, sets, ways)?;
         let what = Capacity::MemoryPort;
         Ok(ChunkTable {
             entries: a.alloc(n, Entry::default(), what)?,
@@ -339,11 +341,6 @@ impl<'a> ChunkTable<'a> {
             w += 8;
         }
         None
-    }
-
-    /// Entries of a table of `slices x sets x ways` (saturating).
-    pub fn entries_for(slices: usize, sets: usize, ways: usize) -> usize {
-        slices.saturating_mul(sets).saturating_mul(ways)
     }
 
     /// Entries in the table.

@@ -342,11 +342,8 @@ impl<'a> TxnMemory<'a> {
         Hbm::layout(dram, l)?;
         if txn.arrival_controller {
             ArrivalDram::layout(dram, op_tags(ops), l)?;
-            l.add::<FillRef>(ChunkTable::entries_for(
-                l2.slices as usize,
-                l2.sets as usize,
-                l2.ways as usize,
-            ))?;
+            let (slices, sets, ways) = (l2.slices as usize, l2.sets as usize, l2.ways as usize);
+            l.add::<FillRef>(ChunkTable::entries_for(slices, sets, ways)?)?;
             l.add::<FillRef>(z.coal)?;
         }
         Ok(())
@@ -1223,16 +1220,15 @@ impl Model<'_> {
             Some(i) => {
                 self.chunks.touch(i);
                 let e = *self.chunks.entry(i);
+                let resident = since(&e) <= t;
                 if let Some(&f) = self.entry_fill.get(i) {
+                    // A hit is served `hit_latency` after the fill; a read
+                    // that leads the fill returns with it.
                     self.last_dep = f;
-                    let hit = if since(&e) <= t {
-                        self.l2.hit_latency as u64
-                    } else {
-                        0
-                    };
-                    self.depend(f, hit + back);
+                    let hit = if resident { self.l2.hit_latency } else { 0 };
+                    self.depend(f, hit as u64 + back);
                 }
-                if since(&e) <= t {
+                if resident {
                     Outcome::Resident(e.ready)
                 } else {
                     Outcome::Refill(i, e.lat as u64)
