@@ -192,12 +192,19 @@ impl<'a> Dram<'a> {
 
     /// Whether [`Dram::try_enqueue`] of this request would succeed now.
     pub fn can_accept(&self, addr: u64, write: bool) -> bool {
-        let ch = &self.chans[self.cfg.decode(addr).channel as usize];
-        if write {
-            ch.wq_len < self.p.wq
-        } else {
-            ch.rq_len < self.p.rq
-        }
+        self.has_room(self.cfg.decode(addr).channel as usize, write)
+    }
+
+    /// Whether pseudo-channel `channel`'s write (or read) queue has room
+    /// (a channel out of range has none).
+    pub fn has_room(&self, channel: usize, write: bool) -> bool {
+        self.chans.get(channel).is_some_and(|ch| {
+            if write {
+                ch.wq_len < self.p.wq
+            } else {
+                ch.rq_len < self.p.rq
+            }
+        })
     }
 
     /// Queues a line request arriving at SM cycle `now`; it completes with

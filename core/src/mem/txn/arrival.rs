@@ -403,10 +403,13 @@ impl<'a> ArrivalDram<'a> {
         for ch in 0..self.wait_head.len() {
             while let Some(i) = Some(self.wait_head[ch]).filter(|&i| i != NIL) {
                 let r = self.reqs[i as usize];
-                if self
-                    .ctl
-                    .try_enqueue(t.max(r.arrival), r.addr, r.write, i)
-                    .is_err()
+                // The queue's room first: a full channel stays full until
+                // the controller serves it, and `try_enqueue` decodes.
+                if !self.ctl.has_room(ch, r.write)
+                    || self
+                        .ctl
+                        .try_enqueue(t.max(r.arrival), r.addr, r.write, i)
+                        .is_err()
                 {
                     break;
                 }
