@@ -177,8 +177,8 @@ pub struct TxnConfig {
     /// remembers), a power of two.
     pub coalescer_entries: u16,
     /// Also serve the DRAM reads, in the order they reach the DRAM, with
-    /// the line-level FR-FCFS controller, and land each operation no
-    /// sooner than that says (see [`crate::mem::txn::arrival`]): the
+    /// the line-level FR-FCFS controller, and land each load when that
+    /// returns its reads (see [`crate::mem::txn::arrival`]): the
     /// line-level model's DRAM timing at about half the speed.
     #[serde(default)]
     pub arrival_controller: bool,

@@ -27,20 +27,27 @@
 //! write queues, per-channel waiting when full, FR-FCFS, refresh), which
 //! is run up to that horizon.
 //!
-//! An operation lands no sooner than the transaction model said, and no
-//! sooner than (a) each of its DRAM reads is back from the controller
-//! (plus the fill and return path the model added), and (b) each fill its
-//! reads waited for or hit — an L2 chunk filled by another operation's
-//! reads, or the chunk its SM pair's coalescer merged it with — is back
-//! from the controller. When the simulator reaches an operation's landing,
-//! it asks [`ArrivalDram::landing`]; until the controller has returned
-//! all of them (it has not run past the horizon yet), the answer is
-//! "ask again at the horizon".
+//! An operation lands when (a) each of its DRAM reads is back from the
+//! controller (plus the fill and return path the model added), (b) each
+//! fill its reads waited for or hit — an L2 chunk filled by another
+//! operation's reads, or the chunk its SM pair's coalescer merged it
+//! with — is back from the controller, and (c) its lines whose time the
+//! controller does not decide (L2 hits, shadow copies, and whatever did
+//! not fit in the tables below) are back as the model times them. The
+//! service model's own landing is not a floor: it is the hand-over-order
+//! timing this module replaces, and keeping it would keep its bias (the
+//! operation handed over last waiting longest). The simulator asks
+//! [`ArrivalDram::landing`] first once (c) is met, or one cycle after the
+//! hand-over; until the controller has returned all of (a) and (b) (it
+//! has not run past the horizon yet), the answer is "ask again at the
+//! horizon".
 //!
 //! Everything lives in arena tables sized before the run; a table that
 //! fills (more requests not back from the controller, or more fills an
 //! operation waits for, than it holds) falls back to the service model's
-//! timing for what did not fit, never to a panic or a hang.
+//! timing for what did not fit (a fill record reused before the
+//! operation lands, to the service model's landing), never to a panic
+//! or a hang.
 
 use serde::{Deserialize, Serialize};
 
@@ -115,6 +122,11 @@ struct Op {
     /// Its reads the controller has not returned.
     left: u32,
     deps: u8,
+    /// When the parts of it the controller does not time are back.
+    floor: u64,
+    /// When the service model lands it: the answer for a fill whose
+    /// record was reused before the operation landed.
+    model: u64,
 }
 
 /// The arrival-order controller and its bookkeeping; see the [module
@@ -223,22 +235,34 @@ impl<'a> ArrivalDram<'a> {
     }
 
     /// Operation `id` lands no sooner than fill `f`, plus `after` cycles.
-    pub fn depend(&mut self, id: u32, f: FillRef, after: u64) {
-        if f == FillRef::NONE {
-            return;
+    /// Returns whether the operation now waits for it.
+    pub fn depend(&mut self, id: u32, f: FillRef, after: u64) -> bool {
+        if f == FillRef::NONE || self.fill(f).is_none() {
+            return false;
         }
         let t = self.tag(id);
         let n = self.ops[t].deps as usize;
         let deps = &mut self.deps[t];
         if deps[..n].iter().any(|d| d.fill == f) {
-            return;
+            return true;
         }
-        // Beyond `DEPS` fills the operation keeps the model's landing for
+        // Beyond `DEPS` fills the operation keeps the model's timing for
         // the others.
         if n < DEPS {
             deps[n] = Dep { fill: f, after };
             self.ops[t].deps += 1;
+            return true;
         }
+        false
+    }
+
+    /// Operation `id`, handed over whole, lands no sooner than `floor`
+    /// (when its lines the controller does not time are back); the
+    /// service model lands it at `model`.
+    pub fn handed_over(&mut self, id: u32, floor: u64, model: u64) {
+        let t = self.tag(id);
+        self.ops[t].floor = floor;
+        self.ops[t].model = model;
     }
 
     /// Queues a DRAM request reaching DRAM byte address `addr` (pseudo-
@@ -253,13 +277,13 @@ impl<'a> ArrivalDram<'a> {
         write: bool,
         op: Option<(u32, u64)>,
         fill: FillRef,
-    ) {
+    ) -> bool {
         // Every record in use (a backlog of `REQS` requests not back from
         // the controller): this one keeps the model's timing. Records in
         // use are at most the queue's capacity, so the push cannot fail.
         let i = self.free;
         if i == NIL || self.queue.push(arrival, 0, i).is_err() {
-            return;
+            return false;
         }
         self.free = self.reqs[i as usize].next;
         let (opt, after) = match op {
@@ -283,13 +307,14 @@ impl<'a> ArrivalDram<'a> {
             fill,
             next: NIL,
         };
+        true
     }
 
-    /// When operation `id`, which the model lands at or before `now`, lands:
-    /// a cycle after `now` to land then, `now` to land now, or `now +
-    /// horizon` to ask again then (the controller has not returned all its
-    /// reads and fills yet). `horizon` is the least cycles from a
-    /// request's hand-over to its arrival at the DRAM.
+    /// When operation `id`, asked about at `now`, lands: a cycle after
+    /// `now` to land then, `now` to land now, or `now + horizon` to ask
+    /// again then (the controller has not returned all its reads and
+    /// fills yet). `horizon` is the least cycles from a request's
+    /// hand-over to its arrival at the DRAM.
     pub fn landing(&mut self, id: u32, now: u64, horizon: u64) -> u64 {
         self.serve_until(now + horizon.max(1));
         let t = self.tag(id);
@@ -298,15 +323,19 @@ impl<'a> ArrivalDram<'a> {
         let mut done = op.done;
         for k in 0..op.deps as usize {
             let d = self.deps[t][k];
-            if let Some(f) = self.fill(d.fill) {
-                open |= f.left > 0;
-                done = done.max(f.ready + d.after);
+            match self.fill(d.fill) {
+                Some(f) => {
+                    open |= f.left > 0;
+                    done = done.max(f.ready + d.after);
+                }
+                // Its record was reused: the service model's landing.
+                None => done = done.max(op.model),
             }
         }
         if open {
             now + horizon.max(1)
         } else {
-            done.max(now)
+            done.max(op.floor).max(now)
         }
     }
 
@@ -558,6 +587,48 @@ mod tests {
             // Past its completion: land at it (never before `now`).
             assert_eq!(arr.landing(7, want, 90), want);
             assert_eq!(arr.landing(7, want + 5, 90), want + 5);
+        });
+    }
+
+    /// Lands operation `id` by asking from `now` on as it says.
+    fn land(arr: &mut ArrivalDram<'_>, id: u32, mut now: u64) -> u64 {
+        loop {
+            let at = arr.landing(id, now, 90);
+            if at == now {
+                return now;
+            }
+            now = at;
+        }
+    }
+
+    #[test]
+    fn the_controller_decides_the_landing_not_the_service_model() {
+        with_arrival(|arr, cfg| {
+            let addr = 5 << 20;
+            let ch = cfg.decode(addr).channel;
+            let read = |id| Some((id, 25));
+            let want = reference(cfg, &[(1000, addr)])[0] + 25;
+            // The service model had it back much later: the controller's
+            // time wins, asked from one cycle after the hand-over.
+            arr.begin(1);
+            assert!(arr.request(1000, addr, ch, false, read(1), FillRef::NONE));
+            arr.handed_over(1, 0, want + 500);
+            assert_eq!(land(arr, 1, 991), want);
+            // Lines the controller does not time (hits) are a floor.
+            arr.begin(2);
+            assert!(arr.request(3000, addr, ch, false, read(2), FillRef::NONE));
+            arr.handed_over(2, 20_000, 30_000);
+            assert_eq!(land(arr, 2, 2991), 20_000);
+            // A fill whose record is reused while the operation waits: the
+            // service model's landing.
+            let f = arr.new_fill();
+            arr.begin(3);
+            assert!(arr.depend(3, f, 30));
+            arr.handed_over(3, 0, 9000);
+            for _ in 0..FILLS {
+                arr.new_fill();
+            }
+            assert_eq!(land(arr, 3, 5000), 9000);
         });
     }
 

@@ -143,7 +143,9 @@ pub struct TxnOp<'k> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TxnDone {
     /// Cycle its last line is back (for an operation without lines, the
-    /// cycle the engine reached it).
+    /// cycle the engine reached it). For a load whose landing the
+    /// arrival-order controller decides, the cycle to ask
+    /// [`TxnMemory::landing`] first instead.
     pub done: u64,
     /// Line requests it emitted.
     pub lines: u64,
@@ -287,6 +289,13 @@ struct Model<'a> {
     cur_op: u32,
     cur_fill: FillRef,
     last_dep: FillRef,
+    /// Whether the current operation waits for `last_dep` at the
+    /// controller, and whether the last DRAM read went to it.
+    last_dep_ok: bool,
+    last_req_ok: bool,
+    /// When the current operation's lines the controller does not time
+    /// are back.
+    indep: u64,
     stats: MemStats,
     early_hits: bool,
     /// Scratch: the lines of the chunk being timed.
@@ -414,6 +423,9 @@ impl<'a> TxnMemory<'a> {
                 coal_fill,
                 cur_op: 0,
                 cur_fill: FillRef::NONE,
+                last_dep_ok: false,
+                last_req_ok: false,
+                indep: 0,
                 last_dep: FillRef::NONE,
                 stats: MemStats::default(),
                 early_hits: false,
@@ -457,6 +469,7 @@ impl<'a> TxnMemory<'a> {
             arr.serve_until(op.now + m.l2.xbar_latency as u64);
             arr.begin(op.id);
             m.cur_op = op.id;
+            m.indep = 0;
         }
         let sm = (op.sm as usize).min(m.engines.len().saturating_sub(1));
         let Some(mut eng) = m.engines.get(sm).copied() else {
@@ -540,6 +553,15 @@ impl<'a> TxnMemory<'a> {
         }
         self.dedup.clear();
         m.engines[sm] = eng;
+        // A load whose landing the controller decides: ask first once
+        // its untimed parts are back (or at once), then as it says.
+        let done = match &mut m.arrival {
+            Some(arr) if !op.store => {
+                arr.handed_over(op.id, m.indep, done);
+                m.indep.max(op.now + 1).min(done)
+            }
+            _ => done,
+        };
         TxnDone { done, lines: n }
     }
 }
@@ -733,7 +755,7 @@ impl Model<'_> {
         if let Some(arr) = &mut self.arrival {
             let op = after.map(|a| (self.cur_op, a));
             let fill = if write { FillRef::NONE } else { self.cur_fill };
-            arr.request(t, daddr, d.channel, write, op, fill);
+            self.last_req_ok = arr.request(t, daddr, d.channel, write, op, fill);
         }
         self.hbm.access(t, d.channel, bank, d.row, write)
     }
@@ -742,10 +764,18 @@ impl Model<'_> {
     /// arrival-order controller runs), `after` cycles from the fill to
     /// the SM.
     #[inline]
-    fn depend(&mut self, f: FillRef, after: u64) {
-        if let Some(arr) = &mut self.arrival {
-            arr.depend(self.cur_op, f, after);
+    fn depend(&mut self, f: FillRef, after: u64) -> bool {
+        match &mut self.arrival {
+            Some(arr) => arr.depend(self.cur_op, f, after),
+            None => false,
         }
+    }
+
+    /// A line of the current operation back at `r`, whose time the
+    /// controller does not decide.
+    #[inline]
+    fn untimed(&mut self, r: u64) {
+        self.indep = self.indep.max(r);
     }
 
     /// Writes back evicted chunk `e` at `t` if it is a dirty home copy.
@@ -954,6 +984,7 @@ impl Model<'_> {
         let e0 = self.run.emit[part][0];
         let coal_slot = (sm / 2) * self.coal_n + (p.key() as usize & (self.coal_n - 1));
         self.last_dep = FillRef::NONE;
+        self.last_dep_ok = false;
         // What the chunk meets, decided at its first line.
         let outcome = if store {
             Outcome::Store
@@ -993,12 +1024,16 @@ impl Model<'_> {
         // inside it and never change the timing.
         match outcome {
             Outcome::Coalesced(at) => {
-                if let Some(&f) = self.coal_fill.get(coal_slot) {
-                    self.depend(f, back);
-                }
+                let timed = match self.coal_fill.get(coal_slot) {
+                    Some(&f) => self.depend(f, back),
+                    None => false,
+                };
                 self.stats.coalesced += w;
                 let e = self.run.emit[part][..n].iter().max();
-                let r = at.max(e.copied().unwrap_or(0));
+                let last_emit = e.copied().unwrap_or(0);
+                let r = at.max(last_emit);
+                // Not back before it has left the engine.
+                self.untimed(if timed { last_emit } else { r });
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
@@ -1018,11 +1053,15 @@ impl Model<'_> {
                             let line = self.run.line[part][i];
                             self.note_served(sink, line, slice, true, t, served);
                         }
+                        self.untimed(served + back);
                         served + back
                     } else {
                         if notes {
                             let line = self.run.line[part][i];
                             self.note_served(sink, line, slice, false, ready, ready);
+                        }
+                        if !self.last_dep_ok {
+                            self.untimed(ready + back);
                         }
                         ready + back
                     };
@@ -1062,6 +1101,7 @@ impl Model<'_> {
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
+                self.untimed(last_back);
                 self.returns(sm, eng, last_back, p.weight);
             }
             // A store, a miss, or the read a fill in flight answers: each
@@ -1085,6 +1125,14 @@ impl Model<'_> {
                     );
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
+                    let timed = match outcome {
+                        Outcome::Miss => self.last_req_ok,
+                        Outcome::Refill(..) => self.last_dep_ok,
+                        _ => true,
+                    };
+                    if !timed {
+                        self.untimed(r);
+                    }
                     self.returns(sm, eng, r, 1);
                 }
             }
@@ -1226,7 +1274,7 @@ impl Model<'_> {
                     // that leads the fill returns with it.
                     self.last_dep = f;
                     let hit = if resident { self.l2.hit_latency } else { 0 };
-                    self.depend(f, hit as u64 + back);
+                    self.last_dep_ok = self.depend(f, hit as u64 + back);
                 }
                 if resident {
                     Outcome::Resident(e.ready)
@@ -1247,9 +1295,9 @@ impl TxnMemory<'_> {
         self.m.arrival.is_some()
     }
 
-    /// Operation `id`, handed over earlier, has reached the landing
-    /// [`TxnMemory::transfer`] gave it at `now`: the cycle it lands (`now`:
-    /// now), or a later cycle to land or to ask again then (see
+    /// Operation `id`, handed over earlier, is asked about at `now` (no
+    /// sooner than [`TxnMemory::transfer`] said): the cycle it lands
+    /// (`now`: now), or a later cycle to land or to ask again then (see
     /// [`arrival`]).
     pub fn landing(&mut self, id: u32, now: u64) -> u64 {
         let xbar = self.m.l2.xbar_latency as u64;
