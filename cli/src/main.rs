@@ -266,10 +266,10 @@ struct SimGpuArgs {
     /// line (the line-level reference) or fixed.
     #[arg(long, value_name = "MODEL", value_parser = parse_memory)]
     memory: Option<MemoryModel>,
-    /// With the transaction model, land each TMA operation no sooner than
-    /// the line-level FR-FCFS controller, serving the DRAM reads in
-    /// arrival order, returns them (`transaction.arrival_controller`):
-    /// the line model's DRAM timing at about half the speed.
+    /// With the transaction model, land each TMA load when the line-level
+    /// FR-FCFS controller, serving the DRAM reads in arrival order,
+    /// returns them (`transaction.arrival_controller`): the line model's
+    /// DRAM timing at about half the speed.
     #[arg(long)]
     arrival_controller: bool,
 }
