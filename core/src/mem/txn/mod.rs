@@ -810,14 +810,17 @@ impl Model<'_> {
         let at = self.chunks.insert(slice, p, kind, dirty, ready, lat, |e| {
             let _ = out.push(e);
         });
-        // A read fill's entry waits for that fill; a store's or shadow's
-        // for none.
+        // A read fill's entry waits for that fill, a shadow copy for the
+        // fill it copies (this chunk's, or the one its read found at
+        // home); a store's for none.
+        let fill = match (kind, dirty) {
+            (HOME, false) => self.cur_fill,
+            (SHADOW, _) if self.cur_fill != FillRef::NONE => self.cur_fill,
+            (SHADOW, _) => self.last_dep,
+            _ => FillRef::NONE,
+        };
         if let Some(f) = at.and_then(|i| self.entry_fill.get_mut(i)) {
-            *f = if kind == HOME && !dirty {
-                self.cur_fill
-            } else {
-                FillRef::NONE
-            };
+            *f = fill;
         }
         // By index: moving the vector into an iterator would copy it.
         for i in 0..out.len() {
@@ -998,6 +1001,12 @@ impl Model<'_> {
                 match self.chunks.find(self.mirror(home), p) {
                     Some(i) if since(self.chunks.entry(i)) <= e0 + xbar => {
                         self.chunks.touch(i);
+                        // The copy is there once the fill it was made
+                        // from is.
+                        if let Some(&f) = self.entry_fill.get(i) {
+                            self.last_dep = f;
+                            self.last_dep_ok = self.depend(f, hit_lat + xbar);
+                        }
                         Outcome::Shadow(self.chunks.entry(i).ready)
                     }
                     _ => self.lookup(home, p, e0 + xbar + far_lat, back),
@@ -1088,10 +1097,12 @@ impl Model<'_> {
             Outcome::Shadow(ready) => {
                 self.stats.l2_requests += w;
                 self.stats.shadow_hits += w;
+                let mut reached = 0u64;
                 for i in 0..n {
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
                     let mirror = self.mirror(slice);
                     let t = self.ports.reserve(mirror, e + xbar, interval);
+                    reached = reached.max(t);
                     let served = t.max(ready) + hit_lat;
                     if notes {
                         let line = self.run.line[part][i];
@@ -1101,7 +1112,13 @@ impl Model<'_> {
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
                 }
-                self.untimed(last_back);
+                // The copy's readiness is the fill's, which the controller
+                // times when it can.
+                self.untimed(if self.last_dep_ok {
+                    reached + hit_lat + xbar
+                } else {
+                    last_back
+                });
                 self.returns(sm, eng, last_back, p.weight);
             }
             // A store, a miss, or the read a fill in flight answers: each
