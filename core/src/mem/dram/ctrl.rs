@@ -559,7 +559,8 @@ impl Dram<'_> {
             for b in 0..p.banks {
                 let bank = &self.banks[c * p.banks + b];
                 let hot = &self.hot[c * p.banks + b];
-                if hot.grp as usize >= p.groups || !in_slots(bank.cand_slot) {
+                // A bank's group is fixed by its number.
+                if hot.grp as usize != b / p.bpg.max(1) || !in_slots(bank.cand_slot) {
                     return Err("DRAM bank");
                 }
                 for list in [bank.rd, bank.wr] {
