@@ -212,6 +212,16 @@ impl<'a> ArrivalDram<'a> {
         self.ops[t] = Op::default();
     }
 
+    /// The fills operation `id` waits for (tests).
+    #[cfg(test)]
+    pub(crate) fn waits_for(&self, id: u32) -> ::std::vec::Vec<FillRef> {
+        let t = self.tag(id);
+        self.deps[t][..self.ops[t].deps as usize]
+            .iter()
+            .map(|d| d.fill)
+            .collect()
+    }
+
     /// A new fill record, for a chunk the L2 misses.
     pub fn new_fill(&mut self) -> FillRef {
         let r = (self.next_fill % FILLS as u64) as usize;

@@ -1,6 +1,8 @@
 //! The engine's in-flight rule at the transaction level: a line of a chunk
 //! leaves as soon as it fits in the `max_lines` in flight, as in the
-//! line-level engine, not when the whole chunk does.
+//! line-level engine, not when the whole chunk does. With the
+//! arrival-order controller, what a read served from a shadow copy waits
+//! for.
 
 use super::*;
 use crate::config::GpuConfig;
@@ -90,4 +92,66 @@ fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
     assert!(first_out < miss.done, "{first_out} vs {miss:?}");
     assert!(last_out >= miss.done, "{last_out} vs {miss:?}");
     assert!(both.done > miss.done);
+}
+
+#[test]
+fn with_the_controller_a_shadow_copy_is_read_after_the_fill_it_copies() {
+    let mut cfg = GpuConfig::h800();
+    cfg.transaction.arrival_controller = true;
+    // Every far read is copied into the near partition.
+    cfg.l2.proxy.enabled = true;
+    cfg.l2.proxy.threshold_permille = 1000;
+    let sms = cfg.sms;
+    let ops = 64;
+    let mut l = Layout::new();
+    TxnMemory::layout(&cfg.l2, &cfg.dram, &cfg.transaction, sms, 64, ops, &mut l).unwrap();
+    let mut buf = std::vec![0u8; l.bytes()];
+    let mut a = Arena::new(&mut buf);
+    let mut m = TxnMemory::new(
+        &cfg.l2,
+        &cfg.dram,
+        &cfg.tma,
+        &cfg.transaction,
+        sms,
+        64,
+        ops,
+        7,
+        &mut a,
+    )
+    .unwrap();
+    // A line whose home is in the other partition than SMs 0 and 2's.
+    let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+    let lb = cfg.l2.line_bytes as u64;
+    let far = (1u64 << 20..)
+        .find(|&l| sel.slice(l) >= cfg.l2.slices as u32 / 2)
+        .unwrap()
+        * lb;
+    // SM 0 misses it: a fill, and a shadow copy near SMs 0 and 2.
+    let first = m.transfer(&bulk(far, lb, 0), &mut ());
+    assert_eq!(m.m.stats.shadow_inserts, 1);
+    // A load of DRAM reads alone: asked about one cycle after its
+    // hand-over, and landing when the controller returns the read.
+    assert_eq!(first.done, 1);
+    let mut now = first.done;
+    loop {
+        let at = m.landing(0, now);
+        if at == now {
+            break;
+        }
+        now = at;
+    }
+    assert!(now > 300, "{now}");
+    // SM 2 (another pair: no coalescing) reads it long after.
+    let t = now + 5_000;
+    let op = TxnOp {
+        sm: 2,
+        id: 1,
+        ..bulk(far, lb, t)
+    };
+    m.transfer(&op, &mut ());
+    assert_eq!(m.m.stats.shadow_hits, 1);
+    // It waits for the fill SM 0's read made (before, a shadow copy had
+    // no fill and landed at the service model's time).
+    let arr = m.m.arrival.as_ref().unwrap();
+    assert_eq!(arr.waits_for(1).len(), 1);
 }
