@@ -40,69 +40,10 @@ fn bulk(addr: u64, bytes: u64, start: u64) -> TxnOp<'static> {
     }
 }
 
-#[test]
-fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
-    let mut cfg = GpuConfig::h800();
-    cfg.tma.max_lines = 2;
-    let mut l = Layout::new();
-    let sms = cfg.sms;
-    TxnMemory::layout(&cfg.l2, &cfg.dram, &cfg.transaction, sms, 64, 64, &mut l).unwrap();
-    let mut buf = std::vec![0u8; l.bytes()];
-    let mut a = Arena::new(&mut buf);
-    let mut m = TxnMemory::new(
-        &cfg.l2,
-        &cfg.dram,
-        &cfg.tma,
-        &cfg.transaction,
-        sms,
-        64,
-        64,
-        7,
-        &mut a,
-    )
-    .unwrap();
-    let lb = cfg.l2.line_bytes as u64;
-    let [hot, cold] = near_lines(&cfg, 1 << 20, 2)[..] else {
-        unreachable!()
-    };
-    // Two consecutive lines of the near partition: one run, one chunk.
-    let near = near_lines(&cfg, 1 << 21, 64);
-    let b0 = *near
-        .iter()
-        .find(|&&x| near.contains(&(x + lb)))
-        .expect("consecutive near lines");
-    // `hot` becomes resident.
-    let warm = m.transfer(&bulk(hot, lb, 0), &mut ());
-    let t0 = warm.done + 10_000;
-    // Both places in flight taken: a hit that is back soon, a miss that
-    // is back late.
-    let hit = m.transfer(&bulk(hot, lb, t0), &mut ());
-    let miss = m.transfer(&bulk(cold, lb, t0), &mut ());
-    assert!(hit.done + 200 < miss.done, "{hit:?} {miss:?}");
-    // A chunk of two cold lines.
-    let mut h = Handovers::default();
-    let both = m.transfer(&bulk(b0, 2 * lb, t0), &mut h);
-    assert_eq!(h.0.len(), 2, "{:?}", h.0);
-    let first_out = h.0.iter().map(|&(c, _)| c).min().unwrap();
-    let last_out = h.0.iter().map(|&(c, _)| c).max().unwrap();
-    // Its first line took the hit's place and left long before the miss
-    // came back; the second waited for the miss's place. (Had the chunk
-    // waited until both fit, its first line would have left with the
-    // second, after the miss was back.)
-    assert!(first_out < miss.done, "{first_out} vs {miss:?}");
-    assert!(last_out >= miss.done, "{last_out} vs {miss:?}");
-    assert!(both.done > miss.done);
-}
-
-#[test]
-fn with_the_controller_a_shadow_copy_is_read_after_the_fill_it_copies() {
-    let mut cfg = GpuConfig::h800();
-    cfg.transaction.arrival_controller = true;
-    // Every far read is copied into the near partition.
-    cfg.l2.proxy.enabled = true;
-    cfg.l2.proxy.threshold_permille = 1000;
-    let sms = cfg.sms;
-    let ops = 64;
+/// Runs `f` on the transaction model of `cfg` (64 operation tags, a
+/// 64-line dedup set).
+fn with_memory<R>(cfg: &GpuConfig, f: impl FnOnce(&mut TxnMemory<'_>) -> R) -> R {
+    let (sms, ops) = (cfg.sms, 64);
     let mut l = Layout::new();
     TxnMemory::layout(&cfg.l2, &cfg.dram, &cfg.transaction, sms, 64, ops, &mut l).unwrap();
     let mut buf = std::vec![0u8; l.bytes()];
@@ -119,39 +60,90 @@ fn with_the_controller_a_shadow_copy_is_read_after_the_fill_it_copies() {
         &mut a,
     )
     .unwrap();
-    // A line whose home is in the other partition than SMs 0 and 2's.
-    let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
-    let lb = cfg.l2.line_bytes as u64;
-    let far = (1u64 << 20..)
-        .find(|&l| sel.slice(l) >= cfg.l2.slices as u32 / 2)
-        .unwrap()
-        * lb;
-    // SM 0 misses it: a fill, and a shadow copy near SMs 0 and 2.
-    let first = m.transfer(&bulk(far, lb, 0), &mut ());
-    assert_eq!(m.m.stats.shadow_inserts, 1);
-    // A load of DRAM reads alone: asked about one cycle after its
-    // hand-over, and landing when the controller returns the read.
-    assert_eq!(first.done, 1);
-    let mut now = first.done;
-    loop {
-        let at = m.landing(0, now);
-        if at == now {
-            break;
+    f(&mut m)
+}
+
+#[test]
+fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
+    let mut cfg = GpuConfig::h800();
+    cfg.tma.max_lines = 2;
+    with_memory(&cfg, |m| {
+        let lb = cfg.l2.line_bytes as u64;
+        let [hot, cold] = near_lines(&cfg, 1 << 20, 2)[..] else {
+            unreachable!()
+        };
+        // Two consecutive lines of the near partition: one run, one chunk.
+        let near = near_lines(&cfg, 1 << 21, 64);
+        let b0 = *near
+            .iter()
+            .find(|&&x| near.contains(&(x + lb)))
+            .expect("consecutive near lines");
+        // `hot` becomes resident.
+        let warm = m.transfer(&bulk(hot, lb, 0), &mut ());
+        let t0 = warm.done + 10_000;
+        // Both places in flight taken: a hit that is back soon, a miss that
+        // is back late.
+        let hit = m.transfer(&bulk(hot, lb, t0), &mut ());
+        let miss = m.transfer(&bulk(cold, lb, t0), &mut ());
+        assert!(hit.done + 200 < miss.done, "{hit:?} {miss:?}");
+        // A chunk of two cold lines.
+        let mut h = Handovers::default();
+        let both = m.transfer(&bulk(b0, 2 * lb, t0), &mut h);
+        assert_eq!(h.0.len(), 2, "{:?}", h.0);
+        let first_out = h.0.iter().map(|&(c, _)| c).min().unwrap();
+        let last_out = h.0.iter().map(|&(c, _)| c).max().unwrap();
+        // Its first line took the hit's place and left long before the miss
+        // came back; the second waited for the miss's place. (Had the chunk
+        // waited until both fit, its first line would have left with the
+        // second, after the miss was back.)
+        assert!(first_out < miss.done, "{first_out} vs {miss:?}");
+        assert!(last_out >= miss.done, "{last_out} vs {miss:?}");
+        assert!(both.done > miss.done);
+    });
+}
+
+#[test]
+fn with_the_controller_a_shadow_copy_is_read_after_the_fill_it_copies() {
+    let mut cfg = GpuConfig::h800();
+    cfg.transaction.arrival_controller = true;
+    // Every far read is copied into the near partition.
+    cfg.l2.proxy.enabled = true;
+    cfg.l2.proxy.threshold_permille = 1000;
+    with_memory(&cfg, |m| {
+        // A line whose home is in the other partition than SMs 0 and 2's.
+        let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+        let lb = cfg.l2.line_bytes as u64;
+        let far = (1u64 << 20..)
+            .find(|&l| sel.slice(l) >= cfg.l2.slices as u32 / 2)
+            .unwrap()
+            * lb;
+        // SM 0 misses it: a fill, and a shadow copy near SMs 0 and 2.
+        let first = m.transfer(&bulk(far, lb, 0), &mut ());
+        assert_eq!(m.m.stats.shadow_inserts, 1);
+        // A load of DRAM reads alone: asked about one cycle after its
+        // hand-over, and landing when the controller returns the read.
+        assert_eq!(first.done, 1);
+        let mut now = first.done;
+        loop {
+            let at = m.landing(0, now);
+            if at == now {
+                break;
+            }
+            now = at;
         }
-        now = at;
-    }
-    assert!(now > 300, "{now}");
-    // SM 2 (another pair: no coalescing) reads it long after.
-    let t = now + 5_000;
-    let op = TxnOp {
-        sm: 2,
-        id: 1,
-        ..bulk(far, lb, t)
-    };
-    m.transfer(&op, &mut ());
-    assert_eq!(m.m.stats.shadow_hits, 1);
-    // It waits for the fill SM 0's read made (before, a shadow copy had
-    // no fill and landed at the service model's time).
-    let arr = m.m.arrival.as_ref().unwrap();
-    assert_eq!(arr.waits_for(1).len(), 1);
+        assert!(now > 300, "{now}");
+        // SM 2 (another pair: no coalescing) reads it long after.
+        let t = now + 5_000;
+        let op = TxnOp {
+            sm: 2,
+            id: 1,
+            ..bulk(far, lb, t)
+        };
+        m.transfer(&op, &mut ());
+        assert_eq!(m.m.stats.shadow_hits, 1);
+        // It waits for the fill SM 0's read made (before, a shadow copy had
+        // no fill and landed at the service model's time).
+        let arr = m.m.arrival.as_ref().unwrap();
+        assert_eq!(arr.waits_for(1).len(), 1);
+    });
 }
