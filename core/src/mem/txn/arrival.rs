@@ -543,6 +543,17 @@ mod tests {
         crate::mem::dram::tests::served_in_cycle_order(cfg, &reads).0
     }
 
+    /// Lands operation `id` by asking from `now` on as it says.
+    fn land(arr: &mut ArrivalDram<'_>, id: u32, mut now: u64) -> u64 {
+        loop {
+            let at = arr.landing(id, now, 90);
+            if at == now {
+                return now;
+            }
+            now = at;
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         /// Handed over in any order, requests are served as the line-level
@@ -561,14 +572,7 @@ mod tests {
                 }
                 let mut got = vec![0; reqs.len()];
                 for (i, g) in got.iter_mut().enumerate() {
-                    let mut now = 0;
-                    loop {
-                        let at = arr.landing(i as u32, now, 90);
-                        if at == now {
-                            break;
-                        }
-                        now = at;
-                    }
+                    land(arr, i as u32, 0);
                     *g = arr.ops[i].done;
                 }
                 (got, reference(cfg, &reqs))
@@ -598,17 +602,6 @@ mod tests {
             assert_eq!(arr.landing(7, want, 90), want);
             assert_eq!(arr.landing(7, want + 5, 90), want + 5);
         });
-    }
-
-    /// Lands operation `id` by asking from `now` on as it says.
-    fn land(arr: &mut ArrivalDram<'_>, id: u32, mut now: u64) -> u64 {
-        loop {
-            let at = arr.landing(id, now, 90);
-            if at == now {
-                return now;
-            }
-            now = at;
-        }
     }
 
     #[test]
@@ -654,11 +647,7 @@ mod tests {
             arr.begin(2);
             arr.depend(2, f, 30);
             let read = reference(cfg, &[(200, addr)])[0];
-            let mut now = 0;
-            while arr.landing(2, now, 90) != now {
-                now = arr.landing(2, now, 90);
-            }
-            assert_eq!(now, read + 40 + 30);
+            assert_eq!(land(arr, 2, 0), read + 40 + 30);
             // A fill whose record was reused no longer holds anyone up.
             for _ in 0..FILLS {
                 arr.new_fill();

@@ -1050,7 +1050,7 @@ impl Model<'_> {
                 // Resident at home: a hit for every line that reaches it
                 // once the data is ready, an MSHR merge with the fill in
                 // flight for the others.
-                let mut hits = 0u64;
+                let (mut hits, mut hits_back) = (0u64, 0u64);
                 for i in 0..n {
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
                     let t = self.reach_home(slice, e, probe, back);
@@ -1062,15 +1062,12 @@ impl Model<'_> {
                             let line = self.run.line[part][i];
                             self.note_served(sink, line, slice, true, t, served);
                         }
-                        self.untimed(served + back);
+                        hits_back = hits_back.max(served + back);
                         served + back
                     } else {
                         if notes {
                             let line = self.run.line[part][i];
                             self.note_served(sink, line, slice, false, ready, ready);
-                        }
-                        if !self.last_dep_ok {
-                            self.untimed(ready + back);
                         }
                         ready + back
                     };
@@ -1080,6 +1077,13 @@ impl Model<'_> {
                         self.returns(sm, eng, r, 1);
                     }
                 }
+                // Merges wait for the fill, which the controller times
+                // when it can; hits are the model's.
+                self.untimed(if self.last_dep_ok {
+                    hits_back
+                } else {
+                    last_back
+                });
                 let merged = n as u64 - hits;
                 self.stats.l2_requests += n as u64;
                 self.stats.l2_hits += hits;
@@ -1124,6 +1128,9 @@ impl Model<'_> {
             // A store, a miss, or the read a fill in flight answers: each
             // line frees its place itself (misses spread out).
             _ => {
+                // The latest return of a miss whose request did not fit
+                // in the controller's tables.
+                let mut unrecorded = 0u64;
                 for i in 0..n {
                     let line = self.run.line[part][i];
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
@@ -1142,16 +1149,16 @@ impl Model<'_> {
                     );
                     first_back = first_back.min(r);
                     last_back = last_back.max(r);
-                    let timed = match outcome {
-                        Outcome::Miss => self.last_req_ok,
-                        Outcome::Refill(..) => self.last_dep_ok,
-                        _ => true,
-                    };
-                    if !timed {
-                        self.untimed(r);
+                    if !self.last_req_ok {
+                        unrecorded = unrecorded.max(r);
                     }
                     self.returns(sm, eng, r, 1);
                 }
+                self.untimed(match outcome {
+                    Outcome::Miss => unrecorded,
+                    Outcome::Refill(..) if !self.last_dep_ok => last_back,
+                    _ => 0,
+                });
             }
         }
         match outcome {
