@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use crate::arena::{Arena, Layout};
 use crate::codec::{Reader, SnapshotError, Writer};
 use crate::error::{BuildError, Capacity};
-use crate::mem::dram::{Completion, Dram, DramConfig};
+use crate::mem::dram::{Command, CommandKind, Completion, Dram, DramConfig};
 use crate::queue::{Entry, EventQueue};
 
 /// DRAM requests waiting to reach the controller, and records of those
@@ -143,6 +143,13 @@ pub struct ArrivalDram<'a> {
     wait_head: &'a mut [u32],
     wait_tail: &'a mut [u32],
     waiting: u32,
+    /// Channels with waiting requests that issued a column command (and
+    /// so may have freed queue room) since the last hand-over of waiting
+    /// requests: a stack, and per channel whether it is on it. Derived
+    /// state: a snapshot restore puts every channel with waiters on it.
+    roomy: &'a mut [u16],
+    roomy_len: usize,
+    noted: &'a mut [bool],
     fills: &'a mut [Fill],
     next_fill: u64,
     ops: &'a mut [Op],
@@ -159,6 +166,8 @@ impl<'a> ArrivalDram<'a> {
         l.add::<Req>(REQS)?;
         l.add::<u32>(dram.channels as usize)?;
         l.add::<u32>(dram.channels as usize)?;
+        l.add::<u16>(dram.channels as usize)?;
+        l.add::<bool>(dram.channels as usize)?;
         l.add::<Fill>(FILLS)?;
         l.add::<Op>(ops)?;
         l.add::<[Dep; DEPS]>(ops)
@@ -194,6 +203,9 @@ impl<'a> ArrivalDram<'a> {
             wait_head: a.alloc(c, NIL, what)?,
             wait_tail: a.alloc(c, NIL, what)?,
             waiting: 0,
+            roomy: a.alloc(c, 0u16, what)?,
+            roomy_len: 0,
+            noted: a.alloc(c, false, what)?,
             fills: a.alloc(FILLS, Fill::default(), what)?,
             next_fill: 0,
             ops: a.alloc(ops, Op::default(), what)?,
@@ -404,9 +416,26 @@ impl<'a> ArrivalDram<'a> {
                 fills,
                 ops,
                 fill_latency,
+                wait_head,
+                roomy,
+                roomy_len,
+                noted,
                 ..
             } = self;
-            ctl.advance(step, &mut |c: Completion| {
+            // Queue room frees only when a request's last column command
+            // issues: note the channels with waiters that issued one.
+            let mut note = |c: Command| {
+                let ch = c.channel as usize;
+                if matches!(c.kind, CommandKind::Rd | CommandKind::Wr)
+                    && wait_head[ch] != NIL
+                    && !noted[ch]
+                {
+                    noted[ch] = true;
+                    roomy[*roomy_len] = ch as u16;
+                    *roomy_len += 1;
+                }
+            };
+            let mut done = |c: Completion| {
                 let i = c.tag as usize;
                 // Tags are record indices (a damaged snapshot aside).
                 let Some(&r) = reqs.get(i) else {
@@ -426,8 +455,9 @@ impl<'a> ArrivalDram<'a> {
                 }
                 reqs[i].next = *free;
                 *free = c.tag;
-            });
-            if self.waiting > 0 {
+            };
+            ctl.advance_observed(step, &mut done, &mut note);
+            if self.roomy_len > 0 {
                 self.admit(step);
             }
             if step >= t {
@@ -437,9 +467,16 @@ impl<'a> ArrivalDram<'a> {
     }
 
     /// Hands waiting requests to the controller at `t`, oldest first per
-    /// channel, while their channel has room.
+    /// channel, while their channel has room. Only the channels noted as
+    /// having issued a column command can have gained room since the last
+    /// call (a channel keeps waiters only while it is full), and a
+    /// channel's hand-over changes only its own state, so visiting them in
+    /// any order hands over the same requests at the same clocks.
     fn admit(&mut self, t: u64) {
-        for ch in 0..self.wait_head.len() {
+        while self.roomy_len > 0 {
+            self.roomy_len -= 1;
+            let ch = self.roomy[self.roomy_len] as usize;
+            self.noted[ch] = false;
             while let Some(i) = Some(self.wait_head[ch]).filter(|&i| i != NIL) {
                 let r = self.reqs[i as usize];
                 // The queue's room first: a full channel stays full until
@@ -485,7 +522,18 @@ impl<'a> ArrivalDram<'a> {
         r.slice(self.fills)?;
         r.slice(self.ops)?;
         r.slice(self.deps)?;
-        self.check().map_err(|what| SnapshotError::Corrupt { what })
+        self.check().map_err(|what| SnapshotError::Corrupt { what })?;
+        // Every channel with waiters may have room to look at.
+        self.roomy_len = 0;
+        for ch in 0..self.wait_head.len() {
+            let waits = self.wait_head[ch] != NIL;
+            self.noted[ch] = waits;
+            if waits {
+                self.roomy[self.roomy_len] = ch as u16;
+                self.roomy_len += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Whether every index in the tables points inside them (a damaged
