@@ -79,15 +79,14 @@ impl Dram<'_> {
             let h = &hot[b];
             let s = h.sel as usize & 3;
             let own = h.ready.max(groups[h.grp as usize].t[s]);
-            if own < sc.own2[s] {
-                if own < sc.own1[s] {
-                    sc.own2[s] = sc.own1[s];
-                    sc.own1[s] = own;
-                    sc.bank1[s] = b;
-                } else {
-                    sc.own2[s] = own;
-                }
-            }
+            // The least and second-least per selector, without branches:
+            // which bank's share is least is data the predictor cannot
+            // learn.
+            let (o1, o2) = (sc.own1[s], sc.own2[s]);
+            let less = own < o1;
+            sc.own2[s] = o2.min(o1.max(own));
+            sc.own1[s] = o1.min(own);
+            sc.bank1[s] = select(less, b, sc.bank1[s]);
             let r = own.max(ct[s]).max(floor);
             let ok = r <= t;
             sc.best = sc.best.min(if ok { h.key } else { u64::MAX });

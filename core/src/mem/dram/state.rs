@@ -322,3 +322,10 @@ pub(super) fn bits(mut m: u64) -> impl Iterator<Item = usize> {
         }
     })
 }
+
+/// `a` if `c`, else `b`, as arithmetic rather than a branch.
+#[inline(always)]
+pub(super) fn select(c: bool, a: usize, b: usize) -> usize {
+    let m = (c as usize).wrapping_neg();
+    (a & m) | (b & !m)
+}
