@@ -55,11 +55,14 @@ use crate::arena::{Arena, Layout};
 use crate::codec::{Reader, SnapshotError, Writer};
 use crate::error::{BuildError, Capacity};
 use crate::mem::dram::{Command, CommandKind, Completion, Dram, DramConfig};
-use crate::queue::{Entry, EventQueue};
+use crate::wheel::TimingWheel;
 
 /// DRAM requests waiting to reach the controller, and records of those
 /// handed to it.
 const REQS: usize = 1 << 16;
+/// Cycles the arrival queue's wheel spans (beyond them, its overflow heap
+/// keeps the order).
+const WHEEL_LOG2: u32 = 12;
 /// Fill records (a ring).
 const FILLS: usize = 1 << 16;
 /// Fills one operation may wait for.
@@ -135,7 +138,7 @@ pub struct ArrivalDram<'a> {
     ctl: Dram<'a>,
     /// Record indices of the requests not handed to the controller yet, by
     /// arrival cycle (ties in hand-over order).
-    queue: EventQueue<'a, u32>,
+    queue: TimingWheel<'a, u32>,
     reqs: &'a mut [Req],
     free: u32,
     /// Per channel, the requests waiting for room in its queue (oldest
@@ -162,7 +165,7 @@ impl<'a> ArrivalDram<'a> {
     /// operation tags (a power of two).
     pub fn layout(dram: &DramConfig, ops: usize, l: &mut Layout) -> Result<(), BuildError> {
         Dram::layout(dram, l)?;
-        l.add::<Entry<u32>>(REQS)?;
+        TimingWheel::<u32>::layout(REQS, WHEEL_LOG2, l)?;
         l.add::<Req>(REQS)?;
         l.add::<u32>(dram.channels as usize)?;
         l.add::<u32>(dram.channels as usize)?;
@@ -183,13 +186,7 @@ impl<'a> ArrivalDram<'a> {
     ) -> Result<Self, BuildError> {
         let what = Capacity::MemoryPort;
         let ctl = Dram::new(dram, a)?;
-        let slot = Entry {
-            cycle: 0,
-            class: 0,
-            seq: 0,
-            event: 0u32,
-        };
-        let queue = EventQueue::new(a.alloc(REQS, slot, what)?);
+        let queue = TimingWheel::new_in(a, REQS, WHEEL_LOG2, what)?;
         let reqs = a.alloc(REQS, Req::default(), what)?;
         for (i, r) in reqs.iter_mut().enumerate() {
             r.next = if i + 1 < REQS { i as u32 + 1 } else { NIL };
@@ -541,7 +538,8 @@ impl<'a> ArrivalDram<'a> {
     fn check(&self) -> Result<(), &'static str> {
         let n = self.reqs.len() as u32;
         let ok = |i: u32| i == NIL || i < n;
-        if !self.queue.entries().iter().all(|e| e.event < n) {
+        self.queue.check()?;
+        if !self.queue.queued().all(|&e| e < n) {
             return Err("arrival-order DRAM queue entry");
         }
         let ops = self.ops.len() as u32;
