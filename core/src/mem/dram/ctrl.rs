@@ -65,6 +65,8 @@ pub struct Dram<'a> {
     pub(super) chans: &'a mut [Chan],
     pub(super) groups: &'a mut [Group],
     pub(super) hot: &'a mut [Hot],
+    /// Each bank's group, by bank number.
+    pub(super) grp: [u8; 64],
     pub(super) banks: &'a mut [Bank],
     pub(super) slots: &'a mut [Slot],
     pub(super) rets: &'a mut [Ret],
@@ -114,13 +116,12 @@ impl<'a> Dram<'a> {
             Hot {
                 ready: 0,
                 key: u64::MAX,
-                sel: SEL_PRE,
-                grp: 0,
             },
             what,
         )?;
-        for (i, h) in hot.iter_mut().enumerate() {
-            h.grp = (i % p.banks / p.bpg) as u8;
+        let mut grp = [0u8; 64];
+        for (b, g) in grp.iter_mut().enumerate().take(p.banks) {
+            *g = (b / p.bpg) as u8;
         }
         let banks = arena.alloc(mul(c, p.banks)?, Bank::EMPTY, what)?;
         let slots = arena.alloc(mul(c, p.slots)?, Slot::EMPTY, what)?;
@@ -149,6 +150,7 @@ impl<'a> Dram<'a> {
             chans,
             groups,
             hot,
+            grp,
             banks,
             slots,
             rets,
@@ -374,7 +376,7 @@ impl<'a> Dram<'a> {
         let sc = self.scan(c, t);
         let mut min = sc.min;
         if sc.best != u64::MAX {
-            let b = (sc.best & 63) as usize;
+            let b = Hot::bank(sc.best);
             self.issue(c, b, t, cmd);
             min = if self.update_mode(c) {
                 self.scan(c, t).min
@@ -558,9 +560,7 @@ impl Dram<'_> {
             let free = seen;
             for b in 0..p.banks {
                 let bank = &self.banks[c * p.banks + b];
-                let hot = &self.hot[c * p.banks + b];
-                // A bank's group is fixed by its number.
-                if hot.grp as usize != b / p.bpg.max(1) || !in_slots(bank.cand_slot) {
+                if !in_slots(bank.cand_slot) {
                     return Err("DRAM bank");
                 }
                 for list in [bank.rd, bank.wr] {

@@ -47,8 +47,7 @@ impl Dram<'_> {
         };
         let h = &mut self.hot[bi];
         h.ready = own.max(slot.arrival);
-        h.key = ((kind != C_COL) as u64) << 63 | slot.seq << 6 | b as u64;
-        h.sel = sel;
+        h.key = ((kind != C_COL) as u64) << 63 | slot.seq << 8 | (b as u64) << 2 | sel as u64;
         let bank = &mut self.banks[bi];
         bank.cand_kind = kind;
         bank.cand_slot = s;
@@ -77,8 +76,8 @@ impl Dram<'_> {
         };
         for b in bits(mask) {
             let h = &hot[b];
-            let s = h.sel as usize & 3;
-            let own = h.ready.max(groups[h.grp as usize].t[s]);
+            let s = h.sel();
+            let own = h.ready.max(groups[self.grp[b] as usize].t[s]);
             // The least and second-least per selector, without branches:
             // which bank's share is least is data the predictor cannot
             // learn.
@@ -121,8 +120,8 @@ impl Dram<'_> {
             self.chans[c].dirty &= !(1 << b);
             let bi = c * self.p.banks + b;
             let h = &self.hot[bi];
-            let s = h.sel as usize & 3;
-            let g = &self.groups[c * self.p.groups + h.grp as usize];
+            let s = h.sel();
+            let g = &self.groups[c * self.p.groups + self.grp[b] as usize];
             min = min.min(h.ready.max(g.t[s]).max(ct[s]).max(floor));
         }
         min
@@ -163,7 +162,7 @@ impl Dram<'_> {
         let bi = c * p.banks + b;
         let (kind, s) = (self.banks[bi].cand_kind, self.banks[bi].cand_slot);
         let si = c * p.slots + s as usize;
-        let grp = self.hot[bi].grp as usize;
+        let grp = self.grp[b] as usize;
         let gi = c * p.groups + grp;
         let mut out = Command {
             clock: t,

@@ -519,7 +519,8 @@ impl<'a> ArrivalDram<'a> {
         r.slice(self.fills)?;
         r.slice(self.ops)?;
         r.slice(self.deps)?;
-        self.check().map_err(|what| SnapshotError::Corrupt { what })?;
+        self.check()
+            .map_err(|what| SnapshotError::Corrupt { what })?;
         // Every channel with waiters may have room to look at.
         self.roomy_len = 0;
         for ch in 0..self.wait_head.len() {
