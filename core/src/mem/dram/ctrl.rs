@@ -514,6 +514,11 @@ impl Dram<'_> {
         self.order.load_state(r)?;
         self.check()
             .map_err(|what| crate::codec::SnapshotError::Corrupt { what })?;
+        // The cached candidates are derived from the banks and queues: a
+        // damaged one could name another bank. Recompute them before use.
+        for ch in self.chans.iter_mut() {
+            ch.dirty = !0;
+        }
         // The decision order is derived from the channels: rebuild it.
         let chans = &*self.chans;
         self.order
