@@ -568,8 +568,28 @@ impl Dram<'_> {
                 if !in_slots(bank.cand_slot) {
                     return Err("DRAM bank");
                 }
-                for list in [bank.rd, bank.wr] {
-                    if walk(list.head, &mut seen)? != list.tail {
+                // A queued request is on its own kind's list, linked both
+                // ways, with bursts left to issue within its row.
+                for (list, write) in [(bank.rd, false), (bank.wr, true)] {
+                    let (mut i, mut prev) = (list.head, NIL);
+                    while i != NIL {
+                        if !in_slots(i) || seen >= p.slots {
+                            return Err("DRAM queue links");
+                        }
+                        seen += 1;
+                        let s = &self.slots[base + i as usize];
+                        if s.prev != prev || s.write != write {
+                            return Err("DRAM queue links");
+                        }
+                        if s.left == 0
+                            || s.left > p.bursts
+                            || s.col as u32 + p.bursts as u32 > u16::MAX as u32
+                        {
+                            return Err("DRAM queued request");
+                        }
+                        (prev, i) = (i, s.next);
+                    }
+                    if prev != list.tail {
                         return Err("DRAM queue links");
                     }
                 }

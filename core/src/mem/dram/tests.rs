@@ -632,6 +632,26 @@ fn a_restore_recomputes_the_cached_candidates() {
     }
     assert_eq!(served[0].len(), 4);
     assert_eq!(served[0], served[1]);
+    // A queued request with no bursts left, or on the wrong kind's list,
+    // would underflow or unlink the wrong list: refused with a typed
+    // error.
+    let head = d.banks[banks[2]].rd.head as usize;
+    for damage in [
+        |s: &mut state::Slot| s.left = 0,
+        |s: &mut state::Slot| s.write = true,
+    ] {
+        let keep = d.slots[head];
+        damage(&mut d.slots[head]);
+        let snap = save(&d);
+        d.slots[head] = keep;
+        let mut b2 = vec![0u8; Dram::arena_size(&cfg).unwrap()];
+        let mut d2 = Dram::new(&cfg, &mut Arena::new(&mut b2)).unwrap();
+        let err = d2.load_state(&mut crate::codec::Reader::new(&snap));
+        assert!(
+            matches!(err, Err(crate::codec::SnapshotError::Corrupt { .. })),
+            "{err:?}"
+        );
+    }
 }
 
 /// Throughput of the model itself (run with `--release --ignored`):
