@@ -544,10 +544,9 @@ impl<'a> ArrivalDram<'a> {
             return Err("arrival-order DRAM queue entry");
         }
         let ops = self.ops.len() as u32;
-        let reqs_ok = self
-            .reqs
-            .iter()
-            .all(|r| ok(r.next) && (r.op == NIL || r.op < ops));
+        let reqs_ok = self.reqs.iter().all(|r| {
+            ok(r.next) && (r.op == NIL || r.op < ops) && (r.channel as usize) < self.wait_head.len()
+        });
         if !reqs_ok || !ok(self.free) {
             return Err("arrival-order DRAM request record");
         }
@@ -626,6 +625,41 @@ mod tests {
             });
             prop_assert_eq!(got.0, got.1);
         }
+    }
+
+    #[test]
+    fn a_restore_refuses_a_request_for_a_channel_that_does_not_exist() {
+        // Waiting lists are per channel: a damaged record's channel would
+        // index past them when the request reaches the DRAM.
+        with_arrival(|arr, cfg| {
+            let addr = 1 << 20;
+            arr.begin(3);
+            arr.request(
+                500,
+                addr,
+                cfg.decode(addr).channel,
+                false,
+                Some((3, 0)),
+                FillRef::NONE,
+            );
+            let save = |arr: &ArrivalDram<'_>| {
+                let mut snap = vec![0u8; 16 << 20];
+                let mut w = Writer::new(&mut snap);
+                arr.save_state(&mut w).unwrap();
+                let n = w.len();
+                snap.truncate(n);
+                snap
+            };
+            let good = save(arr);
+            let i = arr.reqs.iter().position(|r| r.arrival == 500).unwrap();
+            arr.reqs[i].channel = cfg.channels;
+            let bad = save(arr);
+            with_arrival(|fresh, _| {
+                assert!(fresh.load_state(&mut Reader::new(&good)).is_ok());
+                let err = fresh.load_state(&mut Reader::new(&bad));
+                assert!(matches!(err, Err(SnapshotError::Corrupt { .. })), "{err:?}");
+            });
+        });
     }
 
     #[test]
