@@ -589,6 +589,21 @@ mod tests {
         crate::mem::dram::tests::served_in_cycle_order(cfg, &reads).0
     }
 
+    /// Starts operation `id` with one read of `addr` reaching the DRAM at
+    /// `arrival`, at the SM `after` cycles after the controller returns it.
+    fn one_read(
+        arr: &mut ArrivalDram<'_>,
+        cfg: &DramConfig,
+        id: u32,
+        arrival: u64,
+        addr: u64,
+        after: u64,
+    ) {
+        arr.begin(id);
+        let ch = cfg.decode(addr).channel;
+        arr.request(arrival, addr, ch, false, Some((id, after)), FillRef::NONE);
+    }
+
     /// Lands operation `id` by asking from `now` on as it says.
     fn land(arr: &mut ArrivalDram<'_>, id: u32, mut now: u64) -> u64 {
         loop {
@@ -632,16 +647,7 @@ mod tests {
         // Waiting lists are per channel: a damaged record's channel would
         // index past them when the request reaches the DRAM.
         with_arrival(|arr, cfg| {
-            let addr = 1 << 20;
-            arr.begin(3);
-            arr.request(
-                500,
-                addr,
-                cfg.decode(addr).channel,
-                false,
-                Some((3, 0)),
-                FillRef::NONE,
-            );
+            one_read(arr, cfg, 3, 500, 1 << 20, 0);
             let save = |arr: &ArrivalDram<'_>| {
                 let mut snap = vec![0u8; 16 << 20];
                 let mut w = Writer::new(&mut snap);
@@ -666,15 +672,7 @@ mod tests {
     fn landing_waits_for_the_horizon_then_for_the_read() {
         with_arrival(|arr, cfg| {
             let addr = 1 << 20;
-            arr.begin(7);
-            arr.request(
-                1000,
-                addr,
-                cfg.decode(addr).channel,
-                false,
-                Some((7, 25)),
-                FillRef::NONE,
-            );
+            one_read(arr, cfg, 7, 1000, addr, 25);
             // Before the controller has seen the read: ask again.
             assert_eq!(arr.landing(7, 500, 90), 590);
             let want = reference(cfg, &[(1000, addr)])[0] + 25;
