@@ -203,6 +203,21 @@ impl<'b> Reader<'b> {
     }
 }
 
+/// The bytes `save` writes into a snapshot body (tests).
+#[cfg(test)]
+pub(crate) fn saved(
+    save: impl Fn(&mut Writer<'_>) -> Result<(), SnapshotError>,
+) -> ::std::vec::Vec<u8> {
+    let mut count = Writer::counting();
+    save(&mut count).unwrap();
+    let mut buf = ::std::vec![0u8; count.len()];
+    let mut w = Writer::new(&mut buf);
+    save(&mut w).unwrap();
+    let n = w.len();
+    buf.truncate(n);
+    buf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

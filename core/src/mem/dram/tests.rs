@@ -604,14 +604,7 @@ fn a_restore_recomputes_the_cached_candidates() {
         }
         done
     };
-    let save = |d: &Dram<'_>| {
-        let mut snap = vec![0u8; 1 << 20];
-        let mut w = crate::codec::Writer::new(&mut snap);
-        d.save_state(&mut w).unwrap();
-        let n = w.len();
-        snap.truncate(n);
-        snap
-    };
+    let save = |d: &Dram<'_>| crate::codec::saved(|w| d.save_state(w));
     let good = save(&d);
     let victim = banks[1];
     assert_eq!(

@@ -648,18 +648,10 @@ mod tests {
         // index past them when the request reaches the DRAM.
         with_arrival(|arr, cfg| {
             one_read(arr, cfg, 3, 500, 1 << 20, 0);
-            let save = |arr: &ArrivalDram<'_>| {
-                let mut snap = vec![0u8; 16 << 20];
-                let mut w = Writer::new(&mut snap);
-                arr.save_state(&mut w).unwrap();
-                let n = w.len();
-                snap.truncate(n);
-                snap
-            };
-            let good = save(arr);
+            let good = crate::codec::saved(|w| arr.save_state(w));
             let i = arr.reqs.iter().position(|r| r.arrival == 500).unwrap();
             arr.reqs[i].channel = cfg.channels;
-            let bad = save(arr);
+            let bad = crate::codec::saved(|w| arr.save_state(w));
             with_arrival(|fresh, _| {
                 assert!(fresh.load_state(&mut Reader::new(&good)).is_ok());
                 let err = fresh.load_state(&mut Reader::new(&bad));

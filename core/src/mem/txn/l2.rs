@@ -681,12 +681,9 @@ mod tests {
                 }
             }
             let tops: Vec<u8> = t.top.to_vec();
-            let mut snap = vec![0u8; 1 << 16];
-            let mut wr = crate::codec::Writer::new(&mut snap);
-            t.save_state(&mut wr).unwrap();
-            let n = wr.len();
+            let snap = crate::codec::saved(|w| t.save_state(w));
             t.top.fill(0);
-            let mut rd = crate::codec::Reader::new(&snap[..n]);
+            let mut rd = crate::codec::Reader::new(&snap);
             t.load_state(&mut rd).unwrap();
             prop_assert!(t.top.iter().zip(&tops).all(|(a, b)| a <= b));
             for w in 0..sets * ways {
