@@ -269,7 +269,7 @@ struct SimGpuArgs {
     /// With the transaction model, land each TMA load when the line-level
     /// FR-FCFS controller, serving the DRAM reads in arrival order,
     /// returns them (`transaction.arrival_controller`): the line model's
-    /// DRAM timing at a third to a half of the speed.
+    /// DRAM timing at roughly half the speed (README, *Speed and memory*).
     #[arg(long)]
     arrival_controller: bool,
 }

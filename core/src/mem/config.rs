@@ -179,7 +179,7 @@ pub struct TxnConfig {
     /// Also serve the DRAM reads, in the order they reach the DRAM, with
     /// the line-level FR-FCFS controller, and land each load when that
     /// returns its reads (see [`crate::mem::txn::arrival`]): the
-    /// line-level model's DRAM timing at a third to a half of the speed.
+    /// line-level model's DRAM timing at roughly half the speed.
     #[serde(default)]
     pub arrival_controller: bool,
 }
