@@ -435,6 +435,12 @@ fn agreement_quick_prints_both_models_per_point() {
         assert!(p["transaction"].as_f64().unwrap() > 0.0, "{p}");
     }
     assert!(j["max_abs_error_percent"].as_f64().unwrap() < 12.0, "{j}");
+    // The count of points past the 3% is the points' own.
+    let past = points
+        .iter()
+        .filter(|p| p["error_percent"].as_f64().unwrap().abs() > 3.0)
+        .count();
+    assert_eq!(j["past_target"].as_u64(), Some(past as u64), "{j}");
 }
 
 #[test]

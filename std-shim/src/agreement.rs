@@ -19,6 +19,11 @@ use crate::gen::fa3::Fa3Params;
 use crate::gen::{gemm, sweep_shapes, BenchError, GemmParams};
 use crate::run::simulate;
 
+/// The agreement target: each point within this many percent of
+/// the line-level model's figure. The table marks the points past it and
+/// counts them.
+pub const TARGET_PERCENT: f64 = 3.0;
+
 /// Which suite to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Suite {
@@ -58,6 +63,23 @@ pub struct Agreement {
     pub mape_percent: f64,
     /// The largest absolute error, percent.
     pub max_abs_error_percent: f64,
+    /// How many points are further than [`TARGET_PERCENT`] from the line
+    /// model.
+    pub past_target: usize,
+}
+
+impl Agreement {
+    /// The comparison of `points` on `gpu`, with its summary figures.
+    pub fn new(gpu: String, points: Vec<AgreementPoint>) -> Self {
+        let errs: Vec<f64> = points.iter().map(|p| p.error_percent).collect();
+        Agreement {
+            gpu,
+            mape_percent: mape(&errs).unwrap_or(0.0),
+            max_abs_error_percent: errs.iter().fold(0.0f64, |m, e| m.max(e.abs())),
+            past_target: errs.iter().filter(|e| e.abs() > TARGET_PERCENT).count(),
+            points,
+        }
+    }
 }
 
 /// `cfg` under memory model `m`.
@@ -194,13 +216,7 @@ pub fn agreement(
         let name = format!("{} x{}", p.copy, p.blocks_per_sm);
         points.push(point("tma-bw", name, "GB/s", p.simulated, q.simulated));
     }
-    let errs: Vec<f64> = points.iter().map(|p| p.error_percent).collect();
-    Ok(Agreement {
-        gpu: cfg.name.to_string(),
-        mape_percent: mape(&errs).unwrap_or(0.0),
-        max_abs_error_percent: errs.iter().fold(0.0f64, |m, e| m.max(e.abs())),
-        points,
-    })
+    Ok(Agreement::new(cfg.name.to_string(), points))
 }
 
 fn point(
@@ -220,23 +236,69 @@ fn point(
     }
 }
 
-/// The comparison as a plain-text table, one point a line.
+/// The comparison as a plain-text table, one point a line; a `*` marks
+/// each point further than [`TARGET_PERCENT`] from the line model.
 pub fn agreement_table(a: &Agreement) -> String {
     let mut s = format!(
         "transaction vs line memory model on {}\n{:<8} {:<26} {:>12} {:>14} {:>14} {:>8}\n",
         a.gpu, "group", "point", "metric", "line", "transaction", "error"
     );
     for p in &a.points {
+        let past = if p.error_percent.abs() > TARGET_PERCENT {
+            " *"
+        } else {
+            ""
+        };
         s.push_str(&format!(
-            "{:<8} {:<26} {:>12} {:>14.2} {:>14.2} {:>+7.2}%\n",
+            "{:<8} {:<26} {:>12} {:>14.2} {:>14.2} {:>+7.2}%{past}\n",
             p.group, p.name, p.metric, p.line, p.transaction, p.error_percent
         ));
     }
     s.push_str(&format!(
-        "{} points: MAPE {:.2}%, worst {:.2}%\n",
+        "{} points: MAPE {:.2}%, worst {:.2}%, {} past {}% (*)\n",
         a.points.len(),
         a.mape_percent,
-        a.max_abs_error_percent
+        a.max_abs_error_percent,
+        a.past_target,
+        TARGET_PERCENT
     ));
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(name: &str, line: f64, transaction: f64) -> AgreementPoint {
+        point("tma-bw", name.to_string(), "GB/s", line, transaction)
+    }
+
+    /// Points past the target are counted and marked; one exactly at it
+    /// (`(103 - 100) / 100` is 3.0 exactly in binary floating point) is
+    /// not.
+    #[test]
+    fn the_table_marks_and_counts_the_points_past_the_target() {
+        let a = Agreement::new(
+            "h800".into(),
+            vec![
+                pt("in", 100.0, 102.0),
+                pt("at", 100.0, 103.0),
+                pt("over", 100.0, 96.5),
+                pt("far", 200.0, 240.0),
+            ],
+        );
+        assert_eq!(a.past_target, 2);
+        assert!((a.max_abs_error_percent - 20.0).abs() < 1e-9);
+        let t = agreement_table(&a);
+        let marked: Vec<&str> = t
+            .lines()
+            .filter(|l| l.ends_with(" *"))
+            .map(|l| l.split_whitespace().nth(1).unwrap())
+            .collect();
+        assert_eq!(marked, ["over", "far"], "{t}");
+        assert!(
+            t.ends_with("4 points: MAPE 7.12%, worst 20.00%, 2 past 3% (*)\n"),
+            "{t}"
+        );
+    }
 }
