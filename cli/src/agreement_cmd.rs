@@ -5,7 +5,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use simfa_std::agreement::{agreement, agreement_table, Suite};
 
-use crate::{out, Failure, GpuArgs};
+use crate::{out, ArrivalArg, Failure, GpuArgs};
 
 /// `simfa agreement`.
 #[derive(Debug, Args)]
@@ -19,11 +19,14 @@ pub struct AgreementArgs {
     json: bool,
     #[command(flatten)]
     gpu: GpuArgs,
+    #[command(flatten)]
+    arrival: ArrivalArg,
 }
 
 impl AgreementArgs {
     pub fn run(self) -> Result<(), Failure> {
-        let cfg = self.gpu.resolve()?;
+        let mut cfg = self.gpu.resolve()?;
+        self.arrival.apply(&mut cfg);
         let suite = if self.quick {
             Suite::Quick
         } else {

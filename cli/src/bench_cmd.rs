@@ -27,10 +27,8 @@ pub struct BenchArgs {
     /// Memory model: transaction (default), line or fixed.
     #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
     memory: Option<simfa_core::config::MemoryModel>,
-    /// With the transaction model, land operations by the arrival-order
-    /// controller (`transaction.arrival_controller`).
-    #[arg(long)]
-    arrival_controller: bool,
+    #[command(flatten)]
+    arrival: crate::ArrivalArg,
     /// Runs of each workload; the table shows the median wall time.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -101,7 +99,7 @@ impl BenchArgs {
     /// Runs the benchmark and prints its table.
     pub fn run(&self) -> Result<(), Failure> {
         let mut cfg = crate::with_memory(GpuConfig::h800(), self.memory);
-        cfg.transaction.arrival_controller = self.arrival_controller;
+        self.arrival.apply(&mut cfg);
         let mut rows = Vec::new();
         let p = Fa3Params {
             heads: 64,

@@ -104,6 +104,8 @@ pub struct CalGpuArgs {
     /// line (the line-level reference) or fixed.
     #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
     memory: Option<simfa_core::config::MemoryModel>,
+    #[command(flatten)]
+    arrival: crate::ArrivalArg,
 }
 
 impl CalGpuArgs {
@@ -112,7 +114,11 @@ impl CalGpuArgs {
             (Some(path), _) => load_config(path).map_err(Failure::input),
             (None, name) => preset(name.as_deref().unwrap_or("h800-pcie")).map_err(Failure::input),
         }
-        .map(|c| crate::with_memory(c, self.memory))
+        .map(|c| {
+            let mut c = crate::with_memory(c, self.memory);
+            self.arrival.apply(&mut c);
+            c
+        })
     }
 }
 

@@ -266,6 +266,22 @@ struct SimGpuArgs {
     /// line (the line-level reference) or fixed.
     #[arg(long, value_name = "MODEL", value_parser = parse_memory)]
     memory: Option<MemoryModel>,
+    #[command(flatten)]
+    arrival: ArrivalArg,
+}
+
+impl SimGpuArgs {
+    fn resolve(&self) -> Result<GpuConfig, Failure> {
+        let mut c = with_memory(self.gpu.resolve()?, self.memory);
+        self.arrival.apply(&mut c);
+        Ok(c)
+    }
+}
+
+/// `--arrival-controller`, on every command that simulates the
+/// transaction model.
+#[derive(Debug, Args)]
+pub struct ArrivalArg {
     /// With the transaction model, land each TMA load when the line-level
     /// FR-FCFS controller, serving the DRAM reads in arrival order,
     /// returns them (`transaction.arrival_controller`): the line model's
@@ -274,11 +290,11 @@ struct SimGpuArgs {
     arrival_controller: bool,
 }
 
-impl SimGpuArgs {
-    fn resolve(&self) -> Result<GpuConfig, Failure> {
-        let mut c = with_memory(self.gpu.resolve()?, self.memory);
-        c.transaction.arrival_controller |= self.arrival_controller;
-        Ok(c)
+impl ArrivalArg {
+    /// Turns the option on in `cfg` when given (a configuration file's
+    /// `true` stays).
+    pub fn apply(&self, cfg: &mut GpuConfig) {
+        cfg.transaction.arrival_controller |= self.arrival_controller;
     }
 }
 

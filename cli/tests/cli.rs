@@ -443,6 +443,33 @@ fn agreement_quick_prints_both_models_per_point() {
     assert_eq!(j["past_target"].as_u64(), Some(past as u64), "{j}");
 }
 
+/// `--arrival-controller` on `agreement` is the configuration file's
+/// `transaction.arrival_controller = true`, and changes the points.
+#[test]
+fn agreement_takes_the_arrival_controller_flag() {
+    let d = Scratch::new("agree-arrival");
+    let f = d.file(
+        "ac.toml",
+        "preset = \"h800\"\n[transaction]\narrival_controller = true\n",
+    );
+    let flag = json(&simfa(&[
+        "agreement",
+        "--quick",
+        "--json",
+        "--arrival-controller",
+    ]));
+    let file = json(&simfa(&[
+        "agreement",
+        "--quick",
+        "--json",
+        "--config",
+        s(&f),
+    ]));
+    let plain = json(&simfa(&["agreement", "--quick", "--json"]));
+    assert_eq!(flag, file);
+    assert_ne!(flag["points"], plain["points"]);
+}
+
 #[test]
 fn external_memory_needs_a_host() {
     // Only an embedding host can answer the external port's requests: a
