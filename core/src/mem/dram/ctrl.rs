@@ -565,10 +565,9 @@ impl Dram<'_> {
             let free = seen;
             for b in 0..p.banks {
                 let bank = &self.banks[c * p.banks + b];
-                if !in_slots(bank.cand_slot) {
-                    return Err("DRAM bank");
-                }
-                // A queued request is on its own kind's list, linked both
+                // The cached candidate (`cand_slot`, `hot`) is not checked:
+                // a restore marks every bank dirty, so it is recomputed
+                // before use. A queued request is on its own kind's list, linked both
                 // ways, with bursts left to issue within its row.
                 for (list, write) in [(bank.rd, false), (bank.wr, true)] {
                     let (mut i, mut prev) = (list.head, NIL);
