@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use clap::Args;
+use simfa_core::config::MemoryModel;
 use simfa_core::GpuConfig;
 use simfa_std::gen::fa3::{fa3, Fa3Params};
 use simfa_std::gen::sweep_row;
@@ -142,7 +143,7 @@ impl BenchArgs {
         if self.json {
             let v = serde_json::json!({
                 "memory_model": cfg.memory.name(),
-                "arrival_controller": cfg.transaction.arrival_controller,
+                "arrival_controller": cfg.transaction.arrival_controller.name(),
                 "runs_per_workload": self.runs,
                 "runs": rows,
                 "fa3_cycles_per_s": rows[0].cycles_per_s,
@@ -155,10 +156,12 @@ impl BenchArgs {
         let mut s = format!(
             "memory model: {}{}; median of {} run(s) each\n{:<28} {:>10} {:>9} {:>12} {:>10}\n",
             cfg.memory,
-            if cfg.transaction.arrival_controller {
-                " (arrival-order controller)"
-            } else {
-                ""
+            match cfg.memory {
+                MemoryModel::Transaction => format!(
+                    " (arrival-order controller: {})",
+                    cfg.transaction.arrival_controller.name()
+                ),
+                _ => String::new(),
             },
             self.runs,
             "workload",

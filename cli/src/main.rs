@@ -41,8 +41,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use simfa_core::config::MemoryModel;
+use simfa_core::mem::config::ArrivalController;
 use simfa_core::{GpuConfig, Kernel, NoStream, Observer, StreamSource, PRESETS};
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
@@ -282,19 +283,45 @@ impl SimGpuArgs {
 /// transaction model.
 #[derive(Debug, Args)]
 pub struct ArrivalArg {
-    /// With the transaction model, land each TMA load when the line-level
-    /// FR-FCFS controller, serving the DRAM reads in arrival order,
-    /// returns them (`transaction.arrival_controller`): the line model's
-    /// DRAM timing at roughly half the speed (README, *Speed and memory*).
-    #[arg(long)]
-    arrival_controller: bool,
+    /// With the transaction model, whether to land each TMA load when the
+    /// line-level FR-FCFS controller, serving the DRAM reads in arrival
+    /// order, returns them (`transaction.arrival_controller`): the line
+    /// model's DRAM timing at roughly half the speed. `auto` (the
+    /// presets') does for memory-bound kernels only. The flag alone means
+    /// `on`; give a value as `--arrival-controller=off` (README, *Speed
+    /// and memory*)
+    #[arg(
+        long,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "on"
+    )]
+    arrival_controller: Option<ArrivalWhen>,
+}
+
+/// The values of `--arrival-controller`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ArrivalWhen {
+    /// For memory-bound kernels (their grid's traffic at the L2's or the
+    /// HBM's peak takes at least as long as their WGMMAs)
+    Auto,
+    /// Always
+    On,
+    /// Never: landings from the HBM service model alone
+    Off,
 }
 
 impl ArrivalArg {
-    /// Turns the option on in `cfg` when given (a configuration file's
-    /// `true` stays).
+    /// Sets the policy in `cfg` when given (over a configuration file's).
     pub fn apply(&self, cfg: &mut GpuConfig) {
-        cfg.transaction.arrival_controller |= self.arrival_controller;
+        if let Some(w) = self.arrival_controller {
+            cfg.transaction.arrival_controller = match w {
+                ArrivalWhen::Auto => ArrivalController::Auto,
+                ArrivalWhen::On => ArrivalController::On,
+                ArrivalWhen::Off => ArrivalController::Off,
+            };
+        }
     }
 }
 

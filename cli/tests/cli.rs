@@ -379,33 +379,111 @@ fn memory_flag_picks_the_model_and_the_report_names_it() {
 }
 
 #[test]
-fn arrival_controller_flag_and_config_key_turn_it_on_and_the_report_says_so() {
+fn arrival_controller_flag_and_config_key_set_it_and_the_report_says_so() {
+    // A tensor-bound GEMM: `auto` leaves the controller off.
     let args = ["gemm", "--m", "512", "--n", "128", "--k", "512", "--json"];
     let plain = json(&simfa(&args));
     assert_eq!(plain["arrival_controller"], false);
-    let mut flagged = args.to_vec();
-    flagged.push("--arrival-controller");
-    let on = json(&simfa(&flagged));
+    let with = |extra: &[&str]| {
+        let mut v = args.to_vec();
+        v.extend(extra);
+        json(&simfa(&v))
+    };
+    assert_eq!(with(&["--arrival-controller=off"]), plain);
+    assert_eq!(with(&["--arrival-controller=auto"]), plain);
+    let on = with(&["--arrival-controller"]);
     assert_eq!(on["arrival_controller"], true);
     assert_eq!(on["memory_model"], "transaction");
-    // The same run from a configuration file's key.
-    let dir = Scratch::new("arrival-controller");
-    let toml = dir.path("arrival.toml");
-    std::fs::write(
-        &toml,
-        "preset = \"h800\"\n[transaction]\narrival_controller = true\n",
-    )
-    .unwrap();
-    let mut from_file = args.to_vec();
-    from_file.extend(["--config", s(&toml)]);
-    let file = json(&simfa(&from_file));
-    assert_eq!(file["arrival_controller"], true);
-    assert_eq!(file["digest"], on["digest"]);
+    assert_eq!(with(&["--arrival-controller=on"]), on);
     // The controller, not the service model, decides the landings.
     assert_ne!(on["digest"], plain["digest"]);
+    // The same runs from a configuration file's key: a name, or a
+    // boolean as before `"auto"` existed; the flag wins over the file.
+    let dir = Scratch::new("arrival-controller");
+    for (value, want) in [
+        ("true", &on),
+        ("\"on\"", &on),
+        ("false", &plain),
+        ("\"off\"", &plain),
+    ] {
+        let toml = dir.file(
+            "arrival.toml",
+            &format!("preset = \"h800\"\n[transaction]\narrival_controller = {value}\n"),
+        );
+        assert_eq!(&with(&["--config", s(&toml)]), want, "{value}");
+        let flag = if want == &on {
+            "--arrival-controller=off"
+        } else {
+            "--arrival-controller"
+        };
+        assert_ne!(&with(&["--config", s(&toml), flag]), want, "{value}");
+    }
     // Other models ignore it.
-    flagged.extend(["--memory", "line"]);
-    assert_eq!(json(&simfa(&flagged))["arrival_controller"], false);
+    assert_eq!(
+        with(&["--arrival-controller", "--memory", "line"])["arrival_controller"],
+        false
+    );
+    // The text report says which model ran.
+    let o = simfa(&[
+        "gemm",
+        "--m",
+        "512",
+        "--n",
+        "128",
+        "--k",
+        "512",
+        "--arrival-controller",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("transaction, landings by the arrival-order controller"),
+        "{text}"
+    );
+}
+
+/// `auto` turns the controller on for a memory-bound kernel (the TMA
+/// throughput benchmark, no WGMMAs), and a bad policy is a typed error.
+#[test]
+fn arrival_controller_auto_follows_the_kernel_and_bad_values_are_refused() {
+    let dir = Scratch::new("arrival-auto");
+    let k = dir.path("tma.sfk");
+    simfa(&[
+        "gen",
+        "tma-bw",
+        "--copy",
+        "bulk",
+        "--bytes",
+        "4KiB",
+        "--total",
+        "1MiB",
+        "-o",
+        s(&k),
+    ]);
+    let j = json(&simfa(&["run", s(&k), "--json"]));
+    assert_eq!(j["arrival_controller"], true);
+    let off = json(&simfa(&[
+        "run",
+        s(&k),
+        "--json",
+        "--arrival-controller=off",
+    ]));
+    assert_eq!(off["arrival_controller"], false);
+    let bad = dir.file(
+        "bad.toml",
+        "preset = \"h800\"\n[transaction]\narrival_controller = \"sometimes\"\n",
+    );
+    let fails = |args: &[&str]| {
+        let o = simfa_unchecked(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        stderr(&o)
+    };
+    let e = fails(&["run", s(&k), "--config", s(&bad)]);
+    assert!(
+        e.contains("transaction.arrival_controller") && e.contains("\"auto\""),
+        "{e}"
+    );
+    let e = fails(&["run", s(&k), "--arrival-controller=maybe"]);
+    assert!(e.contains("auto, on, off"), "{e}");
 }
 
 #[test]

@@ -30,9 +30,12 @@
 //! per-SM ports. [`Estimate::lower_bound_cycles`] is the largest of the
 //! levels that bound the simulation: the tensor pipe and the HBM (port).
 //!
-//! **Reporting only.** Nothing here is on the timing path: the simulator
-//! never calls it, so it cannot change cycles or digests. Everything is
-//! integer arithmetic; the std shim turns it into times and ratios.
+//! **Off the timing path**, but for one decision: with
+//! `transaction.arrival_controller = "auto"` the simulator asks
+//! [`memory_bound`], once before the run, whether to land loads by the
+//! arrival-order controller. Nothing else here affects cycles or digests.
+//! Everything is integer arithmetic; the std shim turns it into times and
+//! ratios.
 
 use crate::config::{GpuConfig, MemoryModel};
 use crate::isa::{EvalCtx, Instr, MAX_LOOP_DEPTH};
@@ -152,6 +155,40 @@ impl Estimate {
                 .max(self.memory_bound_cycles(cfg))
         })
     }
+}
+
+/// Instructions (loop markers included) [`memory_bound`] walks at most.
+pub const MEMORY_BOUND_STEPS: u64 = 1 << 20;
+
+/// Whether `k` is memory-bound on `cfg`: whether moving its grid's bytes
+/// through the L2 slices, or its compulsory bytes through the HBM, at
+/// their peak rates takes at least as long as its WGMMAs on the tensor
+/// pipes ([`Estimate::tensor_bound_cycles`]). A kernel without WGMMAs is
+/// memory-bound.
+///
+/// The walk stops after [`MEMORY_BOUND_STEPS`] instructions. A grid that
+/// large is judged by the CTAs walked (in launch order), as rates: its traffic at the
+/// memory's peak against its WGMMAs spread over `min(ctas, sms)` tensor
+/// pipes (a grid of alike CTAs gets the whole walk's answer, at a bounded
+/// cost). A kernel with stream roles, whose instructions come from the
+/// host, shows nothing to walk and is not memory-bound.
+pub fn memory_bound(cfg: &GpuConfig, k: &Kernel) -> bool {
+    memory_bound_within(cfg, k, MEMORY_BOUND_STEPS)
+}
+
+/// [`memory_bound`] with a walk of at most `max_steps` instructions.
+pub fn memory_bound_within(cfg: &GpuConfig, k: &Kernel, max_steps: u64) -> bool {
+    if k.roles.iter().any(|r| r.stream) {
+        return false;
+    }
+    let e = estimate(cfg, k, max_steps);
+    let memory = e.l2_bound_cycles(cfg).max(e.memory_bound_cycles(cfg)) as u128;
+    if e.complete {
+        return memory >= e.tensor_bound_cycles() as u128;
+    }
+    // memory >= tensor_cycles / pipes, without the division's rounding.
+    let pipes = e.ctas.clamp(1, cfg.sms.max(1) as u64) as u128;
+    memory * pipes >= e.tensor_cycles as u128
 }
 
 /// CTAs one SM of `cfg` holds at once (at least 1): the least of its
@@ -362,5 +399,66 @@ mod tests {
         let cut = estimate(&cfg, &k, 5);
         assert!(!cut.complete);
         assert_eq!(cut.lower_bound_cycles(&cfg), None);
+    }
+
+    /// A grid of `ctas` CTAs, each loading `loads` 16 KiB bulk copies and
+    /// issuing `wgmmas` WGMMAs of N = 256.
+    fn mixed(ctas: u32, loads: i64, wgmmas: i64) -> Kernel {
+        let mut b = Builder::new(Kernel::default(), "mixed").unwrap();
+        b.grid([ctas, 1, 1]);
+        let decl = b.mbarriers("bar", 1, 1).unwrap();
+        let bar = b.at(decl, Expr::constant(0)).unwrap();
+        let addr = b.expr(Expr::constant(0)).unwrap();
+        b.begin_role("main", 1, 32).unwrap();
+        let l = b.loop_begin(Expr::constant(loads)).unwrap();
+        b.op(Instr::BulkLoad {
+            bar,
+            addr,
+            bytes: 16 << 10,
+        })
+        .unwrap();
+        b.loop_end(l).unwrap();
+        let l = b.loop_begin(Expr::constant(wgmmas)).unwrap();
+        b.op(Instr::Wgmma {
+            n: 256,
+            mode: WgmmaMode::Ss,
+        })
+        .unwrap();
+        b.loop_end(l).unwrap();
+        b.end_role().unwrap();
+        b.finish().unwrap()
+    }
+
+    #[test]
+    fn memory_bound_compares_traffic_with_tensor_work() {
+        let cfg = GpuConfig::h800();
+        // Without WGMMAs every kernel is memory-bound.
+        assert!(memory_bound(&cfg, &mixed(264, 4, 0)));
+        // 64 KiB per CTA through the L2 against one WGMMA, then against
+        // a thousand.
+        assert!(memory_bound(&cfg, &mixed(264, 4, 1)));
+        assert!(!memory_bound(&cfg, &mixed(264, 4, 1000)));
+        // Where the two cross: the L2's time for the grid's bytes against
+        // the tensor pipes' for its WGMMAs (two CTAs per SM).
+        let (num, den) = cfg.l2.peak_bytes_per_cycle();
+        let l2 = 264 * 4 * (16u64 << 10) * den / num;
+        let per = cfg.wgmma_cycles(256, WgmmaMode::Ss);
+        let even = l2 / 2 / per;
+        assert!(memory_bound(&cfg, &mixed(264, 4, even as i64)));
+        assert!(!memory_bound(&cfg, &mixed(264, 4, even as i64 + 2)));
+    }
+
+    #[test]
+    fn a_partial_walk_gives_the_whole_grids_answer() {
+        let cfg = GpuConfig::h800();
+        for w in [1, 10, 100, 1000] {
+            let k = mixed(5000, 4, w);
+            let whole = memory_bound_within(&cfg, &k, u64::MAX);
+            // About two CTAs' worth of steps, and seven and a half.
+            let cta = 2 * w as u64 + 11;
+            for steps in [2 * cta, 15 * cta / 2] {
+                assert_eq!(memory_bound_within(&cfg, &k, steps), whole, "{w} {steps}");
+            }
+        }
     }
 }

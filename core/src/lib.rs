@@ -92,6 +92,6 @@ pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, Sim
 pub use isa::{Expr, Instr, Op, Ref, UnitClass, WaitReason, WgmmaMode, Work};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 pub use observer::{Event, Observer, Stats, Who};
-pub use sim::{fingerprint, Simulator, Status, Summary, Waiter};
+pub use sim::{fingerprint, lands_by_arrival, Simulator, Status, Summary, Waiter};
 pub use source::{NoStream, SourceError, StreamSource};
 pub use time::{Cycle, Ratio};

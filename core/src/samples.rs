@@ -24,6 +24,7 @@ use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
 use crate::isa::{Expr, Instr, WgmmaMode, Work};
 use crate::kernel::{CtaOrder, Kernel, TensorMap};
+use crate::mem::config::ArrivalController;
 
 /// Number of samples: two kernels, each on the fixed port and on both
 /// models of the memory hierarchy (line-level and transaction-level).
@@ -111,11 +112,14 @@ const MODELS: [MemoryModel; 3] = [
 ];
 
 /// A two-SM H800 with a small L2 (4 slices of 8 sets x 4 ways) and two
-/// HBM pseudo-channels, under memory model `memory`.
+/// HBM pseudo-channels, under memory model `memory`; the transaction
+/// model without its arrival-order controller, whose tables (64 Ki
+/// request records) would not fit a microcontroller's RAM.
 fn config(memory: MemoryModel) -> GpuConfig {
     let mut c = GpuConfig::h800();
     c.sms = 2;
     c.memory = memory;
+    c.transaction.arrival_controller = ArrivalController::Off;
     c.l2.slices = 4;
     c.l2.sets = 8;
     c.l2.ways = 4;

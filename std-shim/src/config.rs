@@ -267,6 +267,18 @@ fn join(prefix: &str, key: &str) -> String {
     }
 }
 
+/// A value of an older form, as its key's type now has it:
+/// `transaction.arrival_controller` was a boolean before `"auto"`
+/// (`true` is `"on"`, `false` is `"off"`).
+fn legacy(path: &str, value: Value) -> Value {
+    match (path, value) {
+        ("transaction.arrival_controller", Value::Boolean(b)) => {
+            Value::String(if b { "on" } else { "off" }.to_string())
+        }
+        (_, value) => value,
+    }
+}
+
 /// Merges `user` into `base`, checking that every key exists in `base` with
 /// a value of the same TOML type, and records the paths of the leaves set.
 fn merge(
@@ -278,6 +290,7 @@ fn merge(
 ) -> Result<(), ConfigFileError> {
     for (key, value) in user {
         let path = join(prefix, &key);
+        let value = legacy(&path, value);
         let Some(slot) = base.get_mut(&key) else {
             return Err(ConfigFileError::UnknownKey {
                 origin: origin.to_string(),

@@ -291,8 +291,7 @@ impl Report {
             compute_cycles: st.compute_cycles,
             bytes_loaded: st.bytes_loaded,
             memory_model: cfg.memory.name().to_string(),
-            arrival_controller: cfg.memory == simfa_core::config::MemoryModel::Transaction
-                && cfg.transaction.arrival_controller,
+            arrival_controller: simfa_core::lands_by_arrival(cfg, kernel),
             tma_lines: st.tma_lines,
             l2_requests: s.memory.map_or(0, |m| m.l2_requests),
             l2_hits: s.memory.map_or(0, |m| m.l2_hits + m.shadow_hits),
@@ -348,8 +347,20 @@ impl Report {
             (Some(b), None) => format!("bound {b} cycles ({}-bound)", a.bound_level),
             (None, _) => "no bound (partial counts)".to_string(),
         };
-        let rows: [(&str, String); 15] = [
+        let rows: [(&str, String); 16] = [
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
+            (
+                "memory",
+                format!(
+                    "{}{}",
+                    self.memory_model,
+                    if self.arrival_controller {
+                        ", landings by the arrival-order controller"
+                    } else {
+                        ""
+                    }
+                ),
+            ),
             (
                 "cycles",
                 format!(

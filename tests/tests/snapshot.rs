@@ -4,20 +4,24 @@
 
 use proptest::prelude::*;
 use simfa_core::config::MemoryModel;
+use simfa_core::mem::config::ArrivalController;
 use simfa_core::{Cycle, GpuConfig, Kernel, NoStream, Simulator, SnapshotError, Status, Summary};
 use simfa_std::gen::fa3::{fa3, Fa3Params, Variant};
 use simfa_std::gen::{gemm, GemmParams};
 
+/// `memory`; the transaction model with its HBM service model alone
+/// (`arrival()` has the controller).
 fn cfg(memory: MemoryModel) -> GpuConfig {
     let mut c = GpuConfig::h800();
     c.memory = memory;
+    c.transaction.arrival_controller = ArrivalController::Off;
     c
 }
 
 /// The transaction model landing by the arrival-order controller.
 fn arrival() -> GpuConfig {
     let mut c = cfg(MemoryModel::Transaction);
-    c.transaction.arrival_controller = true;
+    c.transaction.arrival_controller = ArrivalController::On;
     c
 }
 
@@ -262,10 +266,10 @@ fn a_resealed_damaged_snapshot_never_panics_when_run() {
     let mut failures = Vec::new();
     let mut cases = 0;
     for (memory, arrival, step) in [
-        (MemoryModel::Fixed, false, 3),
-        (MemoryModel::Line, false, 9),
-        (MemoryModel::Transaction, false, 9),
-        (MemoryModel::Transaction, true, 27),
+        (MemoryModel::Fixed, ArrivalController::Off, 3),
+        (MemoryModel::Line, ArrivalController::Off, 9),
+        (MemoryModel::Transaction, ArrivalController::Off, 9),
+        (MemoryModel::Transaction, ArrivalController::On, 27),
     ] {
         // A small GPU keeps the snapshot (and each restore) small.
         let mut c = cfg(memory);

@@ -12,6 +12,7 @@
 //! changes; update it in the same commit and say why in the message.
 
 use simfa_core::config::MemoryModel;
+use simfa_core::mem::config::ArrivalController;
 use simfa_core::GpuConfig;
 use simfa_std::gen::fa3::{fa3, Fa3Params, Variant};
 use simfa_std::gen::{gemm, GemmParams};
@@ -129,25 +130,32 @@ fn golden_gemm_pipelined_persistent() {
 /// Under the transaction-level model (the line-level one has its own
 /// refresh tests): a bulk TMA stream near the HBM's peak for several
 /// refresh intervals, where the HBM service model and its refresh decide
-/// the time.
-const GOLDEN_TMA_STREAM: (u64, u64) = (21687, 0x8f4e_b4f3_bef2_c818);
+/// the time (`arrival_controller = "off"`), and, by default (`"auto"`:
+/// the kernel is memory-bound), the arrival-order controller.
+const GOLDEN_TMA_STREAM: [(ArrivalController, u64, u64); 2] = [
+    (ArrivalController::Off, 21687, 0x8f4e_b4f3_bef2_c818),
+    (ArrivalController::Auto, 23168, 0x7f47_0ca7_5348_da99),
+];
 
 #[test]
 fn golden_tma_stream_through_refreshes() {
     use simfa_std::gen::{tma_bw, CopyKind, TmaBwParams};
-    let cfg = h800(MemoryModel::Transaction);
-    let p = TmaBwParams {
-        total_bytes: 32 << 20,
-        ..TmaBwParams::new(CopyKind::Bulk { bytes: 16384 }, 2, &cfg)
-    };
-    let k = tma_bw(&p).unwrap();
-    let s = run(&cfg, &k).unwrap();
-    assert_eq!(bare(&cfg, &k), s, "the checker changed the run");
-    assert_eq!(
-        (s.cycles, s.digest),
-        GOLDEN_TMA_STREAM,
-        "got ({}, 0x{:016x})",
-        s.cycles,
-        s.digest
-    );
+    for (policy, cycles, digest) in GOLDEN_TMA_STREAM {
+        let mut cfg = h800(MemoryModel::Transaction);
+        cfg.transaction.arrival_controller = policy;
+        let p = TmaBwParams {
+            total_bytes: 32 << 20,
+            ..TmaBwParams::new(CopyKind::Bulk { bytes: 16384 }, 2, &cfg)
+        };
+        let k = tma_bw(&p).unwrap();
+        let s = run(&cfg, &k).unwrap();
+        assert_eq!(bare(&cfg, &k), s, "the checker changed the run");
+        assert_eq!(
+            (s.cycles, s.digest),
+            (cycles, digest),
+            "{policy:?}: got ({}, 0x{:016x})",
+            s.cycles,
+            s.digest
+        );
+    }
 }

@@ -176,21 +176,122 @@ pub struct TxnConfig {
     /// Entries of each SM pair's request coalescer (in-flight chunks it
     /// remembers), a power of two.
     pub coalescer_entries: u16,
-    /// Also serve the DRAM reads, in the order they reach the DRAM, with
-    /// the line-level FR-FCFS controller, and land each load when that
-    /// returns its reads (see [`crate::mem::txn::arrival`]): the
-    /// line-level model's DRAM timing at roughly half the speed.
+    /// Whether to also serve the DRAM reads, in the order they reach the
+    /// DRAM, with the line-level FR-FCFS controller, and land each load
+    /// when that returns its reads (see [`crate::mem::txn::arrival`]): the
+    /// line-level model's DRAM timing at roughly half the speed. By
+    /// default ([`ArrivalController::Auto`]) only for memory-bound
+    /// kernels.
     #[serde(default)]
-    pub arrival_controller: bool,
+    pub arrival_controller: ArrivalController,
+}
+
+/// When the transaction model lands loads by the arrival-order controller
+/// (`transaction.arrival_controller`): `"auto"` (the default), `"on"`
+/// (or `true`) or `"off"` (or `false`).
+///
+/// `Auto` decides once per run, before it starts, from the kernel's
+/// analytical estimate ([`crate::analytic::memory_bound`]): on when
+/// moving the grid's bytes through the L2 or its compulsory bytes through
+/// the HBM at their peak rates takes at least as long as its WGMMAs on
+/// the tensor pipes, off otherwise. The HBM service model books requests
+/// in hand-over order and without FR-FCFS's wait of a row switch behind
+/// younger row hits, which makes it optimistic when the DRAM queues are
+/// what a kernel waits on; a tensor-bound kernel hides that, and runs at
+/// the service model's speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ArrivalController {
+    /// On for memory-bound kernels, off for tensor-bound ones.
+    #[default]
+    Auto,
+    /// Always.
+    On,
+    /// Never: landings from the HBM service model alone.
+    Off,
+}
+
+impl ArrivalController {
+    /// Every policy, in declaration order.
+    pub const ALL: [ArrivalController; 3] = [
+        ArrivalController::Auto,
+        ArrivalController::On,
+        ArrivalController::Off,
+    ];
+
+    /// The name configuration files and reports use: `"auto"`, `"on"` or
+    /// `"off"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ArrivalController::Auto => "auto",
+            ArrivalController::On => "on",
+            ArrivalController::Off => "off",
+        }
+    }
+
+    /// The policy named `name` (as [`ArrivalController::name`] gives it).
+    pub fn from_name(name: &str) -> Option<ArrivalController> {
+        ArrivalController::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
+/// Human-readable formats (TOML, JSON) write the name; binary ones (the
+/// snapshot fingerprint) the variant's index.
+impl Serialize for ArrivalController {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(self.name())
+        } else {
+            s.serialize_u8(*self as u8)
+        }
+    }
+}
+
+/// Human-readable formats accept a name or a boolean (`true` is `"on"`,
+/// `false` is `"off"`, as before `"auto"` existed); binary ones the
+/// variant's index.
+impl<'de> Deserialize<'de> for ArrivalController {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ArrivalController;
+            fn expecting(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+                f.write_str("\"auto\", \"on\", \"off\", true or false")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                Ok(if v {
+                    ArrivalController::On
+                } else {
+                    ArrivalController::Off
+                })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                ArrivalController::from_name(v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                ArrivalController::ALL
+                    .get(v as usize)
+                    .copied()
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+        }
+        if d.is_human_readable() {
+            d.deserialize_any(V)
+        } else {
+            d.deserialize_u8(V)
+        }
+    }
 }
 
 impl TxnConfig {
     /// The presets' values: chunks of up to 32 lines, 64 coalescer
-    /// entries, landings from the HBM service model alone.
+    /// entries, the arrival-order controller for memory-bound kernels.
     pub const DEFAULT: TxnConfig = TxnConfig {
         chunk_lines: 32,
         coalescer_entries: 64,
-        arrival_controller: false,
+        arrival_controller: ArrivalController::Auto,
     };
 
     /// Checks every field's range.

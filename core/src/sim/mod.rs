@@ -38,6 +38,7 @@ use crate::error::{BuildError, Capacity, KernelError, SimError};
 use crate::external::{ExternalPort, Slot as ExtSlot};
 use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
+use crate::mem::config::{ArrivalController, TxnConfig};
 use crate::mem::lines::max_box_lines;
 use crate::mem::system::{MemStats, MemorySystem};
 use crate::mem::txn::TxnMemory;
@@ -113,6 +114,19 @@ pub struct Waiter {
     pub reason: WaitReason,
 }
 
+/// Whether a run of `kernel` on `cfg` lands its loads by the
+/// arrival-order controller: the transaction model with
+/// `transaction.arrival_controller` on, or `"auto"` and a memory-bound
+/// kernel ([`crate::analytic::memory_bound`]).
+pub fn lands_by_arrival(cfg: &GpuConfig, kernel: &Kernel) -> bool {
+    cfg.memory == MemoryModel::Transaction
+        && match cfg.transaction.arrival_controller {
+            ArrivalController::On => true,
+            ArrivalController::Off => false,
+            ArrivalController::Auto => crate::analytic::memory_bound(cfg, kernel),
+        }
+}
+
 /// Table sizes derived from a (config, kernel) pair.
 #[derive(Clone, Copy, Debug)]
 struct Plan {
@@ -127,6 +141,9 @@ struct Plan {
     tma_slots: usize,
     /// Dedup-set capacity per SM (hierarchy modes).
     dcap: usize,
+    /// The transaction model's parameters, its arrival-order controller
+    /// policy resolved for this kernel to on or off.
+    txn: TxnConfig,
 }
 
 impl Plan {
@@ -151,6 +168,15 @@ impl Plan {
             .max()
             .unwrap_or(1);
         let dcap = most.min(cfg.tma.dedup_lines as u64).max(1) as usize;
+        let arrival = lands_by_arrival(cfg, k);
+        let txn = TxnConfig {
+            arrival_controller: if arrival {
+                ArrivalController::On
+            } else {
+                ArrivalController::Off
+            },
+            ..cfg.transaction
+        };
         Ok(Plan {
             sms,
             cta_slots,
@@ -161,6 +187,7 @@ impl Plan {
             model: cfg.memory,
             tma_slots: cfg.tma_slots as usize,
             dcap,
+            txn,
         })
     }
 
@@ -200,7 +227,7 @@ impl Plan {
                 return TxnMemory::layout(
                     &cfg.l2,
                     &cfg.dram,
-                    &cfg.transaction,
+                    &self.txn,
                     cfg.sms,
                     self.dcap,
                     self.sms * self.tma_slots,
@@ -320,7 +347,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 &cfg.l2,
                 &cfg.dram,
                 &cfg.tma,
-                &cfg.transaction,
+                &plan.txn,
                 cfg.sms,
                 plan.dcap,
                 plan.sms * plan.tma_slots,

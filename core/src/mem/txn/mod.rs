@@ -80,7 +80,7 @@ use serde::{Deserialize, Serialize};
 use crate::arena::{Arena, Layout};
 use crate::error::{BuildError, Capacity};
 use crate::mem::calendar::Calendars;
-use crate::mem::config::{L2Config, TmaLineConfig, TxnConfig};
+use crate::mem::config::{ArrivalController, L2Config, TmaLineConfig, TxnConfig};
 use crate::mem::dram::DramConfig;
 use crate::mem::hash::SliceSelector;
 use crate::mem::lines::DedupSet;
@@ -349,7 +349,7 @@ impl<'a> TxnMemory<'a> {
         l.add::<Coal>(z.coal)?;
         ChunkTable::layout(l2.slices as usize, l2.sets as usize, l2.ways as usize, l)?;
         Hbm::layout(dram, l)?;
-        if txn.arrival_controller {
+        if txn.arrival_controller == ArrivalController::On {
             ArrivalDram::layout(dram, op_tags(ops), l)?;
             let (slices, sets, ways) = (l2.slices as usize, l2.sets as usize, l2.ways as usize);
             l.add::<FillRef>(ChunkTable::entries_for(slices, sets, ways)?)?;
@@ -359,7 +359,10 @@ impl<'a> TxnMemory<'a> {
     }
 
     /// Builds the model from `a` (sized by [`TxnMemory::layout`] with
-    /// the same arguments); `seed` feeds the proxy's draws.
+    /// the same arguments); `seed` feeds the proxy's draws. The
+    /// arrival-order controller runs when `txn.arrival_controller` is
+    /// [`ArrivalController::On`]: the simulator resolves `Auto` per kernel
+    /// before it gets here, and `Auto` here counts as off.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         l2: &L2Config,
@@ -384,7 +387,7 @@ impl<'a> TxnMemory<'a> {
         let coal = a.alloc(z.coal, Coal::default(), what)?;
         let chunks = ChunkTable::new_in(a, l2.slices as usize, l2.sets as usize, l2.ways as usize)?;
         let hbm = Hbm::new(dram, a)?;
-        let (arrival, entry_fill, coal_fill) = if txn.arrival_controller {
+        let (arrival, entry_fill, coal_fill) = if txn.arrival_controller == ArrivalController::On {
             let fill = l2.fill_latency as u64;
             let arrival = ArrivalDram::new(dram, op_tags(ops), fill, a)?;
             let entry_fill = a.alloc(chunks.entry_count(), FillRef::NONE, what)?;

@@ -105,7 +105,7 @@ fn a_chunk_line_leaves_when_it_fits_not_when_the_chunk_does() {
 #[test]
 fn with_the_controller_a_shadow_copy_is_read_after_the_fill_it_copies() {
     let mut cfg = GpuConfig::h800();
-    cfg.transaction.arrival_controller = true;
+    cfg.transaction.arrival_controller = ArrivalController::On;
     // Every far read is copied into the near partition.
     cfg.l2.proxy.enabled = true;
     cfg.l2.proxy.threshold_permille = 1000;
