@@ -158,7 +158,7 @@ impl Estimate {
 }
 
 /// Instructions (loop markers included) [`memory_bound`] walks at most.
-pub const MEMORY_BOUND_STEPS: u64 = 1 << 20;
+pub const MEMORY_BOUND_STEPS: u64 = 1 << 18;
 
 /// Whether `k` is memory-bound on `cfg`: whether moving its grid's bytes
 /// through the L2 slices, or its compulsory bytes through the HBM, at
