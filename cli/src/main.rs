@@ -313,14 +313,19 @@ enum ArrivalWhen {
 }
 
 impl ArrivalArg {
+    /// The policy given, if any.
+    pub fn policy(&self) -> Option<ArrivalController> {
+        self.arrival_controller.map(|w| match w {
+            ArrivalWhen::Auto => ArrivalController::Auto,
+            ArrivalWhen::On => ArrivalController::On,
+            ArrivalWhen::Off => ArrivalController::Off,
+        })
+    }
+
     /// Sets the policy in `cfg` when given (over a configuration file's).
     pub fn apply(&self, cfg: &mut GpuConfig) {
-        if let Some(w) = self.arrival_controller {
-            cfg.transaction.arrival_controller = match w {
-                ArrivalWhen::Auto => ArrivalController::Auto,
-                ArrivalWhen::On => ArrivalController::On,
-                ArrivalWhen::Off => ArrivalController::Off,
-            };
+        if let Some(p) = self.policy() {
+            cfg.transaction.arrival_controller = p;
         }
     }
 }

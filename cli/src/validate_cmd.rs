@@ -26,6 +26,8 @@ pub struct ValidateArgs {
     /// fixed.
     #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
     memory: Option<simfa_core::config::MemoryModel>,
+    #[command(flatten)]
+    arrival: crate::ArrivalArg,
 }
 
 impl ValidateArgs {
@@ -42,6 +44,7 @@ impl ValidateArgs {
             only: self.only,
             fa3_batch: self.fa3_batch,
             memory: self.memory,
+            arrival_controller: self.arrival.policy(),
             ..ValidateOptions::default()
         };
         let show = !self.json && std::io::stderr().is_terminal();

@@ -228,15 +228,18 @@ fn validate_runs_a_dataset_and_refuses_unknown_ones() {
     assert_eq!(d["points"].as_array().unwrap().len(), 12);
     assert_eq!(d["mape_percent"].as_f64(), Some(0.0));
     assert_eq!(j["memory_model"], "transaction");
+    assert_eq!(j["arrival_controller"], "auto");
     let o = simfa(&[
         "validate",
         "--only",
         "wgmma-latency",
         "--memory",
         "line",
+        "--arrival-controller=off",
         "--json",
     ]);
     assert_eq!(json(&o)["memory_model"], "line");
+    assert_eq!(json(&o)["arrival_controller"], "off");
     let o = simfa(&["validate", "--only", "nope"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown dataset"), "{}", stderr(&o));

@@ -66,6 +66,10 @@ pub struct Estimate {
     pub l2_load_bytes: u64,
     /// Bytes TMA and bulk copies store from shared memory to the L2.
     pub l2_store_bytes: u64,
+    /// Of [`Estimate::l2_load_bytes`], those bulk copies load (their
+    /// sources are plain addresses, so they are not in the compulsory HBM
+    /// bytes).
+    pub bulk_load_bytes: u64,
     /// Compulsory bytes read from HBM (see the module docs).
     pub hbm_read_bytes: u64,
     /// Compulsory bytes written to HBM.
@@ -157,38 +161,47 @@ impl Estimate {
     }
 }
 
-/// Instructions (loop markers included) [`memory_bound`] walks at most.
+/// Instructions (loop markers included) after which [`memory_bound`]
+/// starts no further CTA.
 pub const MEMORY_BOUND_STEPS: u64 = 1 << 18;
 
-/// Whether `k` is memory-bound on `cfg`: whether moving its grid's bytes
-/// through the L2 slices, or its compulsory bytes through the HBM, at
-/// their peak rates takes at least as long as its WGMMAs on the tensor
-/// pipes ([`Estimate::tensor_bound_cycles`]). A kernel without WGMMAs is
-/// memory-bound.
+/// Instructions [`memory_bound`] walks at most, to finish its first CTA.
+pub const MEMORY_BOUND_MAX_STEPS: u64 = 1 << 22;
+
+/// Whether `k` is bound by the HBM on `cfg`: whether its compulsory HBM
+/// reads, plus what its bulk copies load (their sources are plain
+/// addresses the walk cannot tell apart, so each byte counts as read from
+/// the HBM), take at the HBM's peak at least as long as its WGMMAs on the
+/// tensor pipes ([`Estimate::tensor_bound_cycles`]). A kernel without
+/// WGMMAs is.
 ///
-/// The walk stops after [`MEMORY_BOUND_STEPS`] instructions. A grid that
-/// large is judged by the CTAs walked (in launch order), as rates: its traffic at the
-/// memory's peak against its WGMMAs spread over `min(ctas, sms)` tensor
-/// pipes (a grid of alike CTAs gets the whole walk's answer, at a bounded
-/// cost). A kernel with stream roles, whose instructions come from the
-/// host, shows nothing to walk and is not memory-bound.
+/// The walk starts no CTA after [`MEMORY_BOUND_STEPS`] instructions: a
+/// larger grid is judged by the CTAs walked (in launch order), their work
+/// and traffic scaled to all of its CTAs (a grid of alike CTAs gets the
+/// whole walk's answer, at a bounded cost). Not memory-bound: a kernel
+/// with stream roles, whose instructions come from the host, and one
+/// whose first CTA alone is more than [`MEMORY_BOUND_MAX_STEPS`]
+/// instructions.
 pub fn memory_bound(cfg: &GpuConfig, k: &Kernel) -> bool {
     memory_bound_within(cfg, k, MEMORY_BOUND_STEPS)
 }
 
-/// [`memory_bound`] with a walk of at most `max_steps` instructions.
-pub fn memory_bound_within(cfg: &GpuConfig, k: &Kernel, max_steps: u64) -> bool {
+/// [`memory_bound`], starting no CTA after `soft_steps` instructions.
+pub fn memory_bound_within(cfg: &GpuConfig, k: &Kernel, soft_steps: u64) -> bool {
     if k.roles.iter().any(|r| r.stream) {
         return false;
     }
-    let e = estimate(cfg, k, max_steps);
-    let memory = e.l2_bound_cycles(cfg).max(e.memory_bound_cycles(cfg)) as u128;
-    if e.complete {
-        return memory >= e.tensor_bound_cycles() as u128;
+    let (mut e, maps, walked) = walk_grid(cfg, k, MEMORY_BOUND_MAX_STEPS, soft_steps);
+    if walked == 0 {
+        return false;
     }
-    // memory >= tensor_cycles / pipes, without the division's rounding.
-    let pipes = e.ctas.clamp(1, cfg.sms.max(1) as u64) as u128;
-    memory * pipes >= e.tensor_cycles as u128
+    // The whole grid's counts from the CTAs walked.
+    let (num, den) = (e.ctas.max(walked), walked);
+    let scale = |b: u64| (b as u128 * num as u128 / den as u128).min(u64::MAX as u128) as u64;
+    e.tensor_cycles = scale(e.tensor_cycles);
+    let bytes = compulsory(k, &maps, num, den).0 as u128 + scale(e.bulk_load_bytes) as u128;
+    let (hn, hd) = cfg.dram.peak_bytes_per_cycle();
+    bytes * hd / hn.max(1) >= e.tensor_bound_cycles() as u128
 }
 
 /// CTAs one SM of `cfg` holds at once (at least 1): the least of its
@@ -218,6 +231,21 @@ pub fn resident_ctas(cfg: &GpuConfig, k: &Kernel) -> u32 {
 /// `k` should be valid ([`Kernel::validate`]); an invalid one gives an
 /// incomplete estimate, never a panic.
 pub fn estimate(cfg: &GpuConfig, k: &Kernel, max_steps: u64) -> Estimate {
+    let (mut e, maps, _) = walk_grid(cfg, k, max_steps, u64::MAX);
+    (e.hbm_read_bytes, e.hbm_write_bytes) = compulsory(k, &maps, 1, 1);
+    e
+}
+
+/// Walks `k`'s grid in launch order, at most `max_steps` instructions in
+/// all, and no further CTA once `soft_steps` are walked. Returns the
+/// counts (without the HBM bytes), each map's traffic and the CTAs
+/// walked to their end.
+fn walk_grid(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    max_steps: u64,
+    soft_steps: u64,
+) -> (Estimate, [MapTraffic; MAX_MAPS], u64) {
     let mut e = Estimate {
         complete: k.validate().is_ok() && !k.roles.iter().any(|r| r.stream),
         ctas: k.ctas(),
@@ -227,9 +255,14 @@ pub fn estimate(cfg: &GpuConfig, k: &Kernel, max_steps: u64) -> Estimate {
     };
     let mut maps = [MapTraffic::default(); MAX_MAPS];
     let mut steps = 0u64;
+    let mut walked = 0u64;
     if e.complete {
         e.cta_tensor_min = u64::MAX;
         'grid: for cta in 0..e.ctas.min(u32::MAX as u64) as u32 {
+            if steps >= soft_steps {
+                e.complete = false;
+                break;
+            }
             let c = k.cta_coords(cta);
             let before = e.tensor_cycles;
             for role in k.roles.iter().filter(|r| !r.stream) {
@@ -253,19 +286,30 @@ pub fn estimate(cfg: &GpuConfig, k: &Kernel, max_steps: u64) -> Estimate {
             let mine = e.tensor_cycles - before;
             e.cta_tensor_max = e.cta_tensor_max.max(mine);
             e.cta_tensor_min = e.cta_tensor_min.min(mine);
+            walked += 1;
         }
         if e.cta_tensor_min == u64::MAX {
             e.cta_tensor_min = 0;
         }
     }
+    (e, maps, walked)
+}
+
+/// The compulsory HBM reads and writes of traffic `maps`, scaled by
+/// `num / den` (the whole grid's from the CTAs walked): per map, its
+/// tensor's bytes or, if fewer, what the grid moves through it.
+fn compulsory(k: &Kernel, maps: &[MapTraffic; MAX_MAPS], num: u64, den: u64) -> (u64, u64) {
+    let scale =
+        |b: u64| (b as u128 * num as u128 / den.max(1) as u128).min(u64::MAX as u128) as u64;
+    let (mut read, mut written) = (0u64, 0u64);
     for (m, t) in k.maps.iter().zip(maps.iter()) {
         let tensor = m.dims[..m.rank as usize]
             .iter()
             .fold(m.elem_bytes as u64, |a, &d| a.saturating_mul(d));
-        e.hbm_read_bytes += t.loaded.min(tensor);
-        e.hbm_write_bytes += t.stored.min(tensor);
+        read = read.saturating_add(scale(t.loaded).min(tensor));
+        written = written.saturating_add(scale(t.stored).min(tensor));
     }
-    e
+    (read, written)
 }
 
 /// Walks one WarpGroup's program; false when the step budget ran out.
@@ -354,6 +398,7 @@ fn walk(
             }
             Instr::BulkLoad { bytes, .. } => {
                 e.l2_load_bytes = e.l2_load_bytes.saturating_add(bytes as u64);
+                e.bulk_load_bytes = e.bulk_load_bytes.saturating_add(bytes as u64);
             }
             Instr::BulkStore { bytes, .. } => {
                 e.l2_store_bytes = e.l2_store_bytes.saturating_add(bytes as u64);
@@ -434,31 +479,51 @@ mod tests {
         let cfg = GpuConfig::h800();
         // Without WGMMAs every kernel is memory-bound.
         assert!(memory_bound(&cfg, &mixed(264, 4, 0)));
-        // 64 KiB per CTA through the L2 against one WGMMA, then against
-        // a thousand.
+        // 64 KiB per CTA from the HBM against one WGMMA, then against a
+        // thousand.
         assert!(memory_bound(&cfg, &mixed(264, 4, 1)));
         assert!(!memory_bound(&cfg, &mixed(264, 4, 1000)));
-        // Where the two cross: the L2's time for the grid's bytes against
+        // Where the two cross: the HBM's time for the grid's bytes against
         // the tensor pipes' for its WGMMAs (two CTAs per SM).
-        let (num, den) = cfg.l2.peak_bytes_per_cycle();
-        let l2 = 264 * 4 * (16u64 << 10) * den / num;
+        let (num, den) = cfg.dram.peak_bytes_per_cycle();
+        let hbm = (264 * 4 * (16u128 << 10) * den / num) as u64;
         let per = cfg.wgmma_cycles(256, WgmmaMode::Ss);
-        let even = l2 / 2 / per;
+        let even = hbm / 2 / per;
         assert!(memory_bound(&cfg, &mixed(264, 4, even as i64)));
         assert!(!memory_bound(&cfg, &mixed(264, 4, even as i64 + 2)));
+        // A single CTA: its WGMMAs on one pipe.
+        let one = (4 * (16u128 << 10) * den / num) as u64 / per;
+        assert!(memory_bound(&cfg, &mixed(1, 4, one as i64)));
+        assert!(!memory_bound(&cfg, &mixed(1, 4, one as i64 + 2)));
     }
 
     #[test]
     fn a_partial_walk_gives_the_whole_grids_answer() {
         let cfg = GpuConfig::h800();
-        for w in [1, 10, 100, 1000] {
+        for w in [1, 10, 100, 1000, 4000] {
             let k = mixed(5000, 4, w);
             let whole = memory_bound_within(&cfg, &k, u64::MAX);
-            // About two CTAs' worth of steps, and seven and a half.
+            // One CTA, about two and about seven and a half.
             let cta = 2 * w as u64 + 11;
-            for steps in [2 * cta, 15 * cta / 2] {
+            for steps in [1, 2 * cta, 15 * cta / 2] {
                 assert_eq!(memory_bound_within(&cfg, &k, steps), whole, "{w} {steps}");
             }
         }
+        // The crossing of a 5000-CTA grid, found from one CTA.
+        let (num, den) = cfg.dram.peak_bytes_per_cycle();
+        let per = cfg.wgmma_cycles(256, WgmmaMode::Ss);
+        let sms = cfg.sms as u128;
+        let even =
+            (5000 * 4 * (16u128 << 10) * den / num / (5000u128.div_ceil(sms) * per as u128)) as i64;
+        assert!(memory_bound_within(&cfg, &mixed(5000, 4, even - 1), 1));
+        assert!(!memory_bound_within(&cfg, &mixed(5000, 4, even + 2), 1));
+    }
+
+    #[test]
+    fn a_kernel_too_large_to_walk_one_cta_of_is_not_memory_bound() {
+        let cfg = GpuConfig::h800();
+        let k = mixed(1, 1 << 22, 0);
+        assert!(!memory_bound(&cfg, &k));
+        assert!(memory_bound(&cfg, &mixed(1, 1 << 10, 0)));
     }
 }

@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use simfa_core::config::MemoryModel;
+use simfa_core::mem::config::ArrivalController;
 use simfa_core::{GpuConfig, WgmmaMode};
 
 use crate::calibrate::{
@@ -93,6 +94,25 @@ pub struct ValidateOptions {
     pub tma_total_bytes: u64,
     /// Run every preset under this memory model instead of its own.
     pub memory: Option<MemoryModel>,
+    /// Run every preset with this arrival-order controller policy instead
+    /// of its own (`transaction.arrival_controller`).
+    pub arrival_controller: Option<ArrivalController>,
+}
+
+impl ValidateOptions {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            memory: self.memory,
+            arrival: self.arrival_controller,
+        }
+    }
+}
+
+/// What the options change in every preset.
+#[derive(Clone, Copy, Debug)]
+struct Overrides {
+    memory: Option<MemoryModel>,
+    arrival: Option<ArrivalController>,
 }
 
 impl Default for ValidateOptions {
@@ -102,6 +122,7 @@ impl Default for ValidateOptions {
             fa3_batch: None,
             tma_total_bytes: 64 << 20,
             memory: None,
+            arrival_controller: None,
         }
     }
 }
@@ -112,15 +133,22 @@ pub struct Validation {
     /// The memory model the simulations ran with: the presets' default,
     /// or [`ValidateOptions::memory`].
     pub memory_model: String,
+    /// The transaction model's arrival-order controller policy
+    /// (`"auto"`, `"on"` or `"off"`): the presets' or
+    /// [`ValidateOptions::arrival_controller`].
+    pub arrival_controller: String,
     /// Every dataset run.
     pub datasets: Vec<Dataset>,
 }
 
-/// Preset `name` under memory model `memory` when given.
-fn preset(name: &str, memory: Option<MemoryModel>) -> GpuConfig {
+/// Preset `name` with the overrides that are given.
+fn preset(name: &str, over: Overrides) -> GpuConfig {
     let mut c = GpuConfig::preset(name).unwrap_or_else(GpuConfig::h800);
-    if let Some(m) = memory {
+    if let Some(m) = over.memory {
         c.memory = m;
+    }
+    if let Some(a) = over.arrival {
+        c.transaction.arrival_controller = a;
     }
     c
 }
@@ -176,10 +204,10 @@ fn point(label: String, measured: f64, simulated: f64) -> Point {
 
 fn wgmma(
     which: &str,
-    memory: Option<MemoryModel>,
+    over: Overrides,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Dataset, CalibError> {
-    let cfg = preset("h800-pcie", memory);
+    let cfg = preset("h800-pcie", over);
     let pts = data::wgmma_points()?;
     let jobs: Vec<(u16, WgmmaMode, f64, f64)> = pts
         .iter()
@@ -253,10 +281,10 @@ fn clocks() -> Result<Dataset, CalibError> {
 
 fn gemm(
     gpu: &str,
-    memory: Option<MemoryModel>,
+    over: Overrides,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Dataset, CalibError> {
-    let cfg = preset(gpu, memory);
+    let cfg = preset(gpu, over);
     let pts: Vec<_> = data::gemm_points()?
         .into_iter()
         .filter(|p| p.gpu == gpu)
@@ -282,10 +310,10 @@ fn gemm(
 /// The ablation's TFLOP/s and the variants' time ratios to the full kernel.
 fn ablation(
     batch: Option<u32>,
-    memory: Option<MemoryModel>,
+    over: Overrides,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Dataset, Dataset), CalibError> {
-    let cfg = preset("h100", memory);
+    let cfg = preset("h100", over);
     let pts = data::fa3_h100_ablation_points()?;
     let sims = run_all(
         &pts,
@@ -342,10 +370,10 @@ fn fa3_at(p: &data::Fa3Point, batch: Option<u32>) -> data::Fa3Point {
 }
 
 fn fa3_h20(
-    memory: Option<MemoryModel>,
+    over: Overrides,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Dataset, CalibError> {
-    let cfg = preset("h20", memory);
+    let cfg = preset("h20", over);
     let pts = data::fa3_h20_points()?;
     let points = run_all(
         &pts,
@@ -390,7 +418,7 @@ pub fn validate(
         let p = |d: usize, t: usize| progress(name, d, t);
         match name {
             "pchase" => {
-                let cfg = preset("h800-pcie", opts.memory);
+                let cfg = preset("h800-pcie", opts.overrides());
                 let rows = pchase_rows()?;
                 let c = calibrate_pchase(&cfg, &rows, &PchaseOptions::default(), &p)?;
                 let points = c
@@ -408,7 +436,7 @@ pub fn validate(
                 ));
             }
             "tma-bw" => {
-                let cfg = preset("h800-pcie", opts.memory);
+                let cfg = preset("h800-pcie", opts.overrides());
                 let o = TmaBwOptions {
                     total_bytes: opts.tma_total_bytes,
                     cells: None,
@@ -434,12 +462,12 @@ pub fn validate(
                     points,
                 ));
             }
-            "wgmma-latency" | "wgmma-tflops" => out.push(wgmma(name, opts.memory, &p)?),
+            "wgmma-latency" | "wgmma-tflops" => out.push(wgmma(name, opts.overrides(), &p)?),
             "clocks" => out.push(clocks()?),
-            "gemm-h100" => out.push(gemm("h100", opts.memory, &p)?),
-            "gemm-h20" => out.push(gemm("h20", opts.memory, &p)?),
+            "gemm-h100" => out.push(gemm("h100", opts.overrides(), &p)?),
+            "gemm-h20" => out.push(gemm("h20", opts.overrides(), &p)?),
             "fa3-h100-ablation" => {
-                let (a, r) = ablation(opts.fa3_batch, opts.memory, &p)?;
+                let (a, r) = ablation(opts.fa3_batch, opts.overrides(), &p)?;
                 out.push(a);
                 if want("fa3-h100-ratios") {
                     out.push(r);
@@ -447,20 +475,26 @@ pub fn validate(
             }
             "fa3-h100-ratios" => {
                 if !want("fa3-h100-ablation") {
-                    out.push(ablation(opts.fa3_batch, opts.memory, &p)?.1);
+                    out.push(ablation(opts.fa3_batch, opts.overrides(), &p)?.1);
                 }
             }
-            _ => out.push(fa3_h20(opts.memory, &p)?),
+            _ => out.push(fa3_h20(opts.overrides(), &p)?),
         }
     }
-    // Every preset has the same default model.
+    // Every preset has the same default model and policy.
     let memory_model = opts
         .memory
         .unwrap_or(GpuConfig::h800().memory)
         .name()
         .to_string();
+    let arrival_controller = opts
+        .arrival_controller
+        .unwrap_or(GpuConfig::h800().transaction.arrival_controller)
+        .name()
+        .to_string();
     Ok(Validation {
         memory_model,
+        arrival_controller,
         datasets: out,
     })
 }
@@ -474,7 +508,11 @@ impl Validation {
     /// A table, one dataset per line, then every point of the small ones.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "memory model: {}", self.memory_model);
+        let _ = writeln!(
+            s,
+            "memory model: {} (arrival-order controller: {})",
+            self.memory_model, self.arrival_controller
+        );
         let _ = writeln!(
             s,
             "{:<18} {:<10} {:>6} {:>8}  {:<10} worst point",
