@@ -330,16 +330,13 @@ fn walk(
     let mut depth = 0usize;
     let mut pc = start;
     let ev = |id: u16, ctx: &EvalCtx| k.exprs.get(id as usize).map_or(0, |x| x.eval(ctx));
+    // `ctx.l` holds the open loops' iterations and zeros past them; it
+    // changes only where a loop opens, steps or closes.
+    ctx.l = [0; MAX_LOOP_DEPTH];
     while pc < end {
         *steps += 1;
         if *steps > max_steps {
             return false;
-        }
-        for (i, f) in frames[..depth].iter().enumerate() {
-            ctx.l[i] = f.iter;
-        }
-        for l in ctx.l[depth..].iter_mut() {
-            *l = 0;
         }
         match k.code[pc] {
             Instr::LoopBegin { count, end: e_pc } => {
@@ -364,9 +361,11 @@ fn walk(
                 let f = &mut frames[depth - 1];
                 f.iter += 1;
                 if f.iter < f.count {
+                    ctx.l[depth - 1] = f.iter;
                     pc = f.begin as usize + 1;
                 } else {
                     depth -= 1;
+                    ctx.l[depth] = 0;
                     pc += 1;
                 }
                 continue;
