@@ -81,6 +81,11 @@ impl<'a> Deadlines<'a> {
         let mut i = (sm + self.leaves) / 2;
         while i >= 1 {
             let w = self.better(self.winner(2 * i), self.winner(2 * i + 1));
+            // A node that keeps another SM as its winner keeps it above
+            // too: nothing else below those nodes changed.
+            if w != sm && self.win[i] as usize == w {
+                return;
+            }
             self.win[i] = w as u16;
             i /= 2;
         }

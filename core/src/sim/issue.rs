@@ -397,7 +397,7 @@ impl<S: StreamSource> Simulator<'_, S> {
                     return Ok(Outcome::Stall(WaitReason::TensorBuffer));
                 }
                 let lat = self.cfg.wgmma_cycles(n, mode);
-                self.before_wgmma(sm);
+                let changed = self.before_wgmma(sm);
                 let s = &mut self.sms[sm];
                 let start = now.max(s.pipe_free);
                 let end = start + lat;
@@ -410,7 +410,7 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.stats.first_wgmma = self.stats.first_wgmma.min(start);
                 self.stats.last_wgmma = self.stats.last_wgmma.max(end);
                 self.push(end, Ev::WgmmaDone { thread: ti as u32 })?;
-                self.after_wgmma(sm);
+                self.after_wgmma(sm, changed);
                 let who = self.who(ti);
                 self.emit(obs, Event::WgmmaStart { who, start, end });
                 Outcome::Next

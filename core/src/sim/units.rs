@@ -244,17 +244,32 @@ impl<S: StreamSource> Simulator<'_, S> {
         true
     }
 
-    /// Called before SM `sm`'s tensor pipe takes a WGMMA now: the SIMT
-    /// rates may change from this cycle on.
-    pub(super) fn before_wgmma(&mut self, sm: usize) {
-        if self.sms[sm].unit_n != [0; CLASSES] {
-            self.settle_units(sm, self.now);
+    /// Called before SM `sm`'s tensor pipe takes a WGMMA now; returns
+    /// whether its phases must be rescheduled once it has
+    /// ([`Simulator::after_wgmma`]).
+    ///
+    /// With the pipe already busy and the SM's next change point a phase
+    /// ending before the pipe drains, nothing changes now: the rates stay
+    /// the busy ones, and so do the phases' ending cycles (settling is
+    /// additive until a phase ends: `t + ceil(w / r)` is the same from any
+    /// cycle before that), so the deadline stands; only the drain moves,
+    /// later. Settling and rescheduling are skipped then.
+    pub(super) fn before_wgmma(&mut self, sm: usize) -> bool {
+        let s = &self.sms[sm];
+        if s.unit_n == [0; CLASSES] {
+            return false;
         }
+        if self.now < s.pipe_free && self.deadlines.keys[sm] < s.pipe_free {
+            return false;
+        }
+        self.settle_units(sm, self.now);
+        true
     }
 
-    /// Called after SM `sm`'s tensor pipe took a WGMMA.
-    pub(super) fn after_wgmma(&mut self, sm: usize) {
-        if self.sms[sm].unit_n != [0; CLASSES] {
+    /// Called after SM `sm`'s tensor pipe took a WGMMA, with what
+    /// [`Simulator::before_wgmma`] said.
+    pub(super) fn after_wgmma(&mut self, sm: usize, changed: bool) {
+        if changed {
             self.reschedule_units(sm);
         }
     }
