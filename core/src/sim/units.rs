@@ -150,7 +150,8 @@ impl RateMemo {
         let key = n.iter().fold(busy as u64, |k, &c| k << 8 | c as u64);
         // Fibonacci hashing: the mixes in use (a few small counts) land
         // on distinct slots far more often than with a fold of the bytes.
-        let slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO.trailing_zeros())) as usize;
+        let slot =
+            (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - MEMO.trailing_zeros())) as usize;
         if self.keys[slot] != key {
             self.keys[slot] = key;
             self.vals[slot] = rates(cfg, n, busy);
