@@ -63,8 +63,9 @@ struct Word {
 /// storage. See the [module documentation](self).
 #[derive(Debug)]
 pub struct Calendars<'a> {
-    /// `n * words` words; word `(s / 64) % words` of calendar `i` holds
-    /// slot `s` when its tag says so.
+    /// `n * words` words; word `(s / 64) % words` of calendar `i`, at
+    /// index `((s / 64) % words) * n + i`, holds slot `s` when its tag
+    /// says so.
     words_: &'a mut [Word],
     /// First slot of each calendar's window (a multiple of 64).
     base: &'a mut [u64],
@@ -104,9 +105,10 @@ impl<'a> Calendars<'a> {
         let words = Self::words_for(horizon_log2)?;
         let total = n.checked_mul(words).ok_or(BuildError::TooLarge)?;
         let w = arena.alloc(total, Word::default(), what)?;
-        // Word k of a calendar first stands for slots 64k..64k+63.
+        // Word k of a calendar first stands for slots 64k..64k+63 (the
+        // words are interleaved: see `at`).
         for (k, x) in w.iter_mut().enumerate() {
-            x.tag = (k % words) as u64;
+            x.tag = (k / n.max(1)) as u64;
         }
         Ok(Calendars {
             words_: w,
@@ -136,11 +138,21 @@ impl<'a> Calendars<'a> {
         self.base[i]
     }
 
+    /// Where word `a` (slot `64a` on) of calendar `i` is kept: word `a %
+    /// words` of every calendar side by side, so that the calendars' words
+    /// for the same cycles share host cache lines (laid out calendar by
+    /// calendar, they would be `words * 16` bytes apart, a power of two,
+    /// and all fall in one cache set).
+    #[inline(always)]
+    fn at(&self, i: usize, a: u64) -> usize {
+        (a as usize & (self.words - 1)) * self.base.len() + i
+    }
+
     /// The booked bits of the word holding slot `s` (within the window).
     #[inline]
     fn get(&self, i: usize, s: u64) -> u64 {
         let a = s / 64;
-        let w = &self.words_[i * self.words + (a as usize & (self.words - 1))];
+        let w = &self.words_[self.at(i, a)];
         if w.tag == a {
             w.bits
         } else {
@@ -152,7 +164,8 @@ impl<'a> Calendars<'a> {
     #[inline]
     fn set(&mut self, i: usize, s: u64, mask: u64) {
         let a = s / 64;
-        let w = &mut self.words_[i * self.words + (a as usize & (self.words - 1))];
+        let k = self.at(i, a);
+        let w = &mut self.words_[k];
         if w.tag != a {
             *w = Word { tag: a, bits: 0 };
         }
@@ -309,7 +322,7 @@ impl<'a> Calendars<'a> {
                 }
                 let off = s % 64;
                 let a = s / 64;
-                let k = i * self.words + (a as usize & (self.words - 1));
+                let k = self.at(i, a);
                 let word = &mut self.words_[k];
                 if word.tag != a {
                     *word = Word { tag: a, bits: 0 };
