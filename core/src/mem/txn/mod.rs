@@ -1049,6 +1049,28 @@ impl Model<'_> {
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
+            // Every line a hit (it reaches the slice after the data is
+            // ready), no detail events wanted: only the ports' bookings
+            // count, the general arm below without its per-line choices.
+            Outcome::Resident(_) if together && !notes => {
+                let (mut lo, mut hi) = (u64::MAX, 0u64);
+                for i in 0..n {
+                    let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
+                    let t = self.ports.reserve(slice, e + back, interval);
+                    lo = lo.min(t);
+                    hi = hi.max(t);
+                }
+                look = lo;
+                first_back = lo + hit_lat + back;
+                last_back = hi + hit_lat + back;
+                self.untimed(last_back);
+                self.stats.l2_requests += w;
+                self.stats.l2_hits += w;
+                if far {
+                    self.stats.far_reads += w;
+                }
+                self.returns(sm, eng, last_back, p.weight);
+            }
             Outcome::Resident(ready) => {
                 // Resident at home: a hit for every line that reaches it
                 // once the data is ready, an MSHR merge with the fill in
