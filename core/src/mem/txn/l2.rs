@@ -308,7 +308,14 @@ impl<'a> ChunkTable<'a> {
     /// The entry index holding `p` in slice `slice`, if resident.
     #[inline]
     pub fn find(&self, slice: usize, p: &Pattern) -> Option<usize> {
-        let key = p.key();
+        self.find_keyed(slice, p, p.key())
+    }
+
+    /// [`ChunkTable::find`] for a caller that has `p`'s key (`p.key()`)
+    /// at hand.
+    #[inline]
+    pub fn find_keyed(&self, slice: usize, p: &Pattern, key: u64) -> Option<usize> {
+        debug_assert_eq!(key, p.key());
         let [a, b] = self.sets_of(slice, key, p.count);
         let found = self.find_in(a, key, p);
         if found.is_some() || a == b {

@@ -947,7 +947,7 @@ impl Model<'_> {
         last
     }
 
-    /// The slice whose capacity chunk `p` (of the scratch run) occupies
+    /// The slice whose capacity chunk `p` (of the scratch run, key `key`) occupies
     /// while resident: its line's slice for a single line, as in the
     /// line-level model; for a heavier chunk one of its partition's slices
     /// picked by bits of its key. Homing such a chunk at its first line's
@@ -955,13 +955,13 @@ impl Model<'_> {
     /// the same few slices, onto those slices, which would then evict what
     /// a line-level L2 keeps (FA3 d256 causal at 1k tokens read 10% more
     /// from DRAM that way).
-    fn residency_slice(&self, p: &Pattern) -> usize {
+    fn residency_slice(&self, p: &Pattern, key: u64) -> usize {
         let part = p.part as usize;
         if p.count <= 1 {
             return self.run.slice[part][0] as usize;
         }
         let half = (self.l2.slices / 2).max(1) as u64;
-        (part as u64 * half + (p.key() >> 40) % half) as usize
+        (part as u64 * half + (key >> 40) % half) as usize
     }
 
     /// Times chunk `p`, the lines of the scratch run in partition
@@ -982,13 +982,14 @@ impl Model<'_> {
         let interval = self.l2.slice_interval;
         let part = p.part as usize;
         let n = self.run.count[part] as usize;
-        let home = self.residency_slice(p);
+        let key = p.key();
+        let home = self.residency_slice(p, key);
         let probe = far && !store && self.l2.proxy.enabled;
         let notes = sink.wants_notes();
         let back = xbar + if far { far_lat } else { 0 };
         let w = p.weight as u64;
         let e0 = self.run.emit[part][0];
-        let coal_slot = (sm / 2) * self.coal_n + (p.key() as usize & (self.coal_n - 1));
+        let coal_slot = (sm / 2) * self.coal_n + (key as usize & (self.coal_n - 1));
         self.last_dep = FillRef::NONE;
         self.last_dep_ok = false;
         // What the chunk meets, decided at its first line.
@@ -1001,7 +1002,7 @@ impl Model<'_> {
             } else if probe {
                 // A shadow copy made by a fill that came after this read
                 // does not exist for it yet.
-                match self.chunks.find(self.mirror(home), p) {
+                match self.chunks.find_keyed(self.mirror(home), p, key) {
                     Some(i) if since(self.chunks.entry(i)) <= e0 + xbar => {
                         self.chunks.touch(i);
                         // The copy is there once the fill it was made
@@ -1012,10 +1013,10 @@ impl Model<'_> {
                         }
                         Outcome::Shadow(self.chunks.entry(i).ready)
                     }
-                    _ => self.lookup(home, p, e0 + xbar + far_lat, back),
+                    _ => self.lookup(home, p, key, e0 + xbar + far_lat, back),
                 }
             } else {
-                self.lookup(home, p, e0 + back, back)
+                self.lookup(home, p, key, e0 + back, back)
             }
         };
         self.cur_fill = match (&mut self.arrival, outcome) {
@@ -1310,10 +1311,10 @@ impl Model<'_> {
         sink.note(c, ev);
     }
 
-    /// Looks chunk `p` up in its home slice for a read arriving about `t`
+    /// Looks chunk `p` (of key `key`) up in its home slice for a read arriving about `t`
     /// whose data is back at the SM `back` cycles after it leaves the L2.
-    fn lookup(&mut self, home: usize, p: &Pattern, t: u64, back: u64) -> Outcome {
-        match self.chunks.find(home, p) {
+    fn lookup(&mut self, home: usize, p: &Pattern, key: u64, t: u64, back: u64) -> Outcome {
+        match self.chunks.find_keyed(home, p, key) {
             Some(i) => {
                 self.chunks.touch(i);
                 let e = *self.chunks.entry(i);
