@@ -48,25 +48,15 @@ pub const MIN_HORIZON_LOG2: u32 = 7;
 /// The largest accepted horizon: 2^20 slots per calendar.
 pub const MAX_HORIZON_LOG2: u32 = 20;
 
-/// One bitmap word of a calendar and the slots it stands for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Word {
-    /// `slot / 64` of the slots this word holds; a word holding other
-    /// slots counts as empty for these (so sliding a window clears
-    /// nothing).
-    tag: u64,
-    /// Bit `s % 64` set: slot `s` is booked.
-    bits: u64,
-}
-
 /// `n` reservation calendars of `2^horizon_log2` slots each, over arena
 /// storage. See the [module documentation](self).
 #[derive(Debug)]
 pub struct Calendars<'a> {
-    /// `n * words` words; word `(s / 64) % words` of calendar `i`, at
-    /// index `((s / 64) % words) * n + i`, holds slot `s` when its tag
-    /// says so.
-    words_: &'a mut [Word],
+    /// `n * words` bitmap words; slot `s` of calendar `i`, within its
+    /// window, is bit `s % 64` of word `(s / 64) % words`, kept at index
+    /// `((s / 64) % words) * n + i`. A word that the window leaves behind
+    /// is cleared as it slides, for the slots it stands for next.
+    words_: &'a mut [u64],
     /// First slot of each calendar's window (a multiple of 64).
     base: &'a mut [u64],
     /// Words per calendar (a power of two).
@@ -90,7 +80,7 @@ impl<'a> Calendars<'a> {
     /// as [`Calendars::new_in`] carves them.
     pub fn layout(n: usize, horizon_log2: u32, l: &mut Layout) -> Result<(), BuildError> {
         let words = Self::words_for(horizon_log2)?;
-        l.add::<Word>(n.checked_mul(words).ok_or(BuildError::TooLarge)?)?;
+        l.add::<u64>(n.checked_mul(words).ok_or(BuildError::TooLarge)?)?;
         l.add::<u64>(n)
     }
 
@@ -104,12 +94,7 @@ impl<'a> Calendars<'a> {
     ) -> Result<Self, BuildError> {
         let words = Self::words_for(horizon_log2)?;
         let total = n.checked_mul(words).ok_or(BuildError::TooLarge)?;
-        let w = arena.alloc(total, Word::default(), what)?;
-        // Word k of a calendar first stands for slots 64k..64k+63 (the
-        // words are interleaved: see `at`).
-        for (k, x) in w.iter_mut().enumerate() {
-            x.tag = (k / n.max(1)) as u64;
-        }
+        let w = arena.alloc(total, 0u64, what)?;
         Ok(Calendars {
             words_: w,
             base: arena.alloc(n, 0u64, what)?,
@@ -152,24 +137,14 @@ impl<'a> Calendars<'a> {
     #[inline]
     fn get(&self, i: usize, s: u64) -> u64 {
         let a = s / 64;
-        let w = &self.words_[self.at(i, a)];
-        if w.tag == a {
-            w.bits
-        } else {
-            0
-        }
+        self.words_[self.at(i, a)]
     }
 
     /// Books `mask` in the word holding slot `s` (within the window).
     #[inline]
     fn set(&mut self, i: usize, s: u64, mask: u64) {
-        let a = s / 64;
-        let k = self.at(i, a);
-        let w = &mut self.words_[k];
-        if w.tag != a {
-            *w = Word { tag: a, bits: 0 };
-        }
-        w.bits |= mask;
+        let k = self.at(i, s / 64);
+        self.words_[k] |= mask;
     }
 
     /// Whether slot `s` of calendar `i` is booked (or before the window).
@@ -189,8 +164,18 @@ impl<'a> Calendars<'a> {
     #[inline]
     fn reach(&mut self, i: usize, end: u64) {
         let w = self.horizon();
-        if end > self.base[i] + w {
-            self.base[i] = (end - w).div_ceil(64) * 64;
+        let old = self.base[i];
+        if end > old + w {
+            let new = (end - w).div_ceil(64) * 64;
+            self.base[i] = new;
+            // The words of the blocks left behind stand for the blocks
+            // the window takes in: empty.
+            let (from, to) = (old / 64, new / 64);
+            let left = (to - from).min(self.words as u64);
+            for a in from..from + left {
+                let k = self.at(i, a);
+                self.words_[k] = 0;
+            }
         }
     }
 
@@ -324,13 +309,10 @@ impl<'a> Calendars<'a> {
                 let a = s / 64;
                 let k = self.at(i, a);
                 let word = &mut self.words_[k];
-                if word.tag != a {
-                    *word = Word { tag: a, bits: 0 };
-                }
-                let taken = word.bits | ((1u64 << off) - 1);
+                let taken = *word | ((1u64 << off) - 1);
                 if taken != u64::MAX {
                     let b = (!taken).trailing_zeros();
-                    word.bits |= 1 << b;
+                    *word |= 1 << b;
                     return s - off + b as u64;
                 }
                 s += 64 - off;
