@@ -79,13 +79,12 @@ impl<S: StreamSource> Simulator<'_, S> {
     }
 
     fn issue(&mut self, ti: usize, obs: &mut impl Observer) -> Result<(), SimError> {
-        let op = match self.threads[ti].pending {
-            Some(op) => op,
+        // A fetched instruction is kept as pending only when it stalls:
+        // its loop control has run, and it is what the WarpGroup retries.
+        let (op, fetched) = match self.threads[ti].pending {
+            Some(op) => (op, false),
             None => match self.fetch(ti)? {
-                Some(op) => {
-                    self.threads[ti].pending = Some(op);
-                    op
-                }
+                Some(op) => (op, true),
                 None => return Ok(()), // control budget spent this cycle
             },
         };
@@ -93,6 +92,9 @@ impl<S: StreamSource> Simulator<'_, S> {
         let who = self.who(ti);
         match outcome {
             Outcome::Stall(reason) => {
+                if fetched {
+                    self.threads[ti].pending = Some(op);
+                }
                 self.threads[ti].since = self.now;
                 self.make_unready(ti, TState::Waiting(reason));
                 self.emit(obs, Event::Stall { who, reason });
