@@ -68,7 +68,9 @@ impl SliceHash {
 /// for every line number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SliceSelector {
-    hash: SliceHash,
+    /// All ones for [`SliceHash::Xor`] (the folded bits count), zero for
+    /// [`SliceHash::Modulo`]: the policy without a branch per line.
+    fold: u64,
     slices: u64,
     /// `ceil(2^128 / slices)`.
     m: u128,
@@ -83,7 +85,10 @@ impl SliceSelector {
     pub const fn new(hash: SliceHash, slices: u32) -> Self {
         let d = if slices == 0 { 1 } else { slices as u64 };
         SliceSelector {
-            hash,
+            fold: match hash {
+                SliceHash::Xor => u64::MAX,
+                SliceHash::Modulo => 0,
+            },
             slices: d,
             m: (u128::MAX / d as u128).wrapping_add(1),
             m32: (u64::MAX / d).wrapping_add(1),
@@ -93,15 +98,12 @@ impl SliceSelector {
     /// `hash.slice(line, slices)`.
     #[inline]
     pub const fn slice(&self, line: u64) -> u32 {
-        let h = match self.hash {
-            SliceHash::Xor => line ^ (line >> 5),
-            SliceHash::Modulo => line,
-        };
-        if self.slices == 1 {
-            return 0;
-        }
+        let h = line ^ (line >> 5 & self.fold);
+        // One slice needs no case of its own: both reciprocals are then 0
+        // (2^64 and 2^128 wrapped), and so is every remainder. The slice
+        // count fits 32 bits.
         let d = self.slices;
-        if h >> 32 == 0 && d >> 32 == 0 {
+        if h >> 32 == 0 {
             // Lemire's 32-bit remainder: the high half of (m32 * h mod
             // 2^64) * d.
             let low = self.m32.wrapping_mul(h);
