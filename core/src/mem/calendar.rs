@@ -126,7 +126,7 @@ impl<'a> Calendars<'a> {
     /// Where word `a` (slot `64a` on) of calendar `i` is kept: word `a %
     /// words` of every calendar side by side, so that the calendars' words
     /// for the same cycles share host cache lines (laid out calendar by
-    /// calendar, they would be `words * 16` bytes apart, a power of two,
+    /// calendar, they would be `words * 8` bytes apart, a power of two,
     /// and all fall in one cache set).
     #[inline(always)]
     fn at(&self, i: usize, a: u64) -> usize {
@@ -453,6 +453,27 @@ mod tests {
                 let latest = r.0.iter().next_back().copied().unwrap_or(0);
                 prop_assume!(latest < t + 1024 - 64 - 6);
                 prop_assert_eq!(c.reserve(0, t, len), r.reserve(t, len as u64));
+            }
+        }
+
+        /// Calendars sharing the table (their words interleaved) stay
+        /// independent, and each stays exact as its window slides over
+        /// several laps (the words it leaves behind are cleared for reuse).
+        #[test]
+        fn interleaved_calendars_match_brute_force_over_laps(
+            reqs in proptest::collection::vec((0usize..3, 0u64..100, 1u32..4, 0u64..60), 1..400),
+        ) {
+            let (mut buf, _) = cal(3, 8);
+            let mut a = Arena::new(&mut buf);
+            let mut c = Calendars::new_in(&mut a, 3, 8, Capacity::MemoryPort).unwrap();
+            let mut r: [Reference; 3] = Default::default();
+            let mut now = 0u64;
+            for (i, back, len, step) in reqs {
+                now += step;
+                let t = now.saturating_sub(back);
+                let latest = r.iter().flat_map(|x| x.0.iter().next_back()).max().copied().unwrap_or(0);
+                prop_assume!(latest < t + 256 - 64 - 4);
+                prop_assert_eq!(c.reserve(i, t, len), r[i].reserve(t, len as u64));
             }
         }
 
