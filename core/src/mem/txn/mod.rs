@@ -1050,57 +1050,52 @@ impl Model<'_> {
                 self.returns(sm, eng, r, p.weight);
                 return r;
             }
-            // Every line a hit (it reaches the slice after the data is
-            // ready), no detail events wanted: only the ports' bookings
-            // count, the general arm below without its per-line choices.
-            Outcome::Resident(_) if together && !notes => {
-                let (mut lo, mut hi) = (u64::MAX, 0u64);
-                for i in 0..n {
-                    let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                    let t = self.ports.reserve(slice, e + back, interval);
-                    lo = lo.min(t);
-                    hi = hi.max(t);
-                }
-                look = lo;
-                first_back = lo + hit_lat + back;
-                last_back = hi + hit_lat + back;
-                self.untimed(last_back);
-                self.stats.l2_requests += w;
-                self.stats.l2_hits += w;
-                if far {
-                    self.stats.far_reads += w;
-                }
-                self.returns(sm, eng, last_back, p.weight);
-            }
             Outcome::Resident(ready) => {
                 // Resident at home: a hit for every line that reaches it
                 // once the data is ready, an MSHR merge with the fill in
                 // flight for the others.
                 let (mut hits, mut hits_back) = (0u64, 0u64);
-                for i in 0..n {
-                    let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                    let t = self.reach_home(slice, e, probe, back);
-                    look = look.min(t);
-                    let r = if t >= ready || self.early_hits {
-                        hits += 1;
-                        let served = t + hit_lat;
-                        if notes {
-                            let line = self.run.line[part][i];
-                            self.note_served(sink, line, slice, true, t, served);
+                if together && !notes {
+                    // Every line a hit (it reaches the slice after the
+                    // data is ready) and no detail events: only the ports'
+                    // bookings count, without the per-line choices below.
+                    let (mut lo, mut hi) = (u64::MAX, 0u64);
+                    for i in 0..n {
+                        let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
+                        let t = self.ports.reserve(slice, e + back, interval);
+                        lo = lo.min(t);
+                        hi = hi.max(t);
+                    }
+                    look = lo;
+                    first_back = lo + hit_lat + back;
+                    last_back = hi + hit_lat + back;
+                    (hits, hits_back) = (n as u64, last_back);
+                } else {
+                    for i in 0..n {
+                        let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
+                        let t = self.reach_home(slice, e, probe, back);
+                        look = look.min(t);
+                        let r = if t >= ready || self.early_hits {
+                            hits += 1;
+                            let served = t + hit_lat;
+                            if notes {
+                                let line = self.run.line[part][i];
+                                self.note_served(sink, line, slice, true, t, served);
+                            }
+                            hits_back = hits_back.max(served + back);
+                            served + back
+                        } else {
+                            if notes {
+                                let line = self.run.line[part][i];
+                                self.note_served(sink, line, slice, false, ready, ready);
+                            }
+                            ready + back
+                        };
+                        first_back = first_back.min(r);
+                        last_back = last_back.max(r);
+                        if !together {
+                            self.returns(sm, eng, r, 1);
                         }
-                        hits_back = hits_back.max(served + back);
-                        served + back
-                    } else {
-                        if notes {
-                            let line = self.run.line[part][i];
-                            self.note_served(sink, line, slice, false, ready, ready);
-                        }
-                        ready + back
-                    };
-                    first_back = first_back.min(r);
-                    last_back = last_back.max(r);
-                    if !together {
-                        self.returns(sm, eng, r, 1);
                     }
                 }
                 // Merges wait for the fill, which the controller times
