@@ -287,7 +287,8 @@ pub struct ArrivalArg {
     /// line-level FR-FCFS controller, serving the DRAM reads in arrival
     /// order, returns them (`transaction.arrival_controller`): the line
     /// model's DRAM timing at roughly half the speed. `auto` (the
-    /// presets') does for memory-bound kernels only. The flag alone means
+    /// presets') does for memory-bound kernels and grids of less than a
+    /// wave only. The flag alone means
     /// `on`; give a value as `--arrival-controller=off` (README, *Speed
     /// and memory*)
     #[arg(
@@ -304,7 +305,8 @@ pub struct ArrivalArg {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum ArrivalWhen {
     /// For memory-bound kernels (their grid's traffic at the L2's or the
-    /// HBM's peak takes at least as long as their WGMMAs)
+    /// HBM's peak takes at least as long as their WGMMAs) and grids of
+    /// fewer CTAs than SMs
     Auto,
     /// Always
     On,

@@ -380,8 +380,9 @@ fn memory_flag_picks_the_model_and_the_report_names_it() {
 
 #[test]
 fn arrival_controller_flag_and_config_key_set_it_and_the_report_says_so() {
-    // A tensor-bound GEMM: `auto` leaves the controller off.
-    let args = ["gemm", "--m", "512", "--n", "128", "--k", "512", "--json"];
+    // A tensor-bound GEMM of more than a wave: `auto` leaves the
+    // controller off.
+    let args = ["gemm", "--m", "2048", "--n", "2048", "--k", "512", "--json"];
     let plain = json(&simfa(&args));
     assert_eq!(plain["arrival_controller"], false);
     let with = |extra: &[&str]| {
@@ -543,9 +544,18 @@ fn agreement_takes_the_arrival_controller_flag() {
         "--config",
         s(&f),
     ]));
+    // The quick suite's kernels are all memory-bound or less than a wave,
+    // which `auto` lands by the controller: only `off` changes them.
     let plain = json(&simfa(&["agreement", "--quick", "--json"]));
+    let off = json(&simfa(&[
+        "agreement",
+        "--quick",
+        "--json",
+        "--arrival-controller=off",
+    ]));
     assert_eq!(flag, file);
-    assert_ne!(flag["points"], plain["points"]);
+    assert_eq!(flag["points"], plain["points"]);
+    assert_ne!(off["points"], plain["points"]);
 }
 
 #[test]

@@ -81,9 +81,12 @@ pub enum Event {
         /// Issuer.
         who: Who,
     },
-    /// A TMA or bulk operation was issued; with the fixed port it lands at
-    /// `done`, with the memory hierarchy its landing is known only when its
-    /// last line returns (`None`).
+    /// A TMA or bulk operation was issued; with the fixed port and the
+    /// transaction-level model it lands at `done` (the latter reports it at
+    /// the end of the cycle, when the cycle's operations are handed over);
+    /// with the line-level model, and for a load the arrival-order
+    /// controller lands, its landing is known only at its `TmaDone`
+    /// (`None`).
     TmaIssue {
         /// Issuer.
         who: Who,

@@ -194,14 +194,17 @@ pub struct TxnConfig {
 /// analytical estimate ([`crate::analytic::memory_bound`]): on when
 /// moving the grid's bytes through the L2 or its compulsory bytes through
 /// the HBM at their peak rates takes at least as long as its WGMMAs on
-/// the tensor pipes, off otherwise. The HBM service model books requests
-/// in hand-over order and without FR-FCFS's wait of a row switch behind
-/// younger row hits, which makes it optimistic when the DRAM queues are
-/// what a kernel waits on; a tensor-bound kernel hides that, and runs at
-/// the service model's speed.
+/// the tensor pipes, and for grids of fewer CTAs than SMs; off otherwise.
+/// The HBM service model books requests in hand-over order and without
+/// FR-FCFS's wait of a row switch behind younger row hits, which makes it
+/// optimistic when the DRAM queues are what a kernel waits on, and when
+/// less than a wave makes each CTA's time the chain of its own loads'
+/// latencies; a tensor-bound kernel of a wave or more hides that, and
+/// runs at the service model's speed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ArrivalController {
-    /// On for memory-bound kernels, off for tensor-bound ones.
+    /// On for memory-bound kernels and grids of less than a wave, off
+    /// for tensor-bound ones.
     #[default]
     Auto,
     /// Always.
@@ -287,7 +290,8 @@ impl<'de> Deserialize<'de> for ArrivalController {
 
 impl TxnConfig {
     /// The presets' values: chunks of up to 32 lines, 64 coalescer
-    /// entries, the arrival-order controller for memory-bound kernels.
+    /// entries, the arrival-order controller for memory-bound kernels and
+    /// grids of less than a wave.
     pub const DEFAULT: TxnConfig = TxnConfig {
         chunk_lines: 32,
         coalescer_entries: 64,

@@ -800,18 +800,8 @@ impl<'a> MemorySystem<'a> {
         self.send_to_dram(t, line * self.cfg.line_bytes as u64, false, id);
     }
 
-    /// The address the DRAM controllers decode for line address `addr`.
-    fn dram_addr(&self, addr: u64) -> u64 {
-        if !self.cfg.dram_hash {
-            return addr;
-        }
-        let lb = self.cfg.line_bytes as u64;
-        let line = addr / lb;
-        (line ^ (line >> 7) ^ (line >> 14)).wrapping_mul(lb)
-    }
-
     fn send_to_dram(&mut self, t: u64, addr: u64, write: bool, tag: u32) {
-        let daddr = self.dram_addr(addr);
+        let daddr = self.cfg.dram_address(addr);
         // The channel is decoded only when some channel has waiters (this
         // one must not be overtaken) or the enqueue fails.
         let any_waiting = self.retry.busy.iter().any(|&w| w != 0);
@@ -876,7 +866,7 @@ impl<'a> MemorySystem<'a> {
                     let r = self.retry.pool[id as usize];
                     if self
                         .dram
-                        .try_enqueue(t, self.dram_addr(r.addr), r.write, r.tag)
+                        .try_enqueue(t, self.cfg.dram_address(r.addr), r.write, r.tag)
                         .is_err()
                     {
                         break;

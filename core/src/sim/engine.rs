@@ -6,11 +6,13 @@
 use super::state::Ev;
 use super::tma::{bulk_gen, tensor_gen, Dedup, Engine, TmaOp};
 use super::{Mem, Simulator};
+use crate::arena::{Arena, Layout};
 use crate::config::Fault;
 use crate::digest::Digest;
+use crate::error::BuildError;
 use crate::error::{Capacity, SimError};
 use crate::mem::system::{LineRequest, MemSink};
-use crate::mem::txn::{TxnOp, TxnSink};
+use crate::mem::txn::{TxnDone, TxnOp, TxnSink};
 use crate::observer::{Event, Observer};
 use crate::port::Shape;
 use crate::source::StreamSource;
@@ -33,27 +35,72 @@ pub(crate) struct TmaTables<'a> {
     pub dslot_n: usize,
 }
 
+/// The TMA operations issued in the current cycle, waiting to be handed
+/// to the transaction-level memory together (empty tables with the other
+/// models). Empty between cycles, so never part of a snapshot.
+pub(crate) struct Handover<'a> {
+    ops: &'a mut [TxnOp<'a>],
+    /// Per operation: its thread and mbarrier (`u16::MAX` for a store).
+    who: &'a mut [(u32, u16)],
+    done: &'a mut [TxnDone],
+    len: usize,
+}
+
+impl<'a> Handover<'a> {
+    const NONE: TxnOp<'static> = TxnOp {
+        sm: 0,
+        store: false,
+        shape: Shape::Linear { addr: 0 },
+        bytes: 0,
+        start: 0,
+        now: 0,
+        id: 0,
+    };
+
+    /// Accounts for room for `cap` operations.
+    pub(crate) fn layout(cap: usize, l: &mut Layout) -> Result<(), BuildError> {
+        l.add::<TxnOp<'static>>(cap)?;
+        l.add::<(u32, u16)>(cap)?;
+        l.add::<TxnDone>(cap)
+    }
+
+    /// Room for `cap` operations.
+    pub(crate) fn new_in(cap: usize, a: &mut Arena<'a>) -> Result<Self, BuildError> {
+        let what = Capacity::MemoryPort;
+        Ok(Handover {
+            ops: a.alloc(cap, Self::NONE, what)?,
+            who: a.alloc(cap, (0u32, 0u16), what)?,
+            done: a.alloc(cap, TxnDone { done: 0, lines: 0 }, what)?,
+            len: 0,
+        })
+    }
+}
+
 impl<'a, S: StreamSource> Simulator<'a, S> {
-    /// Hands TMA operation `id` of SM `sm` whose setup ends at `leave` to
-    /// the transaction-level memory and returns the cycle it lands; `None`
-    /// with the other models. The DRAM requests it causes enter the
-    /// digest (and the observer) now, with the cycles they happen at.
+    /// Queues TMA operation `id` of thread `ti` (mbarrier `bar`;
+    /// `u16::MAX` for a store) whose setup ends at `leave` for the
+    /// transaction-level memory, which is handed this cycle's operations
+    /// together at its end ([`Simulator::hand_over`]).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn txn_transfer(
+    pub(super) fn txn_queue(
         &mut self,
-        sm: u16,
+        ti: usize,
+        bar: u16,
         store: bool,
-        shape: Shape<'_>,
+        shape: Shape<'a>,
         bytes: u64,
         leave: u64,
         id: u32,
-        obs: &mut impl Observer,
-    ) -> Option<u64> {
-        let Mem::Txn(mem) = &mut self.mem else {
-            return None;
+    ) -> Result<(), SimError> {
+        let h = &mut self.handover;
+        let Some(slot) = h.ops.get_mut(h.len) else {
+            return Err(SimError::CapacityExceeded {
+                capacity: Capacity::MemoryPort,
+                cycle: self.now,
+            });
         };
-        let op = TxnOp {
-            sm,
+        *slot = TxnOp {
+            sm: self.threads[ti].sm,
             store,
             shape,
             bytes,
@@ -61,14 +108,57 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             now: self.now,
             id,
         };
-        let mut sink = TxnEvents {
-            digest: &mut self.digest,
-            detail: obs.wants_detail(),
-            obs,
-        };
-        let out = mem.transfer(&op, &mut sink);
-        self.stats.tma_lines += out.lines;
-        Some(out.done)
+        h.who[h.len] = (ti as u32, bar);
+        h.len += 1;
+        Ok(())
+    }
+
+    /// Hands the operations queued this cycle to the transaction-level
+    /// memory, which times them together, then queues each one's landing
+    /// and reports its issue. The DRAM requests they cause enter the
+    /// digest (and the observer) now, with the cycles they happen at.
+    pub(super) fn hand_over(&mut self, obs: &mut impl Observer) -> Result<(), SimError> {
+        let n = core::mem::take(&mut self.handover.len);
+        if n == 0 {
+            return Ok(());
+        }
+        if let Mem::Txn(mem) = &mut self.mem {
+            let mut sink = TxnEvents {
+                digest: &mut self.digest,
+                detail: obs.wants_detail(),
+                obs,
+            };
+            let h = &mut self.handover;
+            let done = &mut *h.done;
+            mem.transfer_batch(&h.ops[..n], &mut sink, |i, d| done[i] = d);
+        }
+        // A load the arrival-order controller lands is known to land only
+        // when it is asked about (then at its `TmaDone`), not at issue;
+        // under `Fault::EarlyTma` it lands at the model's cycle, early.
+        let by_arrival = matches!(&self.mem, Mem::Txn(m) if m.lands_by_arrival())
+            && !matches!(self.cfg.fault, Fault::EarlyTma { .. });
+        for i in 0..n {
+            let (op, (ti, bar), d) = (
+                self.handover.ops[i],
+                self.handover.who[i],
+                self.handover.done[i],
+            );
+            self.stats.tma_lines += d.lines;
+            self.landing_at(ti as usize, bar, op.bytes, op.id, d.done)?;
+            let who = self.who(ti as usize);
+            self.emit(
+                obs,
+                Event::TmaIssue {
+                    who,
+                    bytes: op.bytes,
+                    store: op.store,
+                    done: (op.store || !by_arrival).then_some(d.done),
+                    op: op.id,
+                    bar: (!op.store).then_some(bar),
+                },
+            );
+        }
+        Ok(())
     }
 
     /// When load `op` (mbarrier `bar`; `u16::MAX` for a store), due to

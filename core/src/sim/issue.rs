@@ -33,7 +33,7 @@ enum Outcome {
     Exit,
 }
 
-impl<S: StreamSource> Simulator<'_, S> {
+impl<'a, S: StreamSource> Simulator<'a, S> {
     /// Picks one ready WarpGroup on `sm` and issues its next instruction.
     pub(super) fn issue_on(&mut self, sm: usize, obs: &mut impl Observer) -> Result<(), SimError> {
         let ready = self.sms[sm].ready;
@@ -260,7 +260,8 @@ impl<S: StreamSource> Simulator<'_, S> {
         Ok(match *op {
             Op::TmaLoad { map, bar, coords } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
-                let m = &self.kernel.maps[map as usize];
+                let kernel = self.kernel;
+                let m = &kernel.maps[map as usize];
                 // As on the hardware, a load fills the whole box in shared
                 // memory (out-of-bounds elements with zeros) and completes
                 // the full box's transaction bytes, so a constant
@@ -279,7 +280,8 @@ impl<S: StreamSource> Simulator<'_, S> {
                 )?
             }
             Op::TmaStore { map, coords } => {
-                let m = &self.kernel.maps[map as usize];
+                let kernel = self.kernel;
+                let m = &kernel.maps[map as usize];
                 let bytes = m.box_bytes(&coords);
                 let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
                 self.start_transfer(
@@ -497,7 +499,7 @@ impl<S: StreamSource> Simulator<'_, S> {
         ti: usize,
         bar: u16,
         dir: Direction,
-        shape: Shape<'_>,
+        shape: Shape<'a>,
         bytes: u64,
         setup: u64,
         obs: &mut impl Observer,
@@ -521,30 +523,14 @@ impl<S: StreamSource> Simulator<'_, S> {
             )),
             _ => None,
         };
-        let done = done.or_else(|| {
-            self.txn_transfer(t.sm, dir == Direction::Store, shape, bytes, leave, id, obs)
-        });
+        let txn = matches!(self.mem, super::Mem::Txn(_));
         let external = matches!(self.mem, super::Mem::External(_));
         match done {
-            None if external => self.ext_issue(ti, bar, dir, shape, bytes, leave, id)?,
-            Some(done) => {
-                let at = match self.cfg.fault {
-                    Fault::EarlyTma { cycles } => done
-                        .saturating_sub(cycles as u64)
-                        .max(self.now + 1)
-                        .min(done),
-                    _ => done,
-                };
-                self.push(
-                    at,
-                    Ev::TmaDone {
-                        thread: ti as u32,
-                        bar,
-                        bytes,
-                        op: id,
-                    },
-                )?
+            Some(done) => self.landing_at(ti, bar, bytes, id, done)?,
+            None if txn => {
+                self.txn_queue(ti, bar, dir == Direction::Store, shape, bytes, leave, id)?
             }
+            None if external => self.ext_issue(ti, bar, dir, shape, bytes, leave, id)?,
             None => self.start_op(ti, bar, dir == Direction::Store, shape, bytes, leave, id)?,
         }
         let s = &mut self.sms[sm];
@@ -558,19 +544,52 @@ impl<S: StreamSource> Simulator<'_, S> {
             self.threads[ti].stores += 1;
         }
         self.stats.tma_ops += 1;
-        let who = self.who(ti);
-        self.emit(
-            obs,
-            Event::TmaIssue {
-                who,
-                bytes,
-                store,
-                done,
-                op: id,
-                bar: (!store).then_some(bar),
-            },
-        );
+        // The transaction-level memory's operations are reported when
+        // they are handed over, at the end of the cycle.
+        if !txn {
+            let who = self.who(ti);
+            self.emit(
+                obs,
+                Event::TmaIssue {
+                    who,
+                    bytes,
+                    store,
+                    done,
+                    op: id,
+                    bar: (!store).then_some(bar),
+                },
+            );
+        }
         Ok(Outcome::Next)
+    }
+
+    /// Queues the landing of TMA operation `op` of thread `ti` (mbarrier
+    /// `bar`, `u16::MAX` for a store) moving `bytes`, which lands at
+    /// `done` (earlier under `Fault::EarlyTma`).
+    pub(super) fn landing_at(
+        &mut self,
+        ti: usize,
+        bar: u16,
+        bytes: u64,
+        op: u32,
+        done: u64,
+    ) -> Result<(), SimError> {
+        let at = match self.cfg.fault {
+            Fault::EarlyTma { cycles } => done
+                .saturating_sub(cycles as u64)
+                .max(self.now + 1)
+                .min(done),
+            _ => done,
+        };
+        self.push(
+            at,
+            Ev::TmaDone {
+                thread: ti as u32,
+                bar,
+                bytes,
+                op,
+            },
+        )
     }
 
     /// A transfer of thread `ti` landed: free its TMA slot, deliver its bytes

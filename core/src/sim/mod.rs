@@ -117,13 +117,19 @@ pub struct Waiter {
 /// Whether a run of `kernel` on `cfg` lands its loads by the
 /// arrival-order controller: the transaction model with
 /// `transaction.arrival_controller` on, or `"auto"` and a memory-bound
-/// kernel ([`crate::analytic::memory_bound`]).
+/// kernel ([`crate::analytic::memory_bound`]) or a grid of fewer CTAs
+/// than SMs. Less than a wave, no CTA waits for an SM, so each one's time
+/// is the chain of its own loads' latencies, and the service model's
+/// hand-over order (a chunk's lines booked before the next SM's that
+/// reach the DRAM at the same time) shows in it; such a run is short.
 pub fn lands_by_arrival(cfg: &GpuConfig, kernel: &Kernel) -> bool {
     cfg.memory == MemoryModel::Transaction
         && match cfg.transaction.arrival_controller {
             ArrivalController::On => true,
             ArrivalController::Off => false,
-            ArrivalController::Auto => crate::analytic::memory_bound(cfg, kernel),
+            ArrivalController::Auto => {
+                kernel.ctas() < cfg.sms as u64 || crate::analytic::memory_bound(cfg, kernel)
+            }
         }
 }
 
@@ -224,6 +230,7 @@ impl Plan {
                 return l.add::<u32>(cap);
             }
             MemoryModel::Transaction => {
+                engine::Handover::layout(self.sms * self.tma_slots, l)?;
                 return TxnMemory::layout(
                     &cfg.l2,
                     &cfg.dram,
@@ -232,7 +239,7 @@ impl Plan {
                     self.dcap,
                     self.sms * self.tma_slots,
                     l,
-                )
+                );
             }
             MemoryModel::Line => {}
         }
@@ -270,6 +277,8 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     /// The unit rates of recent phase mixes (a cache; not state).
     rate_memo: units::RateMemo,
     mem: Mem<'a>,
+    /// This cycle's operations for the transaction-level memory.
+    handover: engine::Handover<'a>,
     tma: Option<TmaTables<'a>>,
     next_cta: u32,
     total_ctas: u32,
@@ -342,6 +351,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             a.alloc(plan.sms, deadlines::NONE, Capacity::Sms)?,
             a.alloc(Deadlines::leaves_for(plan.sms), 0u16, Capacity::Sms)?,
         );
+        let handover = engine::Handover::new_in(
+            match plan.model {
+                MemoryModel::Transaction => plan.sms * plan.tma_slots,
+                _ => 0,
+            },
+            &mut a,
+        )?;
         let (mem, tma) = if plan.model == MemoryModel::Transaction {
             let mem = TxnMemory::new(
                 &cfg.l2,
@@ -415,6 +431,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             deadlines,
             rate_memo: units::RateMemo::new(),
             mem,
+            handover,
             tma,
             next_cta: 0,
             total_ctas: total,
@@ -524,7 +541,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     }
 
     /// Every WarpGroup currently waiting, in SM and slot order.
-    pub fn waiters(&self) -> impl Iterator<Item = Waiter> + '_ {
+    pub fn waiters(&self) -> impl Iterator<Item = Waiter> + use<'_, 'a, S> {
         self.threads.iter().filter_map(move |t| match t.state {
             TState::Waiting(reason) => Some(Waiter {
                 sm: t.sm,
@@ -578,6 +595,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 self.issue_on(w * 64 + b, obs)?;
             }
         }
+        self.hand_over(obs)?;
         self.now += 1;
         if self.retired == self.total_ctas {
             self.status = Status::Finished;

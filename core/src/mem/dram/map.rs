@@ -8,6 +8,9 @@
 //! digit the number of lines per row, and the row digit `rows`. Radixes need
 //! not be powers of two (H100 has 160 pseudo-channels); whatever is left
 //! above the highest digit wraps around.
+//!
+//! The L2 folds higher line bits into the address before it gets here
+//! (`l2.dram_hash`), so strided streams spread over channels and banks.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +48,21 @@ impl AddressMapping {
         MapField::BankGroup,
         MapField::Bank,
         MapField::Column,
+        MapField::Row,
+    ]);
+
+    /// "row-bank-channel-column" (highest first): the lines of one row of
+    /// one bank are consecutive (a whole DRAM page, `lines_per_row` lines,
+    /// e.g. 1 KiB), then come the channels, bank groups, banks and rows.
+    /// NVIDIA GPUs keep address bits 0 to 9 in one bank of one memory
+    /// module (reverse-engineered on Pascal and Volta: the bank and module
+    /// hashes start at bit 10), so a sequential stream reads whole rows;
+    /// the presets use this map.
+    pub const ROW_CHUNKED: AddressMapping = AddressMapping([
+        MapField::Column,
+        MapField::Channel,
+        MapField::BankGroup,
+        MapField::Bank,
         MapField::Row,
     ]);
 
@@ -140,9 +158,9 @@ impl DramConfig {
     /// The first byte address of the line at `a` (the inverse of
     /// [`DramConfig::decode`] for in-range fields).
     pub fn compose(&self, a: &DramAddr) -> u64 {
+        // Horner's rule from the highest digit down.
         let mut line = 0u64;
-        let mut weight = 1u64;
-        for f in self.mapping.0 {
+        for f in self.mapping.0.iter().rev().copied() {
             let v = match f {
                 MapField::Channel => a.channel as u64,
                 MapField::BankGroup => a.bank_group as u64,
@@ -150,8 +168,7 @@ impl DramConfig {
                 MapField::Column => a.line as u64,
                 MapField::Row => a.row as u64,
             };
-            line += v * weight;
-            weight *= self.radix(f);
+            line = line * self.radix(f) + v;
         }
         line * self.line_bytes as u64
     }
@@ -162,8 +179,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_interleaves_channels_then_groups_then_banks() {
-        let c = DramConfig::hbm3_h100();
+    fn interleaved_interleaves_channels_then_groups_then_banks() {
+        let mut c = DramConfig::hbm3_h100();
+        c.mapping = AddressMapping::INTERLEAVED;
         let a = |l: u64| c.decode(l * 128);
         assert_eq!(a(0), DramAddr::default());
         assert_eq!(a(1).channel, 1);
@@ -193,6 +211,7 @@ mod tests {
         for m in [
             AddressMapping::INTERLEAVED,
             AddressMapping::ROW_BANK_COLUMN_CHANNEL,
+            AddressMapping::ROW_CHUNKED,
         ] {
             let mut c = DramConfig::hbm3_h100();
             c.mapping = m;
@@ -200,6 +219,44 @@ mod tests {
                 let a = c.decode(l * 128);
                 assert_eq!(c.compose(&a), l * 128);
             }
+        }
+    }
+
+    /// The presets' map, behind the L2's DRAM hash: a row's lines are
+    /// consecutive, and the hash spreads rows 8 KiB apart over more
+    /// channels than plain modulo piles them onto.
+    #[test]
+    fn presets_keep_rows_whole_and_spread_strided_rows() {
+        for g in [crate::GpuConfig::h800(), crate::GpuConfig::h800_pcie()] {
+            let c = g.dram;
+            assert_eq!(c.mapping, AddressMapping::ROW_CHUNKED);
+            assert!(g.l2.dram_hash);
+            let at = |addr: u64| c.decode(g.l2.dram_address(addr));
+            let per_row = c.lines_per_row() as u64;
+            // Every line of a row-sized, row-aligned chunk is in one row.
+            for chunk in [0u64, 1, 79, 80, 12_345] {
+                let first = at(chunk * per_row * 128);
+                let mut cols = vec![false; per_row as usize];
+                for l in 0..per_row {
+                    let d = at((chunk * per_row + l) * 128);
+                    cols[d.line as usize] = true;
+                    assert_eq!(
+                        (d.channel, d.bank_group, d.bank, d.row),
+                        (first.channel, first.bank_group, first.bank, first.row)
+                    );
+                }
+                assert!(cols.iter().all(|&x| x), "chunk {chunk}: {cols:?}");
+            }
+            // 32 rows 8 KiB apart (a 2-D box of a tensor 8 KiB wide).
+            let chans = |f: &dyn Fn(u64) -> DramAddr| {
+                let mut v: Vec<u16> = (0..32u64).map(|k| f(k * 8192).channel).collect();
+                v.sort_unstable();
+                v.dedup();
+                v.len()
+            };
+            let hashed = chans(&at);
+            let plain = chans(&|a| c.decode(a));
+            assert!(hashed > plain, "{hashed} {plain}");
         }
     }
 

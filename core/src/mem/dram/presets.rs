@@ -104,7 +104,7 @@ const fn hbm3(
         write_queue: 32,
         write_high: 24,
         write_low: 8,
-        mapping: AddressMapping::INTERLEAVED,
+        mapping: AddressMapping::ROW_CHUNKED,
     }
 }
 
@@ -205,7 +205,7 @@ impl DramConfig {
             write_queue: 32,
             write_high: 24,
             write_low: 8,
-            mapping: AddressMapping::INTERLEAVED,
+            mapping: AddressMapping::ROW_CHUNKED,
         }
     }
 

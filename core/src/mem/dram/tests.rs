@@ -61,9 +61,11 @@ pub(crate) fn served_in_cycle_order(
 
 /// A small system that exercises every constraint quickly: 3 channels
 /// (not a power of two), 2 x 3 banks (enough for tFAW to bind), 4-line
-/// rows, short queues, frequent refresh.
+/// rows, short queues, frequent refresh; the interleaved map, so that
+/// line `i` is in channel `i mod 3`.
 fn small() -> DramConfig {
     let mut c = DramConfig::hbm3_h100();
+    c.mapping = AddressMapping::INTERLEAVED;
     c.channels = 3;
     c.bank_groups = 2;
     c.banks_per_group = 3;

@@ -14,6 +14,7 @@ use crate::mem::txn::l2::Pattern;
 use crate::port::Shape;
 
 /// Lines of one operation (line numbers, not addresses).
+#[derive(Clone, Copy, Debug)]
 pub(super) enum Lines {
     /// A tensor box; `sorted` when its rows are ascending and disjoint.
     Tensor {
@@ -102,6 +103,186 @@ fn tensor(map: &TensorMap, coords: &[i64; 5], shift: u32) -> Lines {
     }
 }
 
+/// Where [`Patterns`] is in an operation's groups of lines.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// Between groups: fetch the next.
+    Fetch,
+    /// Feeding a run of consecutive lines to the chunker.
+    Run { a: u64, left: u64 },
+    /// Regular rows of at most a chunk each: whole rows per chunk.
+    Rows { g: Group, r: u64 },
+    /// Rows longer than a chunk (or too far apart): cut row by row.
+    Cut { g: Group, r: u64, j: u64 },
+    /// The groups are done: the chunker's last chunk is left.
+    End,
+    /// Nothing is left.
+    Done,
+}
+
+/// A group of lines as [`Lines::next_group`] gives it.
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    first: u64,
+    len: u64,
+    stride: u64,
+    rows: u64,
+}
+
+/// The chunks of one operation, one at a time: its lines cut into
+/// [`Pattern`]s of at most `chunk` lines, in emission order. Runs of
+/// consecutive lines are merged with their neighbours by the [`Chunker`];
+/// regular rows of a box become chunks of whole rows (or rows cut into
+/// chunks). Resumable, so that operations handed over together can be
+/// timed chunk by chunk in turn.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Patterns {
+    lines: Lines,
+    c: Chunker,
+    phase: Phase,
+    chunk: u8,
+    /// Lines generated so far.
+    pub(super) n: u64,
+}
+
+impl Patterns {
+    /// The chunks of `lines`, at most `chunk` (at least 1) lines each.
+    pub(super) const fn new(lines: Lines, chunk: u8) -> Self {
+        Patterns {
+            lines,
+            c: Chunker::EMPTY,
+            phase: Phase::Fetch,
+            chunk: if chunk == 0 { 1 } else { chunk },
+            n: 0,
+        }
+    }
+
+    /// Whether the operation's lines go through a [`DedupSet`] (a box
+    /// whose rows may repeat lines out of order, with `dedup` on): the
+    /// set then belongs to it until its last chunk.
+    pub(super) fn uses_set(&self) -> bool {
+        matches!(self.lines, Lines::Tensor { sorted: false, .. })
+    }
+
+    /// The next chunk, or `None` when the operation has no more.
+    #[inline]
+    pub(super) fn next(
+        &mut self,
+        shift: u32,
+        mut dedup: Option<&mut DedupSet<'_>>,
+    ) -> Option<Pattern> {
+        let k = self.chunk as u64;
+        loop {
+            match self.phase {
+                Phase::Fetch => {
+                    let Some((first, len, stride, rows)) =
+                        self.lines.next_group(shift, 1 << 20, dedup.as_deref_mut())
+                    else {
+                        self.phase = Phase::End;
+                        continue;
+                    };
+                    self.n += len * rows;
+                    if rows == 1 {
+                        self.phase = Phase::Run {
+                            a: first,
+                            left: len,
+                        };
+                        continue;
+                    }
+                    let g = Group {
+                        first,
+                        len,
+                        stride,
+                        rows,
+                    };
+                    self.phase = if len <= k && stride <= MAX_STRIDE {
+                        Phase::Rows { g, r: 0 }
+                    } else {
+                        Phase::Cut { g, r: 0, j: 0 }
+                    };
+                    // Rows never share a chunk with the runs before them.
+                    if let Some(p) = self.take() {
+                        return Some(p);
+                    }
+                }
+                Phase::Run { a, left } => {
+                    if left == 0 {
+                        self.phase = Phase::Fetch;
+                        continue;
+                    }
+                    let took = self.c.push_run(a, left, self.chunk);
+                    if took == 0 {
+                        // The chunk is full or the run breaks its pattern:
+                        // out with it, and the run starts the next (an
+                        // empty chunk takes at least one line).
+                        let p = self.take();
+                        debug_assert!(p.is_some());
+                        if p.is_none() {
+                            self.phase = Phase::Fetch;
+                        }
+                        return p.or_else(|| self.next(shift, dedup));
+                    }
+                    self.phase = Phase::Run {
+                        a: a + took,
+                        left: left - took,
+                    };
+                }
+                Phase::Rows { g, r } => {
+                    if r >= g.rows {
+                        self.phase = Phase::Fetch;
+                        continue;
+                    }
+                    let n = (k / g.len).min(g.rows - r);
+                    self.phase = Phase::Rows { g, r: r + n };
+                    return Some(Pattern {
+                        first: g.first + r * g.stride,
+                        stride: if n > 1 { g.stride } else { 0 },
+                        row: g.len as u8,
+                        count: (g.len * n) as u8,
+                        part: 0,
+                        weight: (g.len * n) as u8,
+                    });
+                }
+                Phase::Cut { g, r, j } => {
+                    if r >= g.rows {
+                        self.phase = Phase::Fetch;
+                        continue;
+                    }
+                    if j >= g.len {
+                        self.phase = Phase::Cut { g, r: r + 1, j: 0 };
+                        continue;
+                    }
+                    let w = k.min(g.len - j);
+                    self.phase = Phase::Cut { g, r, j: j + w };
+                    return Some(Pattern {
+                        first: g.first + r * g.stride + j,
+                        stride: 0,
+                        row: w as u8,
+                        count: w as u8,
+                        part: 0,
+                        weight: w as u8,
+                    });
+                }
+                Phase::End => {
+                    self.phase = Phase::Done;
+                    return self.take();
+                }
+                Phase::Done => return None,
+            }
+        }
+    }
+
+    /// The chunker's chunk, if it has one, which is then emptied.
+    fn take(&mut self) -> Option<Pattern> {
+        if self.c.is_empty() {
+            return None;
+        }
+        let p = self.c.pat;
+        self.c.clear();
+        Some(p)
+    }
+}
+
 /// Largest stride a pattern can record (it is packed into 47 bits).
 pub(super) const MAX_STRIDE: u64 = (1 << 47) - 1;
 
@@ -118,6 +299,22 @@ pub(super) struct Chunker {
 }
 
 impl Chunker {
+    /// No lines.
+    pub(super) const EMPTY: Chunker = Chunker {
+        pat: Pattern {
+            first: 0,
+            stride: 0,
+            row: 0,
+            count: 0,
+            part: 0,
+            weight: 0,
+        },
+        rows: 0,
+        row_start: 0,
+        row_len: 0,
+        last: 0,
+    };
+
     /// True when no line has been added.
     pub(super) fn is_empty(&self) -> bool {
         self.pat.count == 0

@@ -567,6 +567,11 @@ impl<'a> Hbm<'a> {
             b.next_col = act + if write { p.rcdwr } else { p.rcdrd };
         }
         b.next_pre = b.next_pre.max(last + if write { p.wr_pre } else { p.rtp });
+        // The bank's next line starts its column commands no sooner than
+        // `G` clocks after this one's first (its bursts, tCCD_L apart):
+        // the group's slots are aligned to `G` clocks, so two lines of one
+        // bank could otherwise land in adjacent slots less than `G` apart.
+        b.next_col = b.next_col.max(col + gl);
         p.cycle_of(end + p.ctrl)
     }
 
@@ -600,7 +605,7 @@ impl<'a> Hbm<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::dram::Dram;
+    use crate::mem::dram::{AddressMapping, Dram};
 
     /// A lone request gets the line-level controller's latency: the same
     /// completion cycle for row misses, hits and conflicts, reads and
@@ -612,6 +617,11 @@ mod tests {
             DramConfig::hbm2e_h800_pcie(),
             DramConfig::hbm3e_h200(),
         ] {
+            // The lines below are picked for the interleaved map.
+            let cfg = DramConfig {
+                mapping: AddressMapping::INTERLEAVED,
+                ..cfg
+            };
             let mut l = Layout::new();
             Hbm::layout(&cfg, &mut l).unwrap();
             Dram::layout(&cfg, &mut l).unwrap();
@@ -690,6 +700,29 @@ mod tests {
         });
     }
 
+    /// The eight lines of one DRAM row, arriving together, leave their
+    /// bank tCCD_L per burst apart, as the line-level controller serves
+    /// them: the same completion cycles (the first line's column commands
+    /// may start mid-slot of the bank group's calendar; before the bank
+    /// kept its next column clock, the second then took the next slot,
+    /// less than a line's bursts later).
+    #[test]
+    fn a_rows_lines_leave_their_bank_a_line_of_bursts_apart() {
+        for cfg in [DramConfig::hbm3_h100(), DramConfig::hbm2e_h800_pcie()] {
+            let per_row = cfg.lines_per_row() as u64;
+            assert_eq!(cfg.mapping, AddressMapping::ROW_CHUNKED);
+            for start in [1000u64, 1003, 1010] {
+                let reqs: Vec<(u64, u64, bool)> = (0..per_row)
+                    .map(|l| (start, 40 * per_row + l, false))
+                    .collect();
+                let (_, _, h, d) = super::experiment::compare_all(&cfg, &reqs);
+                assert_eq!(h, d, "{start}");
+                let gaps: Vec<u64> = h.windows(2).map(|w| w[1] - w[0]).collect();
+                assert!(gaps.iter().all(|&g| g > 0), "{gaps:?}");
+            }
+        }
+    }
+
     /// A channel with a long backlog on its bus refreshes on time, as the
     /// line-level controller does (its queue holds only what it can issue
     /// soon): the same burst of reads ends within 3% of it (1.0% sooner;
@@ -697,7 +730,11 @@ mod tests {
     /// tRFC twice, ended 4.4% later).
     #[test]
     fn a_backlog_does_not_hold_the_refresh_back() {
-        let cfg = DramConfig::hbm3_h100();
+        // The lines below are picked for the interleaved map.
+        let cfg = DramConfig {
+            mapping: AddressMapping::INTERLEAVED,
+            ..DramConfig::hbm3_h100()
+        };
         // 600 reads to channel 100 within 300 cycles (its bus needs about
         // 4800 clocks for them), over its 16 banks and a few rows, from
         // shortly before its first refresh is due.

@@ -69,6 +69,7 @@
 //! memory` measures the effect on whole kernels.
 
 pub mod arrival;
+mod batch;
 pub mod gen;
 pub mod hbm;
 pub mod l2;
@@ -90,7 +91,7 @@ use crate::port::Shape;
 use crate::rand::Rng;
 
 use arrival::{ArrivalDram, FillRef};
-use gen::{for_each_line, Chunker, Lines};
+use gen::for_each_line;
 use hbm::Hbm;
 use l2::{ChunkTable, Pattern, HOME, SHADOW};
 
@@ -251,6 +252,7 @@ fn lat16(ready: u64, from: u64) -> u16 {
 pub struct TxnMemory<'a> {
     dedup: DedupSet<'a>,
     m: Model<'a>,
+    turns: batch::Turns<'a>,
 }
 
 /// Everything but the dedup set (borrowed apart while lines are generated).
@@ -340,6 +342,7 @@ impl<'a> TxnMemory<'a> {
     ) -> Result<(), BuildError> {
         let z = Sizes::new(l2, txn, sms);
         DedupSet::layout(dedup_lines, l)?;
+        batch::Turns::layout(sms as usize, l)?;
         l.add::<Engine>(sms as usize)?;
         l.add::<u16>(z.flight)?;
         l.add::<u64>(z.flight_nz)?;
@@ -378,6 +381,7 @@ impl<'a> TxnMemory<'a> {
         let z = Sizes::new(l2, txn, sms);
         let what = Capacity::MemoryPort;
         let dedup = DedupSet::new_in(a, dedup_lines, what)?;
+        let turns = batch::Turns::new_in(sms as usize, a)?;
         let engines = a.alloc(sms as usize, Engine::default(), what)?;
         let flight = a.alloc(z.flight, 0u16, what)?;
         let flight_nz = a.alloc(z.flight_nz, 0u64, what)?;
@@ -402,6 +406,7 @@ impl<'a> TxnMemory<'a> {
         };
         Ok(TxnMemory {
             dedup,
+            turns,
             m: Model {
                 l2: *l2,
                 dram: *dram,
@@ -461,111 +466,17 @@ impl<'a> TxnMemory<'a> {
         &self.m.hbm
     }
 
-    /// Times operation `op` and returns when it lands. Operations of one
-    /// SM must come in issue order; their `start` may be earlier than an
-    /// earlier operation's (the engine serves them in order anyway).
+    /// Times operation `op` and returns when it lands: a batch of one
+    /// ([`TxnMemory::transfer_batch`]). Operations of one SM must come in
+    /// issue order; their `start` may be earlier than an earlier
+    /// operation's (the engine serves them in order anyway).
     pub fn transfer(&mut self, op: &TxnOp<'_>, sink: &mut impl TxnSink) -> TxnDone {
-        let m = &mut self.m;
-        if let Some(arr) = &mut m.arrival {
-            // Requests handed over from now on reach the DRAM at `now +
-            // xbar_latency` or later: those before are all known.
-            arr.serve_until(op.now + m.l2.xbar_latency as u64);
-            arr.begin(op.id);
-            m.cur_op = op.id;
-            m.indep = 0;
-        }
-        let sm = (op.sm as usize).min(m.engines.len().saturating_sub(1));
-        let Some(mut eng) = m.engines.get(sm).copied() else {
-            return TxnDone {
-                done: op.start,
-                lines: 0,
-            };
+        let mut done = TxnDone {
+            done: op.start,
+            lines: 0,
         };
-        if op.start > eng.free {
-            eng.free = op.start;
-            eng.used = 0;
-        }
-        let shift = m.shift;
-        let mut lines = Lines::new(&op.shape, op.bytes, shift);
-        let dedup = m.tma.dedup;
-        let mut done = eng.free;
-        let mut n = 0u64;
-        let k = m.chunk as u64;
-        let mut c = Chunker::default();
-        while let Some((first, len, stride, rows)) =
-            lines.next_group(shift, 1 << 20, dedup.then_some(&mut self.dedup))
-        {
-            n += len * rows;
-            if rows == 1 {
-                // A run: merged with its neighbours into patterns.
-                let (mut a, mut left) = (first, len);
-                while left > 0 {
-                    let took = c.push_run(a, left, m.chunk);
-                    if took == 0 {
-                        done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
-                        c.clear();
-                        continue;
-                    }
-                    a += took;
-                    left -= took;
-                }
-                continue;
-            }
-            // Regular rows: chunks of whole rows, or rows cut into chunks.
-            if !c.is_empty() {
-                done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
-                c.clear();
-            }
-            if len <= k && stride <= gen::MAX_STRIDE {
-                let per = k / len;
-                let mut r = 0;
-                while r < rows {
-                    let g = per.min(rows - r);
-                    let p = Pattern {
-                        first: first + r * stride,
-                        stride: if g > 1 { stride } else { 0 },
-                        row: len as u8,
-                        count: (len * g) as u8,
-                        part: 0,
-                        weight: (len * g) as u8,
-                    };
-                    done = done.max(m.chunk(sm, op.store, &p, &mut eng, sink));
-                    r += g;
-                }
-            } else {
-                for r in 0..rows {
-                    let mut j = 0;
-                    while j < len {
-                        let w = k.min(len - j);
-                        let p = Pattern {
-                            first: first + r * stride + j,
-                            stride: 0,
-                            row: w as u8,
-                            count: w as u8,
-                            part: 0,
-                            weight: w as u8,
-                        };
-                        done = done.max(m.chunk(sm, op.store, &p, &mut eng, sink));
-                        j += w;
-                    }
-                }
-            }
-        }
-        if !c.is_empty() {
-            done = done.max(m.chunk(sm, op.store, &c.pat, &mut eng, sink));
-        }
-        self.dedup.clear();
-        m.engines[sm] = eng;
-        // A load whose landing the controller decides: ask first once
-        // its untimed parts are back (or at once), then as it says.
-        let done = match &mut m.arrival {
-            Some(arr) if !op.store => {
-                arr.handed_over(op.id, m.indep, done);
-                m.indep.max(op.now + 1).min(done)
-            }
-            _ => done,
-        };
-        TxnDone { done, lines: n }
+        self.transfer_batch(core::slice::from_ref(op), sink, |_, d| done = d);
+        done
     }
 }
 
