@@ -51,7 +51,7 @@ impl AddressMapping {
         MapField::Row,
     ]);
 
-    /// "row-bank-channel-column" (highest first): the lines of one row of
+    /// "row-bank-bank group-channel-column" (highest first): the lines of one row of
     /// one bank are consecutive (a whole DRAM page, `lines_per_row` lines,
     /// e.g. 1 KiB), then come the channels, bank groups, banks and rows.
     /// NVIDIA GPUs keep address bits 0 to 9 in one bank of one memory

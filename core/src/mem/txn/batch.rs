@@ -43,19 +43,16 @@ pub(super) struct Turn {
 }
 
 impl Turn {
-    const EMPTY: Turn = Turn {
-        pats: Patterns::new(Lines::Bulk { next: 0, left: 0 }, 1),
-        eng: Engine {
-            free: 0,
-            used: 0,
-            out: 0,
-            cursor: 0,
-        },
-        done: 0,
-        indep: 0,
-        op: 0,
-        end: 0,
-    };
+    fn empty() -> Turn {
+        Turn {
+            pats: Patterns::new(Lines::Bulk { next: 0, left: 0 }, 1),
+            eng: Engine::default(),
+            done: 0,
+            indep: 0,
+            op: 0,
+            end: 0,
+        }
+    }
 }
 
 /// The turns of a batch: one per SM that handed an operation over, and
@@ -75,7 +72,7 @@ impl<'a> Turns<'a> {
     /// The tables for `sms` SMs.
     pub(super) fn new_in(sms: usize, a: &mut Arena<'a>) -> Result<Self, BuildError> {
         Ok(Turns {
-            turns: a.alloc(sms, Turn::EMPTY, Capacity::MemoryPort)?,
+            turns: a.alloc(sms, Turn::empty(), Capacity::MemoryPort)?,
             heap: a.alloc(sms, (0u64, 0u32), Capacity::MemoryPort)?,
         })
     }
@@ -104,10 +101,12 @@ impl TxnMemory<'_> {
     /// Times operations `ops`, handed over together in the simulator's
     /// current cycle (all with the same `now`; an SM's in issue order),
     /// in turns (see the [module documentation](self)), and calls
-    /// `out(i, done)` for each as its last chunk is timed. An SM beyond
-    /// the model's counts as its last; runs of one SM's operations beyond
-    /// the number of SMs (an SM's operations not handed over together)
-    /// take their turns in a later round.
+    /// `out(i, done)` for each as its last chunk is timed. The simulator
+    /// hands them over in SM order; where the SM does not rise from one
+    /// operation to the next (an SM's operations not handed over
+    /// together), the rest take their turns in a later round, so that no
+    /// SM has two turns at once. An SM beyond the model's counts as its
+    /// last.
     pub fn transfer_batch(
         &mut self,
         ops: &[TxnOp<'_>],
@@ -119,7 +118,7 @@ impl TxnMemory<'_> {
         };
         let TxnMemory { dedup, m, turns } = self;
         let sms = m.engines.len();
-        if sms == 0 || turns.turns.is_empty() {
+        if sms == 0 {
             for (i, op) in ops.iter().enumerate() {
                 out(
                     i,
@@ -136,19 +135,20 @@ impl TxnMemory<'_> {
             // xbar_latency` or later: those before are all known.
             arr.serve_until(first.now + m.l2.xbar_latency as u64);
         }
-        // One turn per run of operations of one SM, as many runs as
-        // there are turns per round.
+        let sm_of = |op: &TxnOp<'_>| (op.sm as usize).min(sms - 1);
+        // One turn per run of operations of one SM; a round's runs have
+        // rising SMs (so at most `sms` of them, one per turn).
         let mut start = 0usize;
         while start < ops.len() {
             let mut n = 0usize;
             let mut i = start;
-            while i < ops.len() && n < turns.turns.len() {
+            while i < ops.len() && (n == 0 || sm_of(&ops[i]) > sm_of(&ops[i - 1])) {
                 let mut j = i + 1;
-                while j < ops.len() && ops[j].sm == ops[i].sm {
+                while j < ops.len() && sm_of(&ops[j]) == sm_of(&ops[i]) {
                     j += 1;
                 }
                 let t = &mut turns.turns[n];
-                t.eng = m.engines[(ops[i].sm as usize).min(sms - 1)];
+                t.eng = m.engines[sm_of(&ops[i])];
                 t.op = i as u32;
                 t.end = j as u32;
                 m.begin(&ops[i], t);
@@ -172,23 +172,27 @@ impl TxnMemory<'_> {
                 let t = &mut turns.turns[ti as usize];
                 let retired = loop {
                     let op = &ops[t.op as usize];
-                    let sm = (op.sm as usize).min(sms - 1);
-                    let whole = t.pats.uses_set();
-                    // Without dedup no operation uses the set; with it,
-                    // only those marked so fill it (others take it as the
-                    // flag). They are timed whole.
-                    let mut more = false;
-                    while let Some(p) = t.pats.next(m.shift, m.tma.dedup.then_some(&mut *dedup)) {
-                        m.step(sm, op, &p, t, sink);
-                        if !whole {
-                            more = true;
-                            break;
+                    let sm = sm_of(op);
+                    // With dedup on every operation is handed the set, but
+                    // only one that uses it fills it: that one is timed
+                    // whole, the others a chunk per step.
+                    let more = if t.pats.uses_set() {
+                        while let Some(p) = t.pats.next(m.shift, m.tma.dedup.then_some(&mut *dedup))
+                        {
+                            m.step(sm, op, &p, t, sink);
                         }
-                    }
+                        dedup.clear();
+                        false
+                    } else {
+                        match t.pats.next(m.shift, m.tma.dedup.then_some(&mut *dedup)) {
+                            Some(p) => {
+                                m.step(sm, op, &p, t, sink);
+                                true
+                            }
+                            None => false,
+                        }
+                    };
                     if !more {
-                        if whole {
-                            dedup.clear();
-                        }
                         out(t.op as usize, m.finish(op, t));
                         t.op += 1;
                         if t.op >= t.end {

@@ -147,12 +147,12 @@ pub(super) struct Patterns {
 
 impl Patterns {
     /// The chunks of `lines`, at most `chunk` (at least 1) lines each.
-    pub(super) const fn new(lines: Lines, chunk: u8) -> Self {
+    pub(super) fn new(lines: Lines, chunk: u8) -> Self {
         Patterns {
             lines,
-            c: Chunker::EMPTY,
+            c: Chunker::default(),
             phase: Phase::Fetch,
-            chunk: if chunk == 0 { 1 } else { chunk },
+            chunk: chunk.max(1),
             n: 0,
         }
     }
@@ -214,13 +214,9 @@ impl Patterns {
                     if took == 0 {
                         // The chunk is full or the run breaks its pattern:
                         // out with it, and the run starts the next (an
-                        // empty chunk takes at least one line).
-                        let p = self.take();
-                        debug_assert!(p.is_some());
-                        if p.is_none() {
-                            self.phase = Phase::Fetch;
-                        }
-                        return p.or_else(|| self.next(shift, dedup));
+                        // empty chunk takes at least one line, so there is
+                        // one to take).
+                        return self.take();
                     }
                     self.phase = Phase::Run {
                         a: a + took,
@@ -299,22 +295,6 @@ pub(super) struct Chunker {
 }
 
 impl Chunker {
-    /// No lines.
-    pub(super) const EMPTY: Chunker = Chunker {
-        pat: Pattern {
-            first: 0,
-            stride: 0,
-            row: 0,
-            count: 0,
-            part: 0,
-            weight: 0,
-        },
-        rows: 0,
-        row_start: 0,
-        row_len: 0,
-        last: 0,
-    };
-
     /// True when no line has been added.
     pub(super) fn is_empty(&self) -> bool {
         self.pat.count == 0

@@ -973,7 +973,7 @@ impl Model<'_> {
                     let (mut lo, mut hi) = (u64::MAX, 0u64);
                     for i in 0..n {
                         let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                        let t = self.ports.reserve(slice, e + back, interval);
+                        let t = self.reach_home(slice, e, false, back);
                         lo = lo.min(t);
                         hi = hi.max(t);
                     }

@@ -2,7 +2,7 @@
 //! leaves as soon as it fits in the `max_lines` in flight, as in the
 //! line-level engine, not when the whole chunk does. With the
 //! arrival-order controller, what a read served from a shadow copy waits
-//! for.
+//! for. And operations handed over together: in turns, not in SM order.
 
 use super::*;
 use crate::config::GpuConfig;
@@ -146,4 +146,93 @@ fn with_the_controller_a_shadow_copy_is_read_after_the_fill_it_copies() {
         let arr = m.m.arrival.as_ref().unwrap();
         assert_eq!(arr.waits_for(1).len(), 1);
     });
+}
+
+/// `n` bulk loads of `bytes` each, one per SM from SM `sm0` on, all
+/// starting at cycle 100, on disjoint addresses.
+fn wave(sm0: u16, n: u16, bytes: u64) -> std::vec::Vec<TxnOp<'static>> {
+    (0..n)
+        .map(|i| TxnOp {
+            sm: sm0 + i,
+            id: i as u32,
+            ..bulk((1 << 30) + i as u64 * bytes, bytes, 100)
+        })
+        .collect()
+}
+
+/// Times `ops` as one batch on a fresh model of `cfg`; their landings.
+fn batched(cfg: &GpuConfig, ops: &[TxnOp<'_>]) -> std::vec::Vec<u64> {
+    with_memory(cfg, |m| {
+        let mut done = std::vec![0; ops.len()];
+        m.transfer_batch(ops, &mut (), |i, d| done[i] = d.done);
+        done
+    })
+}
+
+/// One SM's operations in a batch are its transfers, in order: its turn
+/// carries its engine from one to the next.
+#[test]
+fn a_batch_of_one_sms_operations_is_its_transfers_in_order() {
+    let cfg = GpuConfig::h800();
+    let ops: std::vec::Vec<TxnOp<'_>> = wave(3, 3, 16 << 10)
+        .into_iter()
+        .map(|op| TxnOp { sm: 3, ..op })
+        .collect();
+    let one_by_one = with_memory(&cfg, |m| {
+        ops.iter()
+            .map(|op| m.transfer(op, &mut ()).done)
+            .collect::<std::vec::Vec<_>>()
+    });
+    assert_eq!(batched(&cfg, &ops), one_by_one);
+}
+
+/// A whole wave loading at once: timed one after the other the SMs land
+/// in SM order, the last far behind the first; in turns, as the
+/// line-level engines emit side by side, their landings spread far less.
+#[test]
+fn a_wave_loading_at_once_is_served_in_turns_not_in_sm_order() {
+    let cfg = GpuConfig::h800();
+    let ops = wave(0, cfg.sms, 64 << 10);
+    let spread = |d: &[u64]| d.iter().max().unwrap() - d.iter().min().unwrap();
+    let one_by_one = with_memory(&cfg, |m| {
+        ops.iter()
+            .map(|op| m.transfer(op, &mut ()).done)
+            .collect::<std::vec::Vec<_>>()
+    });
+    let turns = batched(&cfg, &ops);
+    // The last quarter of the SMs against the first: how far the order of
+    // hand-over shows in the landings.
+    let q = ops.len() / 4;
+    let gradient = |d: &[u64]| {
+        let mean = |s: &[u64]| s.iter().sum::<u64>() / s.len() as u64;
+        mean(&d[d.len() - q..]) as i64 - mean(&d[..q]) as i64
+    };
+    let (g1, gt) = (gradient(&one_by_one), gradient(&turns));
+    assert!(g1 > 2000 && gt.abs() * 4 < g1, "{gt} against {g1}");
+    assert!(
+        spread(&turns) * 2 < spread(&one_by_one),
+        "{} against {}",
+        spread(&turns),
+        spread(&one_by_one)
+    );
+}
+
+/// An SM whose operations are not handed over together never has two
+/// turns at once: from where the SMs stop rising, a later round.
+#[test]
+fn an_sm_handed_over_twice_takes_a_later_round() {
+    let cfg = GpuConfig::h800();
+    let w = wave(0, 3, 8 << 10);
+    let ops = [
+        TxnOp { sm: 1, ..w[0] },
+        TxnOp { sm: 0, ..w[1] },
+        TxnOp { sm: 1, ..w[2] },
+    ];
+    let rounds = with_memory(&cfg, |m| {
+        let mut done = std::vec![0; 3];
+        m.transfer_batch(&ops[..1], &mut (), |_, d| done[0] = d.done);
+        m.transfer_batch(&ops[1..], &mut (), |i, d| done[1 + i] = d.done);
+        done
+    });
+    assert_eq!(batched(&cfg, &ops), rounds);
 }
