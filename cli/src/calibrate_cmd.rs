@@ -1,4 +1,5 @@
-//! The microbenchmark generators (`simfa gen pchase`, `simfa gen tma-bw`)
+//! The microbenchmark generators (`simfa gen pchase`, `simfa gen tma-bw`,
+//! `simfa gen l2-bw`)
 //! and the calibration commands (`simfa calibrate pchase|tma-bw|sm`).
 
 use std::io::{IsTerminal, Write};
@@ -15,7 +16,7 @@ use simfa_std::calibrate_sm::{calibrate_sm, SmOptions};
 use simfa_std::config::{load_config, preset};
 use simfa_std::gemm_bubbles::{fit_bubbles, read_points};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
-use simfa_std::gen::tmabw::DEFAULT_TOTAL_BYTES;
+use simfa_std::gen::tmabw::{DEFAULT_TOTAL_BYTES, L2_BLOCKS_PER_SM};
 use simfa_std::gen::{pchase, tma_bw, CopyKind, GemmParams, PchaseParams, TmaBwParams};
 use simfa_std::svg::write_svg;
 
@@ -84,6 +85,44 @@ pub struct TmaBwGen {
     /// Output file (.sfk or .bin: binary, else text); stdout if absent.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+/// `simfa gen l2-bw`.
+#[derive(Debug, Args)]
+pub struct L2BwGen {
+    /// The working set every SM streams, over and over (SIZE; 1MiB is
+    /// 1048576 bytes, 1MB 10^6), a multiple of --bytes.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    size: u64,
+    /// Bytes per bulk copy (SIZE, a multiple of 16).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, default_value = "16KiB")]
+    bytes: u64,
+    /// CTAs per SM, each with one copy in flight.
+    #[arg(long, value_name = "N", default_value_t = L2_BLOCKS_PER_SM)]
+    blocks_per_sm: u32,
+    /// Bytes the whole grid moves (SIZE; default 256 MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    total: Option<u64>,
+    #[command(flatten)]
+    gpu: GpuArgs,
+    /// Output file (.sfk or .bin: binary, else text); stdout if absent.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+impl L2BwGen {
+    pub fn run(self) -> Result<(), Failure> {
+        let cfg = self.gpu.resolve()?;
+        let bytes = u32::try_from(self.bytes)
+            .map_err(|_| Failure::Input(format!("--bytes {} is too large", self.bytes)))?;
+        let p = TmaBwParams {
+            total_bytes: self.total.unwrap_or(DEFAULT_TOTAL_BYTES),
+            working_set: Some(self.size),
+            ..TmaBwParams::new(CopyKind::Bulk { bytes }, self.blocks_per_sm, &cfg)
+        };
+        let k = tma_bw(&p).map_err(Failure::input)?;
+        emit_kernel(&k, self.output.as_deref())
+    }
 }
 
 /// Box extents parsed from `A[xB[xC]]`.
@@ -328,6 +367,7 @@ impl TmaBwGen {
             blocks_per_sm: self.blocks_per_sm,
             sms: cfg.sms,
             total_bytes: self.total.unwrap_or(DEFAULT_TOTAL_BYTES),
+            working_set: None,
         };
         let k = tma_bw(&p).map_err(Failure::input)?;
         emit_kernel(&k, self.output.as_deref())

@@ -5,6 +5,7 @@
 //! simfa gen gemm --m M --n N --k K [-o FILE]
 //! simfa gen pchase --working-set SIZE [--hops M] [-o FILE]
 //! simfa gen tma-bw --copy bulk|1d|2d|3d (--box A[xB[xC]] | --bytes SIZE) [--blocks-per-sm N] [--total SIZE] [-o FILE]
+//! simfa gen l2-bw --size SIZE [--bytes SIZE] [--blocks-per-sm N] [--total SIZE] [-o FILE]
 //! simfa gemm [--m 4096] [--n 4096] [--k 4096] [--gpu NAME | --config FILE] [--json]
 //! simfa convert IN OUT
 //! simfa presets
@@ -60,7 +61,7 @@ use simfa_std::trace::{DramTrace, TraceFormat};
 
 use agreement_cmd::AgreementArgs;
 use bench_cmd::BenchArgs;
-use calibrate_cmd::{CalibrateCmd, PchaseGen, TmaBwGen};
+use calibrate_cmd::{CalibrateCmd, L2BwGen, PchaseGen, TmaBwGen};
 use check_cmd::CheckCmd;
 use fa3_cmd::Fa3Shape;
 use import_cmd::ImportCmd;
@@ -198,6 +199,9 @@ enum GenCmd {
     Pchase(PchaseGen),
     /// The TMA load throughput benchmark: every CTA streams tiles.
     TmaBw(TmaBwGen),
+    /// The L2 bandwidth benchmark: every SM streams a working set that
+    /// the L2 holds, with bulk copies, over and over.
+    L2Bw(L2BwGen),
 }
 
 /// The GEMM problem shape and kernel parameters.
@@ -455,6 +459,9 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         } => g.run(),
         Cmd::Gen {
             what: GenCmd::TmaBw(g),
+        } => g.run(),
+        Cmd::Gen {
+            what: GenCmd::L2Bw(g),
         } => g.run(),
         Cmd::Calibrate { what } => what.run(),
         Cmd::Validate(v) => v.run(),

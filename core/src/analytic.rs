@@ -24,8 +24,8 @@
 //!
 //! The roofline time per level is that level's work over its peak rate,
 //! in SM cycles at the configured clock: the tensor pipes (`tensor cycles
-//! / SMs`, rounded up), the L2 slices (`slices * line_bytes /
-//! slice_interval` bytes per cycle), the HBM (channels x burst bytes /
+//! / SMs`, rounded up), the L2 slices (`slices *
+//! slice_bytes_per_cycle`), the HBM (channels x burst bytes /
 //! burst length x DRAM clocks per SM cycle) or, with the fixed port, the
 //! per-SM ports. [`Estimate::lower_bound_cycles`] is the largest of the
 //! levels that bound the simulation: the tensor pipe and the HBM (port).

@@ -289,7 +289,8 @@ const L2_50MB: L2Config = L2Config {
     hit_latency: 147,
     xbar_latency: 90,
     far_latency: 110,
-    slice_interval: 1,
+    slice_bytes_per_cycle: Ratio::new(128, 1),
+    far_bytes_per_cycle: Ratio::new(128, 1),
     fill_latency: 240,
     mshrs: 256,
     coalescer: true,
@@ -310,6 +311,7 @@ const RF_SHARE: Ratio = Ratio::new(7, 8);
 /// TMA engines emit one line request per cycle with up to 256 in flight.
 const TMA_LINES: TmaLineConfig = TmaLineConfig {
     lines_per_cycle: 1,
+    line_interval: 1,
     max_lines: 256,
     dedup: true,
     dedup_lines: 4096,

@@ -66,6 +66,8 @@ proptest! {
         xbar in 0u32..200,
         far in 0u32..200,
         interval in 1u32..8,
+        far_extra in 0u32..3,
+        line_interval in 1u16..4,
         fill in 0u32..300,
         mshrs in 1u16..8,
         coalescer: bool,
@@ -86,7 +88,12 @@ proptest! {
         cfg.l2.hit_latency = hit;
         cfg.l2.xbar_latency = xbar;
         cfg.l2.far_latency = far;
-        cfg.l2.slice_interval = interval;
+        // Widths of 256/(2i + 1) and 256/(2(i + far_extra) + 1) bytes per
+        // cycle: a fractional number of cycles per line.
+        cfg.l2.slice_bytes_per_cycle = simfa_core::Ratio::new(256, 2 * interval + 1);
+        cfg.l2.far_bytes_per_cycle =
+            simfa_core::Ratio::new(256, 2 * (interval + far_extra) + 1);
+        cfg.tma.line_interval = line_interval;
         cfg.l2.fill_latency = fill;
         cfg.l2.mshrs = mshrs;
         cfg.l2.coalescer = coalescer;

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
 use crate::mem::hash::SliceHash;
+use crate::time::Ratio;
 
 /// The remote-copy proxy of the partitioned L2 (paper §IV-C).
 ///
@@ -45,9 +46,21 @@ pub struct L2Config {
     pub xbar_latency: u32,
     /// Extra one-way cycles to reach a slice of the far partition.
     pub far_latency: u32,
-    /// Cycles between two requests a slice accepts (its bandwidth is one
-    /// line per `slice_interval` cycles).
-    pub slice_interval: u32,
+    /// Bytes per cycle a slice's data path moves for requests from SMs of
+    /// its own partition: a line holds the slice's port for
+    /// `line_bytes / slice_bytes_per_cycle` cycles, spread exactly over
+    /// whole cycles (64 bytes per cycle holds it for 2; 56 alternates 2
+    /// and 3, 7 lines in 16 cycles). `simfa calibrate l2-bw` fits it on
+    /// `data/l2_bandwidth.csv`.
+    pub slice_bytes_per_cycle: Ratio,
+    /// Bytes per cycle a slice moves for requests from SMs of the other
+    /// partition (at most `slice_bytes_per_cycle`): their lines cross
+    /// between the partitions on a narrower path than a slice's own data
+    /// path, which is why a working set larger than one partition streams
+    /// at about half the bandwidth of one replicated in both
+    /// (`reference/l2_bandwidth.md` §3.2). A read answered by a shadow
+    /// copy in the near partition does not cross.
+    pub far_bytes_per_cycle: Ratio,
     /// Cycles from DRAM data returning to the slice to the fill being usable.
     pub fill_latency: u32,
     /// MSHRs per slice (misses in flight to DRAM); when full, further misses
@@ -71,16 +84,32 @@ impl L2Config {
     }
 
     /// Peak bandwidth of all slices in bytes per cycle, as `(num, den)`:
-    /// one line per slice every `slice_interval` cycles (`den` at least
-    /// 1).
+    /// `slices * slice_bytes_per_cycle` (`den` at least 1).
     pub const fn peak_bytes_per_cycle(&self) -> (u64, u64) {
-        let num = self.slices as u64 * self.line_bytes as u64;
-        let den = if self.slice_interval == 0 {
-            1
-        } else {
-            self.slice_interval as u64
-        };
+        let r = self.slice_bytes_per_cycle;
+        let num = self.slices as u64 * r.num as u64;
+        let den = if r.den == 0 { 1 } else { r.den as u64 };
         (num, den)
+    }
+
+    /// Cycles the `k`-th line a slice serves (counting from 0) holds its
+    /// port: the line's share of whole cycles at `slice_bytes_per_cycle`,
+    /// or at `far_bytes_per_cycle` for a request from the other partition.
+    /// Over any `den` consecutive lines of one rate the lengths add up to
+    /// exactly `line_bytes * den / num` cycles per line (the lengths
+    /// `floor((k + 1) c) - floor(k c)`, `c` the cycles per line); at
+    /// least 1 in a validated configuration.
+    #[inline]
+    pub const fn port_cycles(&self, k: u64, far: bool) -> u32 {
+        let r = if far {
+            self.far_bytes_per_cycle
+        } else {
+            self.slice_bytes_per_cycle
+        };
+        let num = self.line_bytes as u64 * r.den as u64;
+        let den = if r.num == 0 { 1 } else { r.num as u64 };
+        let k = k % den;
+        ((k + 1) * num / den - k * num / den) as u32
     }
 
     /// The address the DRAM controllers decode for line address `addr`:
@@ -114,8 +143,28 @@ impl L2Config {
         if self.ways == 0 || self.ways > 64 {
             return bad("l2.ways", "must be in 1..=64");
         }
-        if self.slice_interval == 0 {
-            return bad("l2.slice_interval", "must be at least 1");
+        // A width of at least 2 bytes and at most a line per cycle, as a
+        // ratio of terms below 2^16 (the port lengths' arithmetic).
+        let width_ok = |r: Ratio| {
+            r.num > 0
+                && r.den > 0
+                && r.num < 1 << 16
+                && r.den < 1 << 16
+                && r.num as u64 <= self.line_bytes as u64 * r.den as u64
+                && r.num as u64 >= 2 * r.den as u64
+        };
+        if !width_ok(self.slice_bytes_per_cycle) {
+            return bad(
+                "l2.slice_bytes_per_cycle",
+                "must be 2..=line_bytes bytes per cycle, terms below 65536",
+            );
+        }
+        let (s, f) = (self.slice_bytes_per_cycle, self.far_bytes_per_cycle);
+        if !width_ok(f) || f.num as u64 * s.den as u64 > s.num as u64 * f.den as u64 {
+            return bad(
+                "l2.far_bytes_per_cycle",
+                "must be 2 bytes per cycle up to slice_bytes_per_cycle, terms below 65536",
+            );
         }
         if self.mshrs == 0 {
             return bad("l2.mshrs", "must be at least 1");
@@ -134,8 +183,13 @@ impl L2Config {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TmaLineConfig {
-    /// Line requests the engine emits per cycle.
+    /// Line requests the engine emits in one of its slots.
     pub lines_per_cycle: u16,
+    /// Cycles between the engine's emission slots: an SM's port to the
+    /// crossbar takes `lines_per_cycle` lines every `line_interval` cycles
+    /// (each request returns one line, so this bounds what one SM can
+    /// read: 64 bytes per cycle on Hopper with 1 line every 2 cycles).
+    pub line_interval: u16,
     /// Line requests of one SM in flight at once (its request-tracking
     /// resources); the engine pauses when they are all busy.
     pub max_lines: u16,
@@ -153,6 +207,9 @@ impl TmaLineConfig {
         let bad = |field, problem| Err(ConfigError { field, problem });
         if self.lines_per_cycle == 0 {
             return bad("tma.lines_per_cycle", "must be at least 1");
+        }
+        if self.line_interval == 0 || self.line_interval > 64 {
+            return bad("tma.line_interval", "must be in 1..=64");
         }
         if self.max_lines == 0 {
             return bad("tma.max_lines", "must be at least 1");
@@ -311,5 +368,49 @@ impl TxnConfig {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l2(num: u32, den: u32) -> L2Config {
+        let mut c = crate::GpuConfig::h800().l2;
+        c.slice_bytes_per_cycle = Ratio::new(num, den);
+        c.far_bytes_per_cycle = Ratio::new(num, den);
+        c
+    }
+
+    /// 56 bytes per cycle: 7 lines in 16 cycles, as 2s and 3s; a whole
+    /// number of cycles per line gives that number every time.
+    #[test]
+    fn port_lengths_spread_a_fractional_width_over_whole_cycles() {
+        let c = l2(56, 1);
+        let lens: Vec<u32> = (0..7).map(|k| c.port_cycles(k, false)).collect();
+        assert_eq!(lens.iter().sum::<u32>(), 16);
+        assert!(lens.iter().all(|&n| n == 2 || n == 3), "{lens:?}");
+        // Periodic: the next 7 lines take the same.
+        let next: Vec<u32> = (7..14).map(|k| c.port_cycles(k, false)).collect();
+        assert_eq!(lens, next);
+        assert!((0..100).all(|k| l2(64, 1).port_cycles(k, false) == 2));
+        assert!((0..100).all(|k| l2(128, 1).port_cycles(k, false) == 1));
+        // A huge count repeats the period, without overflow.
+        let far_on = 56 * (u64::MAX / 56 - 1);
+        let late: Vec<u32> = (0..7).map(|k| c.port_cycles(far_on + k, false)).collect();
+        assert_eq!(lens, late);
+    }
+
+    #[test]
+    fn widths_are_validated() {
+        assert!(l2(64, 1).validate().is_ok());
+        assert!(l2(129, 1).validate().is_err(), "more than a line per cycle");
+        assert!(l2(1, 1).validate().is_err(), "under 2 bytes per cycle");
+        assert!(l2(64, 0).validate().is_err());
+        let mut c = l2(64, 1);
+        c.far_bytes_per_cycle = Ratio::new(65, 1);
+        assert_eq!(c.validate().unwrap_err().field, "l2.far_bytes_per_cycle");
+        c.far_bytes_per_cycle = Ratio::new(24, 1);
+        assert!(c.validate().is_ok());
     }
 }

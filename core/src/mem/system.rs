@@ -8,7 +8,9 @@
 //! read of a line that pair already has in flight merges with it and
 //! completes with it. Otherwise it crosses the crossbar (`xbar_latency`,
 //! plus `far_latency` when its home slice lies in the other partition) and
-//! reserves its slice's input port (one request per `slice_interval`).
+//! reserves its slice's input port for the line's share of cycles at
+//! `slice_bytes_per_cycle` (`far_bytes_per_cycle` for a request from the
+//! other partition).
 //! A far read first probes the near partition's mirror slice for a shadow
 //! copy. At the home slice a hit answers after `hit_latency`; a miss merges
 //! into an MSHR for the same line or allocates one and goes to DRAM; with
@@ -205,6 +207,8 @@ impl MemEv {
 struct SliceState {
     /// First cycle the slice's input port is free.
     next_free: u64,
+    /// Requests its port has taken (what [`L2Config::port_cycles`] counts).
+    served: u64,
     mshrs_used: u16,
     wait_head: u32,
     wait_tail: u32,
@@ -415,6 +419,7 @@ impl<'a> MemorySystem<'a> {
             l2.slices as usize,
             SliceState {
                 next_free: 0,
+                served: 0,
                 mshrs_used: 0,
                 wait_head: NIL,
                 wait_tail: NIL,
@@ -581,7 +586,7 @@ impl<'a> MemorySystem<'a> {
         let xbar = self.cfg.xbar_latency as u64;
         if far && !r.write && self.cfg.proxy.enabled {
             let mirror = self.mirror(home);
-            let t = self.reserve(mirror, now + xbar);
+            let t = self.reserve(mirror, now + xbar, false);
             self.push(
                 t,
                 MemEv::Arrive {
@@ -592,7 +597,7 @@ impl<'a> MemorySystem<'a> {
             );
         } else {
             let t = now + xbar + if far { self.cfg.far_latency as u64 } else { 0 };
-            let t = self.reserve(home, t);
+            let t = self.reserve(home, t, far);
             self.push(
                 t,
                 MemEv::Arrive {
@@ -608,12 +613,17 @@ impl<'a> MemorySystem<'a> {
         (slice + self.cfg.slices / 2) % self.cfg.slices
     }
 
-    /// Reserves the input port of `slice` for a request arriving at `t`;
-    /// returns when it is accepted.
-    fn reserve(&mut self, slice: u16, t: u64) -> u64 {
+    /// Reserves the input port of `slice` for a request arriving at `t`,
+    /// from the other partition when `far`: it holds the port for its
+    /// share of cycles at `far_bytes_per_cycle`, otherwise at
+    /// `slice_bytes_per_cycle` ([`L2Config::port_cycles`]); returns when
+    /// it is accepted.
+    fn reserve(&mut self, slice: u16, t: u64, far: bool) -> u64 {
         let s = &mut self.slices[slice as usize];
         let at = t.max(s.next_free);
-        s.next_free = at + self.cfg.slice_interval as u64;
+        let len = self.cfg.port_cycles(s.served, far);
+        s.served = s.served.wrapping_add(1);
+        s.next_free = at + len as u64;
         at
     }
 
@@ -718,7 +728,7 @@ impl<'a> MemorySystem<'a> {
                 return;
             }
             let home = self.home(r.line);
-            let at = self.reserve(home, t + self.cfg.far_latency as u64);
+            let at = self.reserve(home, t + self.cfg.far_latency as u64, true);
             self.push(
                 at,
                 MemEv::Arrive {

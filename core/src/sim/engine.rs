@@ -225,7 +225,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         e.order_len += 1;
         if !e.tick_pending {
             e.tick_pending = true;
-            let at = start.max(now);
+            let at = start.max(now).max(e.next_slot);
             self.push(at, Ev::TmaTick { sm: sm as u16 })?;
         }
         Ok(())
@@ -237,10 +237,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             return Ok(());
         }
         e.tick_pending = true;
+        let at = at.max(e.next_slot);
         self.push(at, Ev::TmaTick { sm: sm as u16 })
     }
 
-    /// One cycle of SM `sm`'s engine: emit up to `lines_per_cycle` lines.
+    /// One slot of SM `sm`'s engine: emit up to `lines_per_cycle` lines,
+    /// the next slot `tma.line_interval` cycles later.
     pub(super) fn tma_tick(&mut self, sm: usize, obs: &mut impl Observer) -> Result<(), SimError> {
         let now = self.now;
         let lb = self.cfg.l2.line_bytes as u64;
@@ -334,6 +336,11 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 }
             }
         };
+        if emitted > 0 {
+            let interval = self.cfg.tma.line_interval as u64;
+            let tma = self.tma.as_mut().expect("hierarchy mode");
+            tma.engines[sm].next_slot = now + interval;
+        }
         if let Some(at) = next_tick {
             self.schedule_tick(sm, at)?;
         }

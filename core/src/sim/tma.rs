@@ -81,6 +81,9 @@ pub(crate) struct Engine {
     pub blocked: bool,
     /// A line taken from the generator that the memory system refused.
     pub held: Option<u64>,
+    /// First cycle of the next emission slot (`tma.line_interval` after
+    /// the last slot that emitted a line).
+    pub next_slot: u64,
 }
 
 impl Engine {
@@ -91,6 +94,7 @@ impl Engine {
         tick_pending: false,
         blocked: false,
         held: None,
+        next_slot: 0,
     };
 }
 

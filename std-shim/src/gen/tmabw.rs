@@ -27,6 +27,12 @@
 //! [`PLANE_TILES`] tiles per plane, `x = (t mod 8) * b0`,
 //! `y = ((t div 8) mod 8) * b1`, `z = (t div 64) * b2`. Bulk copies read
 //! `t * bytes`.
+//!
+//! With a `working_set` (bulk copies), the tile index wraps, `t mod
+//! (working_set / bytes)`: the grid streams that many bytes over and over,
+//! which, once they are in the L2, measures its bandwidth (the public L2
+//! benchmarks likewise have every SM read a working set the L2 holds;
+//! `reference/l2_bandwidth.md`). That is `simfa gen l2-bw`.
 
 use simfa_core::{Expr, GpuConfig, Instr, Kernel, Ref, TensorMap};
 
@@ -34,6 +40,10 @@ use super::gemm::name;
 use super::Kb;
 use super::{BenchError, GenError};
 
+/// CTAs per SM of the L2 bandwidth benchmark (`simfa gen l2-bw`): four
+/// 16 KiB copies in flight per SM, more than an SM's share of the L2
+/// needs to be saturated.
+pub const L2_BLOCKS_PER_SM: u32 = 4;
 /// Default bytes moved by the whole grid (the real benchmark: 4 GiB).
 pub const DEFAULT_TOTAL_BYTES: u64 = 256 << 20;
 /// Tiles per row of the 2-D tensor.
@@ -108,6 +118,11 @@ pub struct TmaBwParams {
     pub sms: u16,
     /// Bytes the whole grid moves at least.
     pub total_bytes: u64,
+    /// Bulk copies only: wrap the tile index over this many bytes, so the
+    /// grid streams a working set of this size over and over (the L2
+    /// bandwidth benchmark, `simfa gen l2-bw`); a multiple of the copy
+    /// size. `None`: every tile is new.
+    pub working_set: Option<u64>,
 }
 
 impl TmaBwParams {
@@ -120,6 +135,7 @@ impl TmaBwParams {
             blocks_per_sm,
             sms: cfg.sms,
             total_bytes: DEFAULT_TOTAL_BYTES,
+            working_set: None,
         }
     }
 
@@ -193,6 +209,17 @@ fn check(p: &TmaBwParams) -> Result<(), GenError> {
                     "the inner extent must span a multiple of 16 bytes",
                 ));
             }
+        }
+    }
+    if let Some(ws) = p.working_set {
+        let CopyKind::Bulk { bytes } = p.copy else {
+            return Err(bad("working set", "applies to bulk copies only"));
+        };
+        if ws == 0 || ws % bytes as u64 != 0 || ws > 1 << 40 {
+            return Err(bad(
+                "working set",
+                format!("{ws} bytes is not a non-zero multiple of the {bytes}-byte copy (at most 1 TiB)"),
+            ));
         }
     }
     let iters = p.iterations();
@@ -275,10 +302,13 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
     };
     let load = match p.copy {
         CopyKind::Bulk { bytes } => {
-            let addr = k.expr(Expr {
-                cta: bytes as i64,
-                l: [g * bytes as i64, 0, 0, 0],
-                ..Expr::constant(0)
+            let addr = k.expr(match p.working_set {
+                None => Expr {
+                    cta: bytes as i64,
+                    l: [g * bytes as i64, 0, 0, 0],
+                    ..Expr::constant(0)
+                },
+                Some(ws) => tile_index(0, ws / bytes as u64, bytes as u64),
             })?;
             Instr::BulkLoad {
                 bar: full,
@@ -363,6 +393,7 @@ mod tests {
             blocks_per_sm: 2,
             sms: 3,
             total_bytes: 100 * 1024,
+            working_set: None,
         }
     }
 

@@ -223,10 +223,7 @@ impl Model<'_> {
         if let Some(arr) = &mut self.arrival {
             arr.begin(op.id);
         }
-        if op.start > t.eng.free {
-            t.eng.free = op.start;
-            t.eng.used = 0;
-        }
+        t.eng.slot_at(op.start, self.tma.line_interval);
         t.pats = Patterns::new(Lines::new(&op.shape, op.bytes, self.shift), self.chunk);
         t.done = t.eng.free;
         t.indep = 0;

@@ -32,7 +32,8 @@
 //!    with it, touching neither crossbar nor L2.
 //! 4. **Crossbar and slices.** Every line crosses the crossbar
 //!    (`xbar_latency`, plus `far_latency` to the far partition) and books
-//!    one `slice_interval` slot of its own slice's input port, picked by
+//!    its share of cycles of its own slice's input port
+//!    ([`L2Config::port_cycles`]), picked by
 //!    the slice hash: a [reservation calendar](crate::mem::calendar) per
 //!    slice, so the hash still decides how the load spreads. A far read
 //!    with the remote-copy proxy first books the mirror slice's port and
@@ -181,6 +182,23 @@ struct Engine {
     cursor: u64,
 }
 
+impl Engine {
+    /// Moves the engine's emission slot to the first one at or after
+    /// `t`: `t` itself, unless the current slot has emitted lines and the
+    /// next slot (`interval` cycles on) comes later.
+    #[inline]
+    fn slot_at(&mut self, t: u64, interval: u16) {
+        if t > self.free {
+            self.free = if self.used > 0 {
+                t.max(self.free + interval as u64)
+            } else {
+                t
+            };
+            self.used = 0;
+        }
+    }
+}
+
 /// A chunk one SM pair's coalescer remembers.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct Coal {
@@ -275,6 +293,8 @@ struct Model<'a> {
     /// taken and when it frees.
     mshr: &'a mut [[u64; 2]],
     mshr_next: &'a mut [u64],
+    /// Lines each slice's port has taken ([`L2Config::port_cycles`]).
+    port_served: &'a mut [u64],
     coal: &'a mut [Coal],
     coal_n: usize,
     chunks: ChunkTable<'a>,
@@ -349,6 +369,7 @@ impl<'a> TxnMemory<'a> {
         Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
         l.add::<[u64; 2]>(z.mshrs)?;
         l.add::<u64>(l2.slices as usize)?;
+        l.add::<u64>(l2.slices as usize)?;
         l.add::<Coal>(z.coal)?;
         ChunkTable::layout(l2.slices as usize, l2.sets as usize, l2.ways as usize, l)?;
         Hbm::layout(dram, l)?;
@@ -388,6 +409,7 @@ impl<'a> TxnMemory<'a> {
         let ports = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
         let mshr = a.alloc(z.mshrs, [0u64; 2], what)?;
         let mshr_next = a.alloc(l2.slices as usize, 0u64, what)?;
+        let port_served = a.alloc(l2.slices as usize, 0u64, what)?;
         let coal = a.alloc(z.coal, Coal::default(), what)?;
         let chunks = ChunkTable::new_in(a, l2.slices as usize, l2.sets as usize, l2.ways as usize)?;
         let hbm = Hbm::new(dram, a)?;
@@ -422,6 +444,7 @@ impl<'a> TxnMemory<'a> {
                 ports,
                 mshr,
                 mshr_next,
+                port_served,
                 coal,
                 coal_n: z.coal / z.pairs.max(1),
                 chunks,
@@ -592,7 +615,7 @@ impl Model<'_> {
     #[inline(always)]
     fn emit(&mut self, sm: usize, eng: &mut Engine, j: u32) -> u64 {
         if eng.used >= self.tma.lines_per_cycle {
-            eng.free += 1;
+            eng.free += self.tma.line_interval as u64;
             eng.used = 0;
         }
         if j == 0 {
@@ -611,10 +634,7 @@ impl Model<'_> {
     #[inline(never)]
     fn wait_to_emit(&mut self, sm: usize, eng: &mut Engine, need: u32) {
         let w = self.wait_back(sm, eng, need);
-        if w > eng.free {
-            eng.free = w;
-            eng.used = 0;
-        }
+        eng.slot_at(w, self.tma.line_interval);
     }
 
     /// Adds `n` lines of SM `sm` returning at `r` (after their emission).
@@ -797,18 +817,29 @@ impl Model<'_> {
     /// Books line `e`'s way to its home `slice`: the slice's port, `back`
     /// after the line left the engine, or, when the proxy `probe`s for a
     /// shadow copy, the mirror slice's port first and the home port
-    /// `far_latency` later. Returns when it reaches the slice.
+    /// `far_latency` later. A `far` line holds the home port at
+    /// `far_bytes_per_cycle`, a near one at `slice_bytes_per_cycle`.
+    /// Returns when it reaches the slice.
     #[inline(always)]
-    fn reach_home(&mut self, slice: usize, e: u64, probe: bool, back: u64) -> u64 {
-        let interval = self.l2.slice_interval;
+    fn reach_home(&mut self, slice: usize, e: u64, probe: bool, back: u64, far: bool) -> u64 {
         if probe {
             let xbar = self.l2.xbar_latency as u64;
-            let tp = self.ports.reserve(self.mirror(slice), e + xbar, interval);
-            self.ports
-                .reserve(slice, tp + self.l2.far_latency as u64, interval)
+            let tp = self.book_port(self.mirror(slice), e + xbar, false);
+            self.book_port(slice, tp + self.l2.far_latency as u64, true)
         } else {
-            self.ports.reserve(slice, e + back, interval)
+            self.book_port(slice, e + back, far)
         }
+    }
+
+    /// Books `slice`'s port for a line reaching it at `t`, `far` or not,
+    /// for the line's share of cycles ([`L2Config::port_cycles`]); returns
+    /// when the port takes it.
+    #[inline(always)]
+    fn book_port(&mut self, slice: usize, t: u64, far: bool) -> u64 {
+        let k = self.port_served[slice];
+        self.port_served[slice] = k.wrapping_add(1);
+        let len = self.l2.port_cycles(k, far);
+        self.ports.reserve(slice, t, len)
     }
 
     /// Times run `q` of an operation of SM `sm` (up to `chunk_lines`
@@ -890,7 +921,6 @@ impl Model<'_> {
         let xbar = self.l2.xbar_latency as u64;
         let far_lat = self.l2.far_latency as u64;
         let hit_lat = self.l2.hit_latency as u64;
-        let interval = self.l2.slice_interval;
         let part = p.part as usize;
         let n = self.run.count[part] as usize;
         let key = p.key();
@@ -973,7 +1003,7 @@ impl Model<'_> {
                     let (mut lo, mut hi) = (u64::MAX, 0u64);
                     for i in 0..n {
                         let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                        let t = self.reach_home(slice, e, false, back);
+                        let t = self.reach_home(slice, e, false, back, far);
                         lo = lo.min(t);
                         hi = hi.max(t);
                     }
@@ -984,7 +1014,7 @@ impl Model<'_> {
                 } else {
                     for i in 0..n {
                         let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
-                        let t = self.reach_home(slice, e, probe, back);
+                        let t = self.reach_home(slice, e, probe, back, far);
                         look = look.min(t);
                         let r = if t >= ready || self.early_hits {
                             hits += 1;
@@ -1037,7 +1067,7 @@ impl Model<'_> {
                 for i in 0..n {
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
                     let mirror = self.mirror(slice);
-                    let t = self.ports.reserve(mirror, e + xbar, interval);
+                    let t = self.book_port(mirror, e + xbar, false);
                     reached = reached.max(t);
                     let served = t.max(ready) + hit_lat;
                     if notes {
@@ -1067,7 +1097,7 @@ impl Model<'_> {
                     let line = self.run.line[part][i];
                     let (slice, e) = (self.run.slice[part][i] as usize, self.run.emit[part][i]);
                     self.stats.l2_requests += 1;
-                    let t = self.reach_home(slice, e, probe, back);
+                    let t = self.reach_home(slice, e, probe, back, far);
                     look = look.min(t);
                     let r = self.line_at_home(
                         outcome,
@@ -1278,6 +1308,7 @@ impl TxnMemory<'_> {
         m.ports.save_state(w)?;
         w.slice(m.mshr)?;
         w.slice(m.mshr_next)?;
+        w.slice(m.port_served)?;
         w.slice(m.coal)?;
         m.chunks.save_state(w)?;
         m.hbm.save_state(w)?;
@@ -1319,6 +1350,7 @@ impl TxnMemory<'_> {
         m.ports.load_state(r)?;
         r.slice(m.mshr)?;
         r.slice(m.mshr_next)?;
+        r.slice(m.port_served)?;
         r.slice(m.coal)?;
         m.chunks.load_state(r)?;
         m.hbm.load_state(r)?;
