@@ -1,6 +1,6 @@
 //! The microbenchmark generators (`simfa gen pchase`, `simfa gen tma-bw`,
 //! `simfa gen l2-bw`)
-//! and the calibration commands (`simfa calibrate pchase|tma-bw|sm`).
+//! and the calibration commands (`simfa calibrate pchase|tma-bw|l2-bw|sm`).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -12,6 +12,7 @@ use simfa_std::calibrate::{
     calibrate_pchase, calibrate_tma_bw, pchase_rows, read_pchase_csv, CalibError, PchaseOptions,
     TmaBwOptions,
 };
+use simfa_std::calibrate_l2::{calibrate_l2_bw, L2BwOptions};
 use simfa_std::calibrate_sm::{calibrate_sm, SmOptions};
 use simfa_std::config::{load_config, preset};
 use simfa_std::gemm_bubbles::{fit_bubbles, read_points};
@@ -203,6 +204,30 @@ pub enum CalibrateCmd {
         /// Move 16 MiB per cell: a smoke test.
         #[arg(long)]
         quick: bool,
+    },
+    /// The L2 bandwidth table (data/l2_bandwidth.csv): every SM streaming
+    /// a working set, on each row's preset; with --fit, search the slices'
+    /// widths on the rows marked `fit` first.
+    L2Bw {
+        /// Print one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Try every pair of widths of the grid on the `fit` rows and
+        /// report the rows at the best (a few minutes).
+        #[arg(long)]
+        fit: bool,
+        /// Bytes the shorter run of each point moves at least (SIZE;
+        /// default 128 MiB, 16 MiB with --quick).
+        #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+        total: Option<u64>,
+        /// Move 16 MiB per run: a smoke test.
+        #[arg(long)]
+        quick: bool,
+        /// Memory model, over the presets': transaction (default) or line.
+        #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
+        memory: Option<simfa_core::config::MemoryModel>,
+        #[command(flatten)]
+        arrival: crate::ArrivalArg,
     },
     /// Fit the SM compute model on the shipped data: the power-limited
     /// clock of each GPU (tensor_sustained_mhz, on the clock, WGMMA and
@@ -487,6 +512,39 @@ impl CalibrateCmd {
                 let c = result.map_err(calib_failure)?;
                 if json {
                     out(&format!("{}\n", c.to_json_pretty()))
+                } else {
+                    out(&c.to_text())
+                }
+            }
+            CalibrateCmd::L2Bw {
+                json,
+                fit,
+                total,
+                quick,
+                memory,
+                arrival,
+            } => {
+                let mut opts = if quick {
+                    L2BwOptions::quick()
+                } else {
+                    L2BwOptions::default()
+                };
+                if let Some(t) = total {
+                    opts.min_total = t;
+                }
+                opts.fit = fit;
+                let cfg_of = |name: &str| {
+                    let c = GpuConfig::preset(name).unwrap_or_else(GpuConfig::h800);
+                    let mut c = crate::with_memory(c, memory);
+                    arrival.apply(&mut c);
+                    c
+                };
+                let counter = Counter::new(!json, "runs");
+                let result = calibrate_l2_bw(&cfg_of, &opts, &|d, t| counter.update(d, t));
+                counter.finish();
+                let c = result.map_err(calib_failure)?;
+                if json {
+                    out(&format!("{}\n", c.to_json()))
                 } else {
                     out(&c.to_text())
                 }

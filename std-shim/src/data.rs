@@ -43,9 +43,11 @@ pub const FA3_H100_ABLATION: DataFile = data_file!("fa3_h100_ablation.csv");
 pub const GEMM_DENSE: DataFile = data_file!("gemm_dense.csv");
 /// Clocks observed under sustained tensor load (calibration.md §7).
 pub const CLOCKS: DataFile = data_file!("clocks.csv");
+/// L2-hit bandwidth with every SM loading (calibration.md §9).
+pub const L2_BANDWIDTH: DataFile = data_file!("l2_bandwidth.csv");
 
 /// Every shipped file.
-pub const ALL: [DataFile; 7] = [
+pub const ALL: [DataFile; 8] = [
     POINTER_CHASE,
     TMA_THROUGHPUT,
     WGMMA,
@@ -53,6 +55,7 @@ pub const ALL: [DataFile; 7] = [
     FA3_H100_ABLATION,
     GEMM_DENSE,
     CLOCKS,
+    L2_BANDWIDTH,
 ];
 
 /// A parsed table: its header and its data rows with their line numbers.

@@ -13,6 +13,7 @@
 pub mod agreement;
 pub mod asm;
 pub mod calibrate;
+pub mod calibrate_l2;
 pub mod calibrate_sm;
 pub mod check;
 pub mod config;
