@@ -294,8 +294,8 @@ pub struct ArrivalArg {
     /// model's DRAM timing at roughly half the speed. `auto` (the
     /// presets') does for memory-bound kernels and grids of less than a
     /// wave only. The flag alone means
-    /// `on`; give a value as `--arrival-controller=off` (README, *Speed
-    /// and memory*)
+    /// `on`; give a value as `--arrival-controller=off` (docs/memory.md,
+    /// docs/speed.md)
     #[arg(
         long,
         value_name = "WHEN",

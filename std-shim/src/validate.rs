@@ -2,7 +2,8 @@
 //! ([`crate::data`]), simulated with the presets as they are, and compared
 //! point by point: per dataset the points, the MAPE, the worst point, and
 //! whether the dataset was used to fit a parameter (in-sample) or not
-//! (held out). The README's accuracy table comes from this command.
+//! (held out). The README's accuracy table is this command's
+//! `--markdown` output.
 //!
 //! | dataset | preset | figure | status |
 //! |---|---|---|---|
