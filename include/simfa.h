@@ -212,7 +212,7 @@ enum SimfaStatus simfa_config_set_memory(struct SimfaConfig *cfg, uint32_t memor
 // `*out`: a host that answers each SM's requests in order, each taking
 // `ceil(bytes * bytes_den / bytes_num)` cycles after both its `cycle` and
 // the SM's previous transfer, then `latency`, reproduces the fixed port
-// (see the README).
+// (see docs/cosim.md).
 //
 // # Safety
 //

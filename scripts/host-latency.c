@@ -1,6 +1,6 @@
 /* Random-access latency of this host's memory for a table of a given size:
  * a pointer chase over one random cycle through the table. Used to explain
- * the simulator's speed limit (README, "Speed and memory").
+ * the simulator's speed limit (docs/speed.md).
  *   gcc -O2 -o /tmp/host-latency scripts/host-latency.c
  *   for s in 262144 1048576 4194304 16777216 67108864; do /tmp/host-latency $s; done
  */

@@ -16,6 +16,9 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
+step "docs (every public item documented, no broken links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
 step "tests"
 # Includes simfa-ffi's C harness (needs `cc`; it says SKIPPED without one)
 # and the check that include/simfa.h is what cbindgen generates now.

@@ -25,6 +25,9 @@ pub struct BenchArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Print the table as a Markdown table.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
     /// Memory model: transaction (default), line or fixed.
     #[arg(long, value_name = "MODEL", value_parser = crate::parse_memory)]
     memory: Option<simfa_core::config::MemoryModel>,
@@ -153,8 +156,8 @@ impl BenchArgs {
             let text = serde_json::to_string_pretty(&v).map_err(Failure::input)?;
             return crate::out(&format!("{text}\n"));
         }
-        let mut s = format!(
-            "memory model: {}{}; median of {} run(s) each\n{:<28} {:>10} {:>9} {:>12} {:>10}\n",
+        let model = format!(
+            "{}{}",
             cfg.memory,
             match cfg.memory {
                 MemoryModel::Transaction => format!(
@@ -162,13 +165,15 @@ impl BenchArgs {
                     cfg.transaction.arrival_controller.name()
                 ),
                 _ => String::new(),
-            },
-            self.runs,
-            "workload",
-            "cycles",
-            "wall s",
-            "cycles/s",
-            "arena MB"
+            }
+        );
+        if self.markdown {
+            let median = (rows.len() > 1).then_some(gemm_median);
+            return crate::out(&markdown(&model, self.runs, &rows, median, peak));
+        }
+        let mut s = format!(
+            "memory model: {model}; median of {} run(s) each\n{:<28} {:>10} {:>9} {:>12} {:>10}\n",
+            self.runs, "workload", "cycles", "wall s", "cycles/s", "arena MB"
         );
         for r in &rows {
             s.push_str(&format!(
@@ -194,6 +199,47 @@ impl BenchArgs {
     }
 }
 
+/// Megabytes (2^20 bytes) as the tables print them.
+fn mb(bytes: f64) -> f64 {
+    bytes / (1 << 20) as f64
+}
+
+/// The benchmark's table as Markdown: a sentence naming the memory
+/// `model` and the `runs` per workload, one row per workload, the GEMM
+/// sweep's median rate when the sweep ran, and the peak resident memory.
+fn markdown(
+    model: &str,
+    runs: u32,
+    rows: &[Row],
+    gemm_median: Option<f64>,
+    peak: Option<u64>,
+) -> String {
+    let mut s = format!("Memory model: {model}; median of {runs} run(s) each.\n\n");
+    s.push_str("| workload | cycles | wall s | cycles/s | arena MB |\n");
+    s.push_str("|---|---:|---:|---:|---:|\n");
+    for r in rows {
+        s.push_str(&format!(
+            "| {} | {} | {:.2} | {:.0} | {:.1} |\n",
+            r.workload,
+            r.cycles,
+            r.wall_s,
+            r.cycles_per_s,
+            mb(r.arena_bytes as f64)
+        ));
+    }
+    if let Some(m) = gemm_median {
+        s.push_str(&format!("| gemm sweep median | | | {m:.0} | |\n"));
+    }
+    match peak {
+        Some(b) => s.push_str(&format!(
+            "\nPeak resident memory: {:.1} MB.\n",
+            mb(b as f64)
+        )),
+        None => s.push_str("\nPeak resident memory: not available on this platform.\n"),
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +248,38 @@ mod tests {
     fn peak_rss_is_read() {
         let b = peak_rss_bytes().expect("Linux reports VmHWM");
         assert!(b > 1 << 20, "{b}");
+    }
+
+    #[test]
+    fn the_markdown_table_has_a_header_and_a_row_per_workload() {
+        let rows = [
+            row("fa3 llama3-70b s=4096".into(), 2_000_000, 2.0, 3 << 20),
+            row("gemm 128x128x512".into(), 30_000, 0.01, 1 << 20),
+        ];
+        let m = markdown(
+            "transaction (arrival-order controller: auto)",
+            3,
+            &rows,
+            Some(3_000_000.0),
+            Some(50 << 20),
+        );
+        let lines: Vec<&str> = m.lines().collect();
+        assert_eq!(
+            lines[0],
+            "Memory model: transaction (arrival-order controller: auto); median of 3 run(s) each."
+        );
+        assert_eq!(
+            lines[2],
+            "| workload | cycles | wall s | cycles/s | arena MB |"
+        );
+        assert_eq!(lines[3], "|---|---:|---:|---:|---:|");
+        assert_eq!(
+            lines[4],
+            "| fa3 llama3-70b s=4096 | 2000000 | 2.00 | 1000000 | 3.0 |"
+        );
+        assert_eq!(lines[6], "| gemm sweep median | | | 3000000 | |");
+        assert_eq!(lines[8], "Peak resident memory: 50.0 MB.");
+        assert_eq!(lines.len(), 9, "{m}");
     }
 
     #[test]

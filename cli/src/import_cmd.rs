@@ -45,7 +45,7 @@ pub enum ImportCmd {
         output: Option<PathBuf>,
     },
     /// Translate FlashAttention-3's event log (paper section VI; the line
-    /// format is in the README) into the FA3 kernel for its shape whose
+    /// format is in docs/front-ends.md) into the FA3 kernel for its shape whose
     /// roles stream the logged pipeline: writes KERNEL and KERNEL.ops.
     Fa3Log {
         /// The event log.

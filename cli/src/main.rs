@@ -1,5 +1,10 @@
 //! `simfa`: the command-line front end of the simfa GPU simulator.
 //!
+//! It parses arguments, shows progress and maps errors to exit statuses;
+//! everything else it takes from `simfa-std` and `simfa-core`, the two
+//! crates of the workspace it may use. The README's command table and
+//! `docs/` describe the commands.
+//!
 //! ```text
 //! simfa run FILE [--gpu NAME | --config FILE.toml] [--json] [--save-at CYCLE FILE] [--resume FILE]
 //! simfa gen gemm --m M --n N --k K [-o FILE]
@@ -293,8 +298,8 @@ pub struct ArrivalArg {
     /// model's DRAM timing at roughly half the speed. `auto` (the
     /// presets') does for memory-bound kernels and grids of less than a
     /// wave only. The flag alone means
-    /// `on`; give a value as `--arrival-controller=off` (README, *Speed
-    /// and memory*)
+    /// `on`; give a value as `--arrival-controller=off` (docs/memory.md,
+    /// docs/speed.md)
     #[arg(
         long,
         value_name = "WHEN",

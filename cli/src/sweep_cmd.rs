@@ -16,7 +16,7 @@ use crate::Failure;
 pub struct SweepArgs {
     #[command(subcommand)]
     what: Option<SweepCmd>,
-    /// The plan file (TOML; see the README, "Design-space sweeps").
+    /// The plan file (TOML; see docs/sweeps.md).
     #[arg(required = true)]
     plan: Option<PathBuf>,
     /// The sweep directory (default: the plan's name without `.toml`,

@@ -14,6 +14,9 @@ pub struct ValidateArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Print the per-dataset table as a Markdown table.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
     /// Run only this dataset (repeatable): pchase, tma-bw, wgmma-latency,
     /// wgmma-tflops, clocks, gemm-h100, gemm-h20, fa3-h100-ablation,
     /// fa3-h100-ratios, fa3-h20.
@@ -68,6 +71,8 @@ impl ValidateArgs {
         let v = result.map_err(crate::calibrate_cmd::calib_failure)?;
         if self.json {
             out(&format!("{}\n", v.to_json_pretty()))
+        } else if self.markdown {
+            out(&v.to_markdown())
         } else {
             out(&v.to_text())
         }

@@ -240,6 +240,16 @@ fn validate_runs_a_dataset_and_refuses_unknown_ones() {
     ]);
     assert_eq!(json(&o)["memory_model"], "line");
     assert_eq!(json(&o)["arrival_controller"], "off");
+    let o = simfa(&["validate", "--only", "wgmma-latency", "--markdown"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let md = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        md.contains("| dataset | GPU | points | MAPE | worst point | status |")
+            && md.contains("| `wgmma-latency` | h800-pcie | 12 | 0.0% |"),
+        "{md}"
+    );
+    let o = simfa(&["validate", "--markdown", "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = simfa(&["validate", "--only", "nope"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown dataset"), "{}", stderr(&o));

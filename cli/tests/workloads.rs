@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 
-/// The keys the README documents for every report.
+/// The keys docs/reports.md documents for every report.
 const KEYS: [&str; 18] = [
     "cycles",
     "time_us",

@@ -2,9 +2,9 @@
 //! writer and reader of a snapshot's body.
 //!
 //! A body is a sequence of postcard-encoded values and tables (a length,
-//! then every element). [`Writer`] writes one into a caller buffer, or,
+//! then every element). `Writer` writes one into a caller buffer, or,
 //! counting, adds up an upper bound of its size without a buffer, so a
-//! caller can size the buffer before a run. [`Reader`] decodes one,
+//! caller can size the buffer before a run. `Reader` decodes one,
 //! checking every table length and every bounded count it is asked to.
 //! Nothing here allocates or knows what is being saved: every layer of
 //! the core (the event wheel, the memory models, the simulator) writes its

@@ -278,7 +278,7 @@ fn name(s: &str) -> String<24> {
 /// The 50 MiB, two-partition L2 of the H100/H800 family: 80 slices of 80
 /// sets x 64 ways x 128 B. The latencies, the associativity and the proxy
 /// knobs were fitted once with `simfa calibrate pchase` against the H800
-/// PCIe pointer chase (README, "Calibration"); nothing is fitted per
+/// PCIe pointer chase (docs/accuracy.md); nothing is fitted per
 /// workload.
 const L2_50MB: L2Config = L2Config {
     line_bytes: 128,
@@ -304,8 +304,8 @@ const L2_50MB: L2Config = L2Config {
 
 /// The tensor/SIMT interaction of every Hopper SM (the register file is
 /// the same silicon on all of them): the value `simfa calibrate sm` fitted
-/// on the H100 FA3 kernel (28/32, `data/fa3_h100_ablation.csv`; README
-/// "Calibration and validation").
+/// on the H100 FA3 kernel (28/32, `data/fa3_h100_ablation.csv`;
+/// docs/accuracy.md).
 const RF_SHARE: Ratio = Ratio::new(7, 8);
 
 /// TMA engines emit one line request per cycle with up to 256 in flight.

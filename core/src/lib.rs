@@ -34,6 +34,12 @@
 //!   bytes, roofline cycles per level and waves, counted without timing
 //!   (reporting only, never on the timing path).
 //!
+//! ## Place in the workspace
+//!
+//! The base of simfa: it uses no other crate of the workspace (and neither
+//! `std` nor `alloc`). `simfa-std`, `simfa-ffi`, `simfa-cli` and the tests
+//! build on it. `docs/architecture.md` draws the crates and these layers.
+//!
 //! ## Memory
 //!
 //! The crate is `#![no_std]` and does not use `alloc`. A simulation lives in

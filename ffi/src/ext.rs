@@ -71,7 +71,7 @@ impl From<ExtError> for SimfaStatus {
 /// `*out`: a host that answers each SM's requests in order, each taking
 /// `ceil(bytes * bytes_den / bytes_num)` cycles after both its `cycle` and
 /// the SM's previous transfer, then `latency`, reproduces the fixed port
-/// (see the README).
+/// (see docs/cosim.md).
 ///
 /// # Safety
 ///

@@ -711,7 +711,7 @@ pub struct TmaBwCalibration {
     pub cells: Vec<TmaBwCell>,
 }
 
-/// Runs every cell of [`TMA_BW_TABLE`] on `cfg` and compares the simulated
+/// Runs every cell of [`tma_bw_table`] on `cfg` and compares the simulated
 /// throughput with the measured one.
 pub fn calibrate_tma_bw(
     cfg: &GpuConfig,

@@ -9,6 +9,11 @@
 //! counterpart for SCALE-Sim runs ([`scalesim`]), the TTGIR
 //! instrumentation pass for Triton kernels ([`ttgir`]), and design-space
 //! sweeps over configurations and workloads ([`sweep`]).
+//!
+//! It may use [`simfa_core`] and no other crate of the workspace;
+//! `simfa-cli`, the end-to-end tests, the Python bindings and the fuzz
+//! targets build on it. Anything that decides a cycle belongs in the core,
+//! not here (`docs/architecture.md`).
 
 pub mod agreement;
 pub mod asm;

@@ -2,7 +2,8 @@
 //! ([`crate::data`]), simulated with the presets as they are, and compared
 //! point by point: per dataset the points, the MAPE, the worst point, and
 //! whether the dataset was used to fit a parameter (in-sample) or not
-//! (held out). The README's accuracy table comes from this command.
+//! (held out). The README's accuracy table is this command's
+//! `--markdown` output.
 //!
 //! | dataset | preset | figure | status |
 //! |---|---|---|---|
@@ -543,6 +544,45 @@ impl Validation {
         }
         s
     }
+
+    /// The per-dataset table of [`Validation::to_text`] as a Markdown
+    /// table (one row per dataset, with what was fitted on the in-sample
+    /// ones), after a sentence naming the memory model.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "Memory model: {} (arrival-order controller: {}).\n",
+            self.memory_model, self.arrival_controller
+        );
+        s.push_str("| dataset | GPU | points | MAPE | worst point | status |\n");
+        s.push_str("|---|---|---:|---:|---|---|\n");
+        for d in &self.datasets {
+            let status = if d.fitted.is_empty() {
+                d.status.clone()
+            } else {
+                format!("{}: {}", d.status, d.fitted)
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {:.1}% | {:+.1}% ({}) | {} |",
+                d.name,
+                markdown_cell(&d.gpu),
+                d.points.len(),
+                d.mape_percent,
+                d.worst.error_percent,
+                markdown_cell(&d.worst.label),
+                markdown_cell(&status)
+            );
+        }
+        s
+    }
+}
+
+/// `text` made safe for a Markdown table cell: pipes escaped, line
+/// breaks turned into spaces.
+pub fn markdown_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 #[cfg(test)]
@@ -577,5 +617,44 @@ mod tests {
             t.contains("wgmma-latency") && t.contains("m64n8k16 rs"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn the_markdown_table_has_a_header_and_a_row_per_dataset() {
+        let p = |label: &str, error_percent| Point {
+            label: label.into(),
+            measured: 100.0,
+            simulated: 100.0 + error_percent,
+            error_percent,
+        };
+        let v = Validation {
+            memory_model: "transaction".into(),
+            arrival_controller: "auto".into(),
+            datasets: vec![dataset(
+                "gemm-h20",
+                "data/gemm_dense.csv",
+                "h20",
+                "TFLOP/s",
+                "tensor_sustained_mhz",
+                vec![p("1024^3", 16.0), p("2048^3", -1.0)],
+            )],
+        };
+        let m = v.to_markdown();
+        let lines: Vec<&str> = m.lines().collect();
+        assert_eq!(
+            lines[0],
+            "Memory model: transaction (arrival-order controller: auto)."
+        );
+        assert_eq!(
+            lines[2],
+            "| dataset | GPU | points | MAPE | worst point | status |"
+        );
+        assert_eq!(lines[3], "|---|---|---:|---:|---|---|");
+        assert_eq!(
+            lines[4],
+            "| `gemm-h20` | h20 | 2 | 8.5% | +16.0% (1024^3) | in-sample: tensor_sustained_mhz |"
+        );
+        assert_eq!(lines.len(), 5, "{m}");
+        assert_eq!(markdown_cell("a|b\nc"), "a\\|b c");
     }
 }

@@ -1,5 +1,9 @@
 //! Shared helpers for simfa's end-to-end tests: a tiny programmatic kernel
 //! builder and run helpers that record the event stream.
+//!
+//! The end-to-end tests may use every crate of the workspace; this crate
+//! (`simfa-tests`) uses `simfa-core` and `simfa-std`, and the binary's own
+//! end-to-end tests live beside it in `cli/tests/`.
 
 use simfa_core::{
     Cycle, Event, Expr, GpuConfig, Instr, Kernel, Observer, Ref, SimError, Simulator, Summary,

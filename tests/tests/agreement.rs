@@ -227,15 +227,16 @@ fn each_model(k: &Kernel, mut f: impl FnMut(MemoryModel, &DramTimes, &RunOutcome
     }
 }
 
-/// An experiment behind the GEMM misses of `simfa agreement` (README,
-/// "Agreement of the two hierarchy models"): in the calibrated
+/// An experiment behind the GEMM misses of `simfa agreement`
+/// (docs/memory.md, docs/experiments.md): in the calibrated
 /// 4096x128x1024 GEMM (32 CTAs), the median DRAM latency of each CTA's
 /// first A tile rises with the CTA index under the transaction model (CTA
 /// 0 meets an idle DRAM) and does not under the line model. Prints the
 /// run's cycles and those medians under each model: `cargo test --release
 /// -p simfa-tests --test agreement first_tile_dram_latency -- --ignored
-/// --nocapture`. (Timing every line at its own engine turn,
-/// `experiments/interleaved-booking.patch`, leaves the rise in place.)
+/// --nocapture`. (Timing every line at its own engine turn, the
+/// interleaved-booking experiment of docs/experiments.md, left the rise in
+/// place.)
 /// With `SIMFA_HANDOVER_TRACE=F` it also writes the transaction run's DRAM
 /// requests to `F` in the order the model handed them to its HBM, for
 /// `first_tiles_replayed` in `simfa-core` (`txn::hbm`), which finds the

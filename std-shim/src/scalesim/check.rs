@@ -21,7 +21,7 @@ use crate::check::rules;
 use crate::check::{Map, ViolationKind, KEPT};
 
 /// The three kinds this checker can find, in report order: the first
-/// three of [`ViolationKind::ALL`], so a kind's [`ViolationKind::index`]
+/// three of [`ViolationKind::ALL`], so a kind's `ViolationKind::index`
 /// is its place here.
 pub const KINDS: [ViolationKind; 3] = [
     ViolationKind::NoTransfer,
@@ -98,7 +98,7 @@ pub struct OperandReport {
     pub violating_addresses: [u64; 3],
     /// Violating reads per kind, in [`KINDS`] order.
     pub violating_reads: [u64; 3],
-    /// The first [`KEPT`](crate::check::KEPT) violating reads, in trace order.
+    /// The first [`KEPT`] violating reads, in trace order.
     pub first: Vec<ReadViolation>,
 }
 

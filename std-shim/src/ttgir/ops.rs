@@ -1,5 +1,5 @@
 //! Which TTGIR ops the instrumentation wraps (one table), and how each
-//! one's [`Scope`] is read from its operands, types and layouts.
+//! one's [`Scope`](super::Scope) is read from its operands, types and layouts.
 //!
 //! # WGMMA shapes
 //!

@@ -100,7 +100,7 @@ fn sift_down(h: &mut [(u64, u32)], n: usize, mut i: usize) {
 impl TxnMemory<'_> {
     /// Times operations `ops`, handed over together in the simulator's
     /// current cycle (all with the same `now`; an SM's in issue order),
-    /// in turns (see the [module documentation](self)), and calls
+    /// in turns (a chunk at a time, the earliest-leaving chunk first), and calls
     /// `out(i, done)` for each as its last chunk is timed. The simulator
     /// hands them over in SM order; where the SM does not rise from one
     /// operation to the next (an SM's operations not handed over

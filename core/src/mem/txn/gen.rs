@@ -5,7 +5,7 @@
 //! clipped rows ([`LineGen`]), repeated lines are removed when `dedup` is
 //! on (adjacent repeats of sorted boxes by comparison, others through the
 //! [`DedupSet`], whose overflow lets the rest through), a bulk range is its
-//! consecutive lines. [`Chunker`] then groups consecutive lines into
+//! consecutive lines. `Chunker` then groups consecutive lines into
 //! [`Pattern`]s of at most `chunk_lines` lines.
 
 use crate::kernel::TensorMap;
