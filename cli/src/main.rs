@@ -237,7 +237,7 @@ struct Shape {
     /// producer WarpGroup.
     #[arg(long, default_value_t = 1)]
     stages: u32,
-    /// Consumer WarpGroups of a pipelined kernel (1 or 2).
+    /// Consumer WarpGroups of a pipelined kernel (1 to 3).
     #[arg(long, default_value_t = 1)]
     consumers: u32,
     /// One CTA per SM looping over the tiles.

@@ -45,9 +45,11 @@ pub const GEMM_DENSE: DataFile = data_file!("gemm_dense.csv");
 pub const CLOCKS: DataFile = data_file!("clocks.csv");
 /// L2-hit bandwidth with every SM loading (calibration.md §9).
 pub const L2_BANDWIDTH: DataFile = data_file!("l2_bandwidth.csv");
+/// The fast.cu GEMM kernel ladder on the H100 (calibration.md §8).
+pub const GEMM_VARIANTS: DataFile = data_file!("gemm_variants.csv");
 
 /// Every shipped file.
-pub const ALL: [DataFile; 8] = [
+pub const ALL: [DataFile; 9] = [
     POINTER_CHASE,
     TMA_THROUGHPUT,
     WGMMA,
@@ -56,6 +58,7 @@ pub const ALL: [DataFile; 8] = [
     GEMM_DENSE,
     CLOCKS,
     L2_BANDWIDTH,
+    GEMM_VARIANTS,
 ];
 
 /// A parsed table: its header and its data rows with their line numbers.
@@ -311,6 +314,84 @@ pub struct GemmPoint {
     pub tflops: f64,
     /// Where the figure comes from.
     pub source: String,
+}
+
+/// One kernel of the fast.cu ladder ([`GEMM_VARIANTS`]) at one size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmVariant {
+    /// `cublas` or `fastcu-<k>`.
+    pub kernel: String,
+    /// M = N = K.
+    pub n: u32,
+    /// Tile rows, columns and depth (0 for cuBLAS, whose tiles are its own).
+    pub tile: [u32; 3],
+    /// Ring stages (1: one WarpGroup loads and computes).
+    pub stages: u32,
+    /// Consumer WarpGroups.
+    pub consumers: u32,
+    /// CTAs of a persistent kernel; 0 when not persistent.
+    pub persistent_ctas: u32,
+    /// CTAs per cluster along M (the B tile multicast to them); 1 for none.
+    pub cluster_m: u32,
+    /// Measured TFLOP/s.
+    pub tflops: f64,
+}
+
+impl GemmVariant {
+    /// `fastcu-5 N=6144`.
+    pub fn label(&self) -> String {
+        format!("{} N={}", self.kernel, self.n)
+    }
+}
+
+/// Reads [`GEMM_VARIANTS`].
+pub fn gemm_variant_points() -> Result<Vec<GemmVariant>, CalibError> {
+    let cols = [
+        "kernel",
+        "n",
+        "tile_m",
+        "tile_n",
+        "tile_k",
+        "stages",
+        "consumers",
+        "persistent_ctas",
+        "cluster_m",
+        "tflops",
+    ];
+    let t = Table::of(GEMM_VARIANTS, &cols)?;
+    t.rows()
+        .map(|r| {
+            // 0 stands for "the library's own" (cuBLAS rows).
+            let num = |col: &str, max: u32| {
+                r.text(col)
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|v| *v <= max)
+                    .ok_or_else(|| CalibError::Parse {
+                        origin: GEMM_VARIANTS.path.into(),
+                        line: r.line,
+                        problem: format!(
+                            "`{}` in column {col} is not an integer in 0..={max}",
+                            r.text(col)
+                        ),
+                    })
+            };
+            Ok(GemmVariant {
+                kernel: r.text("kernel").to_string(),
+                n: r.count("n", 1 << 20)? as u32,
+                tile: [
+                    num("tile_m", 256)?,
+                    num("tile_n", 256)?,
+                    num("tile_k", 256)?,
+                ],
+                stages: num("stages", 64)?,
+                consumers: num("consumers", 4)?,
+                persistent_ctas: num("persistent_ctas", 1 << 16)?,
+                cluster_m: num("cluster_m", 16)?,
+                tflops: r.positive("tflops")?,
+            })
+        })
+        .collect()
 }
 
 /// A clock observed under sustained tensor load.

@@ -16,6 +16,8 @@
 //! | `fa3-h100-ablation` | h100 | TFLOP/s | in-sample (`units.rf_share`, on the full kernel) |
 //! | `fa3-h100-ratios` | h100 | the variants' time over the full kernel's | held out |
 //! | `fa3-h20` | h20 | TFLOP/s | held out |
+//! | `l2-bandwidth` | each row's | bytes per clock, every SM loading | in-sample on its `fit` rows (the slices' widths, `simfa calibrate l2-bw --fit`) |
+//! | `gemm-variants` | h100 | TFLOP/s of the fast.cu ladder, and its order | held out |
 
 use std::fmt::Write as _;
 
@@ -28,6 +30,7 @@ use crate::calibrate::{
     calibrate_pchase, calibrate_tma_bw, error_percent, mape, pchase_rows, CalibError,
     PchaseOptions, TmaBwOptions,
 };
+use crate::calibrate_l2::{calibrate_l2_bw, L2BwOptions};
 use crate::data;
 use crate::experiments::{
     fa3_label, fa3_params, gemm_label, point_error, run_all, run_fa3, run_gemm,
@@ -35,7 +38,7 @@ use crate::experiments::{
 use crate::gen::wgmma_bench::wgmma_figures;
 
 /// The datasets, in the order they run.
-pub const DATASETS: [&str; 10] = [
+pub const DATASETS: [&str; 12] = [
     "pchase",
     "tma-bw",
     "wgmma-latency",
@@ -46,6 +49,8 @@ pub const DATASETS: [&str; 10] = [
     "fa3-h100-ablation",
     "fa3-h100-ratios",
     "fa3-h20",
+    "l2-bandwidth",
+    "gemm-variants",
 ];
 
 /// One point of a dataset.
@@ -395,6 +400,142 @@ fn fa3_h20(
     ))
 }
 
+fn l2_bandwidth(
+    over: Overrides,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Dataset, CalibError> {
+    let cfg_of = |name: &str| preset(name, over);
+    let c = calibrate_l2_bw(&cfg_of, &L2BwOptions::default(), progress)?;
+    let points = c
+        .points
+        .iter()
+        .map(|x| point(x.label(), x.measured, x.simulated))
+        .collect();
+    Ok(dataset(
+        "l2-bandwidth",
+        data::L2_BANDWIDTH.path,
+        "h100, h800-pcie, h200",
+        "bytes per clock, every SM loading",
+        "l2 slice widths, on the rows marked fit",
+        points,
+    ))
+}
+
+/// The generator's closest kernel to a row of the fast.cu ladder, or why
+/// there is none: cuBLAS is the library stand-in of `gemm-h100`; the
+/// hand-written kernels keep their tiles, stages, consumers and persistent
+/// grid (grouped by 16 row blocks, as their 16 x 8 blocks of tiles).
+/// Their epilogue differs: the generator stages C through shared memory
+/// for a TMA store, fast.cu stores it from registers.
+fn variant_params(
+    r: &data::GemmVariant,
+    cfg: &GpuConfig,
+) -> Result<crate::gen::GemmParams, &'static str> {
+    if r.kernel == "cublas" {
+        return Ok(crate::experiments::closest_gemm(cfg, [r.n, r.n, r.n]));
+    }
+    if r.cluster_m > 1 {
+        return Err("thread block clusters with TMA multicast are not modelled yet");
+    }
+    let p = crate::gen::GemmParams {
+        block_m: r.tile[0],
+        block_n: r.tile[1],
+        block_k: r.tile[2],
+        stages: r.stages,
+        consumers: r.consumers,
+        persistent: r.persistent_ctas > 0,
+        ctas: r.persistent_ctas.max(1),
+        group_m: if r.persistent_ctas > 0 { 16 } else { 1 },
+        ..crate::gen::GemmParams::new(r.n, r.n, r.n)
+    };
+    p.validate()
+        .map_err(|_| "does not fit the generator's kernel (its C staging in shared memory)")?;
+    Ok(p)
+}
+
+fn gemm_variants(
+    over: Overrides,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Dataset, CalibError> {
+    let cfg = preset("h100", over);
+    let rows = data::gemm_variant_points()?;
+    let runnable: Vec<&data::GemmVariant> = rows
+        .iter()
+        .filter(|r| variant_params(r, &cfg).is_ok())
+        .collect();
+    let sims = run_all(
+        &runnable,
+        |r| {
+            let p = variant_params(r, &cfg).expect("filtered to the runnable rows");
+            let label = r.label();
+            let k = crate::gen::gemm(&p).map_err(|e| point_error(label.clone(), e.into()))?;
+            let out = crate::run::simulate(&cfg, &k, &mut ())
+                .map_err(|e| point_error(label.clone(), e.into()))?;
+            Ok(crate::report::Report::new(&cfg, &k, &out)
+                .with_workload_flops(p.flops())
+                .tflops)
+        },
+        progress,
+    )?;
+    let mut points: Vec<Point> = runnable
+        .iter()
+        .zip(&sims)
+        .map(|(r, s)| point(r.label(), r.tflops, *s))
+        .collect();
+    // The order of the variants at each N, measured against simulated.
+    let mut order_note = Vec::new();
+    let mut ns: Vec<u32> = runnable.iter().map(|r| r.n).collect();
+    ns.dedup();
+    for n in ns {
+        let at: Vec<(&&data::GemmVariant, f64)> = runnable
+            .iter()
+            .zip(sims.iter().copied())
+            .filter(|(r, _)| r.n == n)
+            .collect();
+        let rank = |key: &dyn Fn(&(&&data::GemmVariant, f64)) -> f64| {
+            let mut v = at.clone();
+            v.sort_by(|a, b| key(b).total_cmp(&key(a)));
+            v.iter()
+                .map(|(r, _)| r.kernel.as_str())
+                .collect::<Vec<_>>()
+                .join(" > ")
+        };
+        let measured = rank(&|x| x.0.tflops);
+        let simulated = rank(&|x| x.1);
+        let same = if measured == simulated {
+            "same"
+        } else {
+            "differs"
+        };
+        order_note.push(format!(
+            "N={n} measured {measured}; simulated {simulated} ({same})"
+        ));
+    }
+    let skipped: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            variant_params(r, &cfg)
+                .err()
+                .map(|why| format!("{} ({why})", r.label()))
+        })
+        .collect();
+    let mut figure = String::from("TFLOP/s; order: ");
+    figure.push_str(&order_note.join("; "));
+    if !skipped.is_empty() {
+        figure.push_str("; not simulated: ");
+        figure.push_str(&skipped.join(", "));
+    }
+    points.sort_by_key(|p| p.label.clone());
+    Ok(dataset(
+        "gemm-variants",
+        data::GEMM_VARIANTS.path,
+        "h100",
+        &figure,
+        "",
+        points,
+    ))
+}
+
 /// Runs the datasets `opts` selects. `progress(dataset, done, total)`
 /// reports the simulations of the dataset under way.
 pub fn validate(
@@ -479,6 +620,8 @@ pub fn validate(
                     out.push(ablation(opts.fa3_batch, opts.overrides(), &p)?.1);
                 }
             }
+            "l2-bandwidth" => out.push(l2_bandwidth(opts.overrides(), &p)?),
+            "gemm-variants" => out.push(gemm_variants(opts.overrides(), &p)?),
             _ => out.push(fa3_h20(opts.overrides(), &p)?),
         }
     }

@@ -41,7 +41,7 @@
 //! # The pipelined kernel (`stages >= 2`)
 //!
 //! A `producer` WarpGroup (40 registers) fills a ring of `stages` stages;
-//! `consumers` WarpGroups of role `consumer` (1 or 2) each own
+//! `consumers` WarpGroups of role `consumer` (1 to 3) each own
 //! `BM/consumers` rows of the tile. With `g` the iteration count of the CTA
 //! and `s = g % stages`:
 //!
@@ -119,7 +119,7 @@ pub const MAX_SMEM_PER_CTA: u32 = 227 * 1024;
 /// Most ring stages (the kernel model's stage capacity).
 pub const MAX_STAGES: u32 = simfa_core::kernel::MAX_STAGES as u32;
 /// Most consumer WarpGroups of a pipelined kernel.
-pub const MAX_CONSUMERS: u32 = 2;
+pub const MAX_CONSUMERS: u32 = 3;
 /// SMs of an H800: the default CTA count of a persistent kernel.
 pub const H800_SMS: u32 = 132;
 /// Rows of one WGMMA (m64nNk16).
@@ -186,7 +186,7 @@ pub struct GemmParams {
     /// Ring stages: 1 (default) is the non-pipelined single-WarpGroup loop,
     /// 2..=64 a producer WarpGroup and a ring of that many stages.
     pub stages: u32,
-    /// Consumer WarpGroups of a pipelined kernel (1 or 2), each computing
+    /// Consumer WarpGroups of a pipelined kernel (1 to 3), each computing
     /// `block_m / consumers` rows; must be 1 when `stages == 1`.
     pub consumers: u32,
     /// Launch `min(ctas, tiles)` CTAs that loop over the tiles instead of
@@ -384,7 +384,7 @@ impl GemmParams {
         if !(1..=MAX_CONSUMERS).contains(&self.consumers) {
             return Err(bad(
                 "consumers",
-                format!("{} must be 1 or 2", self.consumers),
+                format!("{} must be 1, 2 or 3", self.consumers),
             ));
         }
         if self.block_m % (self.consumers * WGMMA_M) != 0 {
