@@ -246,6 +246,10 @@ pub enum CalibrateCmd {
         /// Fit only units.rf_share (the presets' clocks as they are).
         #[arg(long)]
         skip_clocks: bool,
+        /// Fit only the clocks (the presets' units.rf_share as it is; its
+        /// FA3 runs take most of the time).
+        #[arg(long, conflicts_with = "skip_clocks")]
+        skip_rf_share: bool,
         /// Exit 1 unless the presets hold the fitted values.
         #[arg(long)]
         check: bool,
@@ -579,11 +583,13 @@ impl CalibrateCmd {
                 json,
                 fa3_batch,
                 skip_clocks,
+                skip_rf_share,
                 check,
             } => {
                 let opts = SmOptions {
                     fa3_batch: Some(fa3_batch),
                     skip_clocks,
+                    skip_rf_share,
                 };
                 let counter = Counter::new(!json, "simulations of the fit under way");
                 let result = calibrate_sm(&opts, &|d, t| counter.update(d, t));

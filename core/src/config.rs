@@ -238,6 +238,13 @@ pub struct GpuConfig {
     pub tma_slots: u16,
     /// Cycles from a CTA's admission to its first issue.
     pub cta_launch_cycles: u32,
+    /// Nanoseconds between one kernel's end and the next one's start when
+    /// a host launches kernels back to back: what timing repeated launches
+    /// with events (as GEMM and attention benchmarks do) adds to each
+    /// kernel's own time. Off the timing path: reports give the kernel's
+    /// time and, with this gap, its back-to-back period (`simfa
+    /// validate` compares host-timed figures with the latter).
+    pub launch_gap_ns: u32,
     /// Which memory model serves the TMA engines.
     pub memory: MemoryModel,
     /// The fixed memory port (with `memory = "fixed"`).
@@ -349,6 +356,11 @@ impl GpuConfig {
             tma_setup_tensor: 130,
             tma_slots: 32,
             cta_launch_cycles: 0,
+            // The period of back-to-back launches of a nearly empty
+            // kernel: 2.18-2.34 us with CUDA graphs and 2.43-2.52 us with
+            // stream launches on an H200 (gpu-benches gpu-small-kernels),
+            // about 2.1 us on an H100 (data/launch_gap.csv).
+            launch_gap_ns: 2200,
             memory: MemoryModel::Transaction,
             port: FixedPortConfig {
                 latency: 500,
@@ -377,7 +389,7 @@ impl GpuConfig {
         GpuConfig {
             name: name("h100"),
             // `simfa calibrate sm` on the cuBLAS GEMMs of data/gemm_dense.csv.
-            tensor_sustained_mhz: 1635,
+            tensor_sustained_mhz: 1664,
             ..Self::h800()
         }
     }
@@ -394,7 +406,7 @@ impl GpuConfig {
             name: name("h20"),
             sms: 78,
             // `simfa calibrate sm` on the torch GEMMs of data/gemm_dense.csv.
-            tensor_sustained_mhz: 1740,
+            tensor_sustained_mhz: 1741,
             wgmma_cycles_per_n: Ratio::new(79, 40),
             port: FixedPortConfig {
                 latency: 500,
@@ -519,6 +531,11 @@ impl GpuConfig {
         }
         check((1..=4096).contains(&self.sms), "sms", "must be in 1..=4096")?;
         check(self.clock_mhz > 0, "clock_mhz", "must be positive")?;
+        check(
+            self.launch_gap_ns <= 1_000_000_000,
+            "launch_gap_ns",
+            "must be at most 10^9 (one second)",
+        )?;
         check(
             self.warps_per_sm >= 4 && self.warps_per_sm % 4 == 0 && self.warps_per_sm <= 128,
             "warps_per_sm",

@@ -49,6 +49,8 @@ pub struct SmOptions {
     pub fa3_batch: Option<u32>,
     /// Skip the GEMM and WGMMA power-limit fits (use the presets' values).
     pub skip_clocks: bool,
+    /// Skip the `units.rf_share` fit (its FA3 runs take most of the time).
+    pub skip_rf_share: bool,
 }
 
 impl Default for SmOptions {
@@ -56,6 +58,7 @@ impl Default for SmOptions {
         SmOptions {
             fa3_batch: Some(1),
             skip_clocks: false,
+            skip_rf_share: false,
         }
     }
 }
@@ -128,6 +131,9 @@ pub struct PowerSample {
     pub useful_flops: u64,
     /// Simulated cycles.
     pub cycles: u64,
+    /// Microseconds the measurement adds to each run: the launch gap of
+    /// host-timed back-to-back launches, 0 for figures timed in the kernel.
+    pub gap_us: f64,
     /// Measured TFLOP/s.
     pub measured: f64,
 }
@@ -137,7 +143,11 @@ pub fn tflops_at(cfg: &GpuConfig, mhz: u32, s: &PowerSample) -> f64 {
     let mut c = cfg.clone();
     c.tensor_sustained_mhz = mhz;
     let f = simfa_core::power::sustained_clock_mhz(&c, s.wgmma_flops, s.cycles);
-    s.useful_flops as f64 * f as f64 / (s.cycles.max(1) as f64 * 1e6)
+    crate::report::back_to_back(
+        s.useful_flops,
+        s.cycles.max(1) as f64 / f.max(1) as f64,
+        (s.gap_us * 1e3).round() as u32,
+    )
 }
 
 /// The `tensor_sustained_mhz` of `cfg` that best fits `samples` (sum of
@@ -279,6 +289,7 @@ fn wgmma_fit(progress: &(dyn Fn(usize, usize) + Sync)) -> Result<(u32, Fit), Cal
                 wgmma_flops: f.flops,
                 useful_flops: f.flops,
                 cycles: f.cycles,
+                gap_us: 0.0,
                 measured,
             })
         },
@@ -307,6 +318,7 @@ fn gemm_fit(gpu: &str, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<(u32,
                 wgmma_flops: r.wgmma_flops,
                 useful_flops: r.flops,
                 cycles: r.cycles,
+                gap_us: r.launch_gap_us,
                 measured: p.tflops,
             })
         },
@@ -330,7 +342,7 @@ fn ablation_at(
         pts,
         |p| {
             run_fa3(&c, &fa3_params(p, batch))
-                .map(|r| r.tflops)
+                .map(|r| r.back_to_back_tflops)
                 .map_err(|e| point_error(fa3_label(p), e))
         },
         progress,
@@ -437,12 +449,18 @@ pub fn calibrate_sm(
         }
         h100.tensor_sustained_mhz = sustained["h100"];
     }
-    let (k, fit) = rf_share_fit(&h100, opts, progress)?;
-    fits.push(fit);
+    let rf_share = if opts.skip_rf_share {
+        let r = h100.units.rf_share;
+        format!("{}/{}", r.num, r.den)
+    } else {
+        let (k, fit) = rf_share_fit(&h100, opts, progress)?;
+        fits.push(fit);
+        format!("{k}/{RF_SHARE_STEPS}")
+    };
     Ok(SmCalibration {
         fits,
         sustained_mhz: sustained,
-        rf_share: format!("{k}/{RF_SHARE_STEPS}"),
+        rf_share,
     })
 }
 
@@ -543,6 +561,7 @@ mod tests {
             wgmma_flops,
             useful_flops: wgmma_flops,
             cycles,
+            gap_us: 2.2,
             measured: 0.0,
         };
         PowerSample {

@@ -48,8 +48,11 @@ pub const L2_BANDWIDTH: DataFile = data_file!("l2_bandwidth.csv");
 /// The fast.cu GEMM kernel ladder on the H100 (calibration.md §8).
 pub const GEMM_VARIANTS: DataFile = data_file!("gemm_variants.csv");
 
+/// The period of back-to-back launches (the presets' `launch_gap_ns`).
+pub const LAUNCH_GAP: DataFile = data_file!("launch_gap.csv");
+
 /// Every shipped file.
-pub const ALL: [DataFile; 9] = [
+pub const ALL: [DataFile; 10] = [
     POINTER_CHASE,
     TMA_THROUGHPUT,
     WGMMA,
@@ -59,6 +62,7 @@ pub const ALL: [DataFile; 9] = [
     CLOCKS,
     L2_BANDWIDTH,
     GEMM_VARIANTS,
+    LAUNCH_GAP,
 ];
 
 /// A parsed table: its header and its data rows with their line numbers.

@@ -299,7 +299,7 @@ fn gemm(
         &pts,
         |p| {
             let r = run_gemm(&cfg, p.shape).map_err(|e| point_error(gemm_label(p), e))?;
-            Ok(point(gemm_label(p), p.tflops, r.tflops))
+            Ok(point(gemm_label(p), p.tflops, r.back_to_back_tflops))
         },
         progress,
     )?;
@@ -325,7 +325,7 @@ fn ablation(
         &pts,
         |p| {
             run_fa3(&cfg, &fa3_params(p, batch))
-                .map(|r| r.tflops)
+                .map(|r| r.back_to_back_tflops)
                 .map_err(|e| point_error(fa3_label(p), e))
         },
         progress,
@@ -386,7 +386,7 @@ fn fa3_h20(
         |p| {
             let r =
                 run_fa3(&cfg, &fa3_params(p, None)).map_err(|e| point_error(fa3_label(p), e))?;
-            Ok(point(fa3_label(p), p.tflops, r.tflops))
+            Ok(point(fa3_label(p), p.tflops, r.back_to_back_tflops))
         },
         progress,
     )?;
@@ -473,7 +473,7 @@ fn gemm_variants(
                 .map_err(|e| point_error(label.clone(), e.into()))?;
             Ok(crate::report::Report::new(&cfg, &k, &out)
                 .with_workload_flops(p.flops())
-                .tflops)
+                .back_to_back_tflops)
         },
         progress,
     )?;
