@@ -461,6 +461,10 @@ mod tests {
         assert_eq!(g.iter().filter(|p| p.gpu == "h100").count(), 5);
         assert_eq!(g.iter().filter(|p| p.gpu == "h20").count(), 5);
         assert_eq!(clock_points().unwrap().len(), 2);
+        let v = gemm_variant_points().unwrap();
+        assert_eq!(v.len(), 14);
+        assert!(v.iter().any(|r| r.kernel == "fastcu-7" && r.cluster_m == 2));
+        assert_eq!(v[0].tile, [0, 0, 0], "cuBLAS rows have no tile");
         for f in ALL {
             assert!(f.text.contains("Source"), "{} names no source", f.path);
         }

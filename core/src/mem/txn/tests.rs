@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::config::GpuConfig;
+use crate::time::Ratio;
 
 /// Records the DRAM hand-overs: (cycle, line address).
 #[derive(Default)]
@@ -235,4 +236,79 @@ fn an_sm_handed_over_twice_takes_a_later_round() {
         done
     });
     assert_eq!(batched(&cfg, &ops), rounds);
+}
+
+/// Warms `lines` (each its own one-line operation of SM 0), then reads
+/// them again from `t0` on, all handed over at `t0`; returns the last
+/// landing.
+fn reread(m: &mut TxnMemory<'_>, lb: u64, lines: &[u64], t0: u64) -> u64 {
+    let mut warm = 0;
+    for &l in lines {
+        warm = warm.max(m.transfer(&bulk(l, lb, 0), &mut ()).done);
+    }
+    assert!(warm < t0, "warm-up {warm} reaches {t0}");
+    lines
+        .iter()
+        .map(|&l| m.transfer(&bulk(l, lb, t0), &mut ()).done)
+        .max()
+        .unwrap()
+}
+
+/// The SM's port (`tma.line_interval`): four L2 hits of one SM, each on
+/// its own near slice, leave the engine `line_interval` cycles apart, so
+/// the last lands `3 * line_interval` after the first would have.
+#[test]
+fn an_sms_port_spaces_its_lines_by_the_line_interval() {
+    let base = GpuConfig::h800();
+    let sel = SliceSelector::new(base.l2.hash, base.l2.slices as u32);
+    let lb = base.l2.line_bytes as u64;
+    // Four near lines on four different slices.
+    let mut lines = std::vec::Vec::new();
+    let mut used = std::vec::Vec::new();
+    for l in near_lines(&base, 1 << 20, 64).into_iter().map(|a| a / lb) {
+        let s = sel.slice(l);
+        if !used.contains(&s) {
+            used.push(s);
+            lines.push(l * lb);
+        }
+        if lines.len() == 4 {
+            break;
+        }
+    }
+    let t0 = 100_000;
+    let lat = base.l2.hit_latency as u64 + 2 * base.l2.xbar_latency as u64;
+    for interval in [1u16, 2, 3] {
+        let mut cfg = base.clone();
+        cfg.tma.line_interval = interval;
+        let done = with_memory(&cfg, |m| reread(m, lb, &lines, t0));
+        assert_eq!(done, t0 + 3 * interval as u64 + lat, "interval {interval}");
+    }
+}
+
+/// A slice's width: four hits on one slice, emitted a cycle apart, take
+/// its port for `line_bytes / width` cycles each (4 at 32 bytes per
+/// cycle), so the last is served 12 cycles after the first.
+#[test]
+fn a_slices_width_spaces_the_lines_it_serves() {
+    let mut cfg = GpuConfig::h800();
+    cfg.tma.line_interval = 1;
+    let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+    let lb = cfg.l2.line_bytes as u64;
+    let near = near_lines(&cfg, 1 << 20, 4096);
+    let s0 = sel.slice(near[0] / lb);
+    let lines: std::vec::Vec<u64> = near
+        .into_iter()
+        .filter(|&a| sel.slice(a / lb) == s0)
+        .take(4)
+        .collect();
+    assert_eq!(lines.len(), 4);
+    let t0 = 100_000;
+    let lat = cfg.l2.hit_latency as u64 + 2 * cfg.l2.xbar_latency as u64;
+    for (width, gap) in [(128u32, 1u64), (64, 2), (32, 4)] {
+        cfg.l2.slice_bytes_per_cycle = Ratio::new(width, 1);
+        cfg.l2.far_bytes_per_cycle = Ratio::new(width, 1);
+        let done = with_memory(&cfg, |m| reread(m, lb, &lines, t0));
+        // Emitted at t0..t0+3; the slice takes one every `gap` cycles.
+        assert_eq!(done, t0 + 3 * gap.max(1) + lat, "width {width}");
+    }
 }
