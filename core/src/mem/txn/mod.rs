@@ -295,6 +295,9 @@ struct Model<'a> {
     mshr_next: &'a mut [u64],
     /// Lines each slice's port has taken ([`L2Config::port_cycles`]).
     port_served: &'a mut [u64],
+    /// A near and a far line's port cycles when every line takes the
+    /// same whole number of them (the width divides the line), else 0.
+    port_len: [u32; 2],
     coal: &'a mut [Coal],
     coal_n: usize,
     chunks: ChunkTable<'a>,
@@ -445,6 +448,19 @@ impl<'a> TxnMemory<'a> {
                 mshr,
                 mshr_next,
                 port_served,
+                port_len: [false, true].map(|far| {
+                    let r = if far {
+                        l2.far_bytes_per_cycle
+                    } else {
+                        l2.slice_bytes_per_cycle
+                    };
+                    let bytes = l2.line_bytes as u64 * r.den as u64;
+                    if r.num > 0 && bytes % r.num as u64 == 0 {
+                        (bytes / r.num as u64) as u32
+                    } else {
+                        0
+                    }
+                }),
                 coal,
                 coal_n: z.coal / z.pairs.max(1),
                 chunks,
@@ -838,7 +854,10 @@ impl Model<'_> {
     fn book_port(&mut self, slice: usize, t: u64, far: bool) -> u64 {
         let k = self.port_served[slice];
         self.port_served[slice] = k.wrapping_add(1);
-        let len = self.l2.port_cycles(k, far);
+        let len = match self.port_len[far as usize] {
+            0 => self.l2.port_cycles(k, far),
+            n => n,
+        };
         self.ports.reserve(slice, t, len)
     }
 
