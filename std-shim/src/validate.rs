@@ -16,7 +16,7 @@
 //! | `fa3-h100-ablation` | h100 | TFLOP/s | in-sample (`units.rf_share`, on the full kernel) |
 //! | `fa3-h100-ratios` | h100 | the variants' time over the full kernel's | held out |
 //! | `fa3-h20` | h20 | TFLOP/s | held out |
-//! | `l2-bandwidth` | each row's | bytes per clock, every SM loading | in-sample on its `fit` rows (the slices' widths, `simfa calibrate l2-bw --fit`) |
+//! | `l2-bandwidth` | each row's | bytes per clock, every SM loading | held out (the presets do not take `simfa calibrate l2-bw --fit`'s widths yet) |
 //! | `gemm-variants` | h100 | TFLOP/s of the fast.cu ladder, and its order | held out |
 
 use std::fmt::Write as _;
@@ -416,7 +416,9 @@ fn l2_bandwidth(
         data::L2_BANDWIDTH.path,
         "h100, h800-pcie, h200",
         "bytes per clock, every SM loading",
-        "l2 slice widths, on the rows marked fit",
+        // The presets' widths were not fitted on it (`calibrate l2-bw
+        // --fit` would fit them on the rows marked `fit`).
+        "",
         points,
     ))
 }
