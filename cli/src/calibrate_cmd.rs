@@ -78,6 +78,15 @@ pub struct TmaBwGen {
     /// CTAs per SM.
     #[arg(long, value_name = "N", default_value_t = 1)]
     blocks_per_sm: u32,
+    #[command(flatten)]
+    out: StreamOut,
+}
+
+/// What the streaming microbenchmarks (`simfa gen tma-bw`, `simfa gen
+/// l2-bw`) take besides their copies: the bytes moved, the GPU and the
+/// output.
+#[derive(Debug, Args)]
+pub struct StreamOut {
     /// Bytes the whole grid moves (SIZE; default 256 MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     total: Option<u64>,
@@ -101,28 +110,22 @@ pub struct L2BwGen {
     /// CTAs per SM, each with one copy in flight.
     #[arg(long, value_name = "N", default_value_t = L2_BLOCKS_PER_SM)]
     blocks_per_sm: u32,
-    /// Bytes the whole grid moves (SIZE; default 256 MiB).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    total: Option<u64>,
     #[command(flatten)]
-    gpu: GpuArgs,
-    /// Output file (.sfk or .bin: binary, else text); stdout if absent.
-    #[arg(short, long, value_name = "FILE")]
-    output: Option<PathBuf>,
+    out: StreamOut,
 }
 
 impl L2BwGen {
     pub fn run(self) -> Result<(), Failure> {
-        let cfg = self.gpu.resolve()?;
+        let cfg = self.out.gpu.resolve()?;
         let bytes = u32::try_from(self.bytes)
             .map_err(|_| Failure::Input(format!("--bytes {} is too large", self.bytes)))?;
         let p = TmaBwParams {
-            total_bytes: self.total.unwrap_or(DEFAULT_TOTAL_BYTES),
+            total_bytes: self.out.total.unwrap_or(DEFAULT_TOTAL_BYTES),
             working_set: Some(self.size),
             ..TmaBwParams::new(CopyKind::Bulk { bytes }, self.blocks_per_sm, &cfg)
         };
         let k = tma_bw(&p).map_err(Failure::input)?;
-        emit_kernel(&k, self.output.as_deref())
+        emit_kernel(&k, self.out.output.as_deref())
     }
 }
 
@@ -389,17 +392,17 @@ impl TmaBwGen {
     }
 
     pub fn run(self) -> Result<(), Failure> {
-        let cfg = self.gpu.resolve()?;
+        let cfg = self.out.gpu.resolve()?;
         let p = TmaBwParams {
             copy: self.copy()?,
             elem_bytes: self.elem_bytes,
             blocks_per_sm: self.blocks_per_sm,
             sms: cfg.sms,
-            total_bytes: self.total.unwrap_or(DEFAULT_TOTAL_BYTES),
+            total_bytes: self.out.total.unwrap_or(DEFAULT_TOTAL_BYTES),
             working_set: None,
         };
         let k = tma_bw(&p).map_err(Failure::input)?;
-        emit_kernel(&k, self.output.as_deref())
+        emit_kernel(&k, self.out.output.as_deref())
     }
 }
 
