@@ -389,7 +389,7 @@ impl GpuConfig {
         GpuConfig {
             name: name("h100"),
             // `simfa calibrate sm` on the cuBLAS GEMMs of data/gemm_dense.csv.
-            tensor_sustained_mhz: 1664,
+            tensor_sustained_mhz: 1668,
             ..Self::h800()
         }
     }
