@@ -146,7 +146,7 @@ pub fn tflops_at(cfg: &GpuConfig, mhz: u32, s: &PowerSample) -> f64 {
     crate::report::back_to_back(
         s.useful_flops,
         s.cycles.max(1) as f64 / f.max(1) as f64,
-        (s.gap_us * 1e3).round() as u32,
+        s.gap_us,
     )
 }
 

@@ -186,13 +186,18 @@ impl<'t> Row<'t> {
 
     /// The field of `col` as a positive integer of at most `max`.
     pub fn count(&self, col: &str, max: u64) -> Result<u64, CalibError> {
+        self.int(col, 1, max)
+    }
+
+    /// The field of `col` as an integer in `min..=max`.
+    pub fn int(&self, col: &str, min: u64, max: u64) -> Result<u64, CalibError> {
         let f = self.text(col);
         f.parse::<u64>()
             .ok()
-            .filter(|x| (1..=max).contains(x))
+            .filter(|x| (min..=max).contains(x))
             .ok_or_else(|| {
                 self.error(format!(
-                    "`{f}` in column {col} is not an integer in 1..={max}"
+                    "`{f}` in column {col} is not an integer in {min}..={max}"
                 ))
             })
     }
@@ -366,20 +371,7 @@ pub fn gemm_variant_points() -> Result<Vec<GemmVariant>, CalibError> {
     t.rows()
         .map(|r| {
             // 0 stands for "the library's own" (cuBLAS rows).
-            let num = |col: &str, max: u32| {
-                r.text(col)
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|v| *v <= max)
-                    .ok_or_else(|| CalibError::Parse {
-                        origin: GEMM_VARIANTS.path.into(),
-                        line: r.line,
-                        problem: format!(
-                            "`{}` in column {col} is not an integer in 0..={max}",
-                            r.text(col)
-                        ),
-                    })
-            };
+            let num = |col: &str, max: u64| r.int(col, 0, max).map(|v| v as u32);
             Ok(GemmVariant {
                 kernel: r.text("kernel").to_string(),
                 n: r.count("n", 1 << 20)? as u32,

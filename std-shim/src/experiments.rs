@@ -62,8 +62,12 @@ pub fn closest_gemm(cfg: &GpuConfig, [m, n, k]: [u32; 3]) -> GemmParams {
 
 /// Runs the closest GEMM for `shape` on `cfg`.
 pub fn run_gemm(cfg: &GpuConfig, shape: [u32; 3]) -> Result<Report, BenchError> {
-    let p = closest_gemm(cfg, shape);
-    let k = gemm(&p)?;
+    run_gemm_params(cfg, &closest_gemm(cfg, shape))
+}
+
+/// Runs the GEMM `p` on `cfg`; the report counts `2 M N K` FLOPs.
+pub fn run_gemm_params(cfg: &GpuConfig, p: &GemmParams) -> Result<Report, BenchError> {
+    let k = gemm(p)?;
     let out = simulate(cfg, &k, &mut ())?;
     Ok(Report::new(cfg, &k, &out).with_workload_flops(p.flops()))
 }

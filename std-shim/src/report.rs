@@ -244,9 +244,9 @@ pub struct Report {
 }
 
 /// TFLOP/s of `flops` done in `time_us` microseconds followed by a
-/// launch gap of `gap_ns` nanoseconds (0 when no time passes).
-pub fn back_to_back(flops: u64, time_us: f64, gap_ns: u32) -> f64 {
-    let t = time_us + gap_ns as f64 / 1e3;
+/// launch gap of `gap_us` microseconds (0 when no time passes).
+pub fn back_to_back(flops: u64, time_us: f64, gap_us: f64) -> f64 {
+    let t = time_us + gap_us;
     if time_us > 0.0 && t > 0.0 {
         flops as f64 / (t * 1e6)
     } else {
@@ -298,7 +298,11 @@ impl Report {
             wgmma_flops: outcome.flops,
             tflops,
             launch_gap_us: cfg.launch_gap_ns as f64 / 1e3,
-            back_to_back_tflops: back_to_back(outcome.flops, time_us, cfg.launch_gap_ns),
+            back_to_back_tflops: back_to_back(
+                outcome.flops,
+                time_us,
+                cfg.launch_gap_ns as f64 / 1e3,
+            ),
             engines: Engines {
                 tensor_busy_cycles: st.tensor_busy_cycles,
                 tma_busy_cycles: st.tma_busy_cycles,
@@ -346,8 +350,7 @@ impl Report {
         } else {
             0.0
         };
-        let gap_ns = (self.launch_gap_us * 1e3).round() as u32;
-        self.back_to_back_tflops = back_to_back(flops, self.time_us, gap_ns);
+        self.back_to_back_tflops = back_to_back(flops, self.time_us, self.launch_gap_us);
         self.flops_source = "workload".to_string();
         self
     }

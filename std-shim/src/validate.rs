@@ -33,7 +33,7 @@ use crate::calibrate::{
 use crate::calibrate_l2::{calibrate_l2_bw, L2BwOptions};
 use crate::data;
 use crate::experiments::{
-    fa3_label, fa3_params, gemm_label, point_error, run_all, run_fa3, run_gemm,
+    fa3_label, fa3_params, gemm_label, point_error, run_all, run_fa3, run_gemm, run_gemm_params,
 };
 use crate::gen::wgmma_bench::wgmma_figures;
 
@@ -461,72 +461,50 @@ fn gemm_variants(
 ) -> Result<Dataset, CalibError> {
     let cfg = preset("h100", over);
     let rows = data::gemm_variant_points()?;
-    let runnable: Vec<&data::GemmVariant> = rows
+    // Each row with the generator's kernel for it, or why there is none.
+    let (runnable, skipped): (Vec<_>, Vec<_>) = rows
         .iter()
-        .filter(|r| variant_params(r, &cfg).is_ok())
-        .collect();
+        .map(|r| (r, variant_params(r, &cfg)))
+        .partition(|(_, p)| p.is_ok());
     let sims = run_all(
         &runnable,
-        |r| {
-            let p = variant_params(r, &cfg).expect("filtered to the runnable rows");
-            let label = r.label();
-            let k = crate::gen::gemm(&p).map_err(|e| point_error(label.clone(), e.into()))?;
-            let out = crate::run::simulate(&cfg, &k, &mut ())
-                .map_err(|e| point_error(label.clone(), e.into()))?;
-            Ok(crate::report::Report::new(&cfg, &k, &out)
-                .with_workload_flops(p.flops())
-                .back_to_back_tflops)
+        |(r, p)| {
+            let p = p.as_ref().expect("partitioned to the runnable rows");
+            run_gemm_params(&cfg, p)
+                .map(|rep| rep.back_to_back_tflops)
+                .map_err(|e| point_error(r.label(), e))
         },
         progress,
     )?;
-    let mut points: Vec<Point> = runnable
-        .iter()
-        .zip(&sims)
-        .map(|(r, s)| point(r.label(), r.tflops, *s))
-        .collect();
-    // The order of the variants at each N, measured against simulated.
-    let mut order_note = Vec::new();
-    let mut ns: Vec<u32> = runnable.iter().map(|r| r.n).collect();
-    ns.dedup();
-    for n in ns {
-        let at: Vec<(&&data::GemmVariant, f64)> = runnable
-            .iter()
-            .zip(sims.iter().copied())
-            .filter(|(r, _)| r.n == n)
-            .collect();
-        let rank = |key: &dyn Fn(&(&&data::GemmVariant, f64)) -> f64| {
-            let mut v = at.clone();
-            v.sort_by(|a, b| key(b).total_cmp(&key(a)));
-            v.iter()
-                .map(|(r, _)| r.kernel.as_str())
-                .collect::<Vec<_>>()
-                .join(" > ")
-        };
-        let measured = rank(&|x| x.0.tflops);
-        let simulated = rank(&|x| x.1);
-        let same = if measured == simulated {
-            "same"
-        } else {
-            "differs"
-        };
-        order_note.push(format!(
-            "N={n} measured {measured}; simulated {simulated} ({same})"
-        ));
-    }
-    let skipped: Vec<String> = rows
-        .iter()
-        .filter_map(|r| {
-            variant_params(r, &cfg)
-                .err()
-                .map(|why| format!("{} ({why})", r.label()))
+    let ran: Vec<(&data::GemmVariant, f64)> = runnable.iter().map(|(r, _)| *r).zip(sims).collect();
+    let mut figure = String::from("TFLOP/s; order: ");
+    let orders: Vec<String> = variant_orders(&ran)
+        .into_iter()
+        .map(|o| {
+            let same = if o.measured == o.simulated {
+                "same"
+            } else {
+                "differs"
+            };
+            format!(
+                "N={} measured {}; simulated {} ({same})",
+                o.n, o.measured, o.simulated
+            )
         })
         .collect();
-    let mut figure = String::from("TFLOP/s; order: ");
-    figure.push_str(&order_note.join("; "));
+    figure.push_str(&orders.join("; "));
     if !skipped.is_empty() {
+        let why: Vec<String> = skipped
+            .iter()
+            .filter_map(|(r, p)| p.as_ref().err().map(|e| format!("{} ({e})", r.label())))
+            .collect();
         figure.push_str("; not simulated: ");
-        figure.push_str(&skipped.join(", "));
+        figure.push_str(&why.join(", "));
     }
+    let mut points: Vec<Point> = ran
+        .iter()
+        .map(|(r, s)| point(r.label(), r.tflops, *s))
+        .collect();
     points.sort_by_key(|p| p.label.clone());
     Ok(dataset(
         "gemm-variants",
@@ -536,6 +514,40 @@ fn gemm_variants(
         "",
         points,
     ))
+}
+
+/// The measured and simulated order of the kernels at one size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariantOrder {
+    /// M = N = K.
+    pub n: u32,
+    /// The kernels fastest first by measured TFLOP/s, `a > b > c`.
+    pub measured: String,
+    /// The same by simulated TFLOP/s.
+    pub simulated: String,
+}
+
+/// The order of the variants at each size of `ran` (each row with its
+/// simulated TFLOP/s), sizes ascending; ties keep the rows' order.
+pub fn variant_orders(ran: &[(&data::GemmVariant, f64)]) -> Vec<VariantOrder> {
+    let mut ns: Vec<u32> = ran.iter().map(|(r, _)| r.n).collect();
+    ns.sort_unstable();
+    ns.dedup();
+    let rank = |n: u32, key: &dyn Fn(&(&data::GemmVariant, f64)) -> f64| {
+        let mut at: Vec<&(&data::GemmVariant, f64)> = ran.iter().filter(|x| x.0.n == n).collect();
+        at.sort_by(|a, b| key(b).total_cmp(&key(a)));
+        at.iter()
+            .map(|(r, _)| r.kernel.as_str())
+            .collect::<Vec<_>>()
+            .join(" > ")
+    };
+    ns.into_iter()
+        .map(|n| VariantOrder {
+            n,
+            measured: rank(n, &|x| x.0.tflops),
+            simulated: rank(n, &|x| x.1),
+        })
+        .collect()
 }
 
 /// Runs the datasets `opts` selects. `progress(dataset, done, total)`
@@ -801,5 +813,31 @@ mod tests {
         );
         assert_eq!(lines.len(), 5, "{m}");
         assert_eq!(markdown_cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn the_variants_order_is_per_size_and_by_throughput() {
+        let v = |kernel: &str, n: u32, tflops: f64| data::GemmVariant {
+            kernel: kernel.into(),
+            n,
+            tile: [128, 128, 64],
+            stages: 2,
+            consumers: 1,
+            persistent_ctas: 0,
+            cluster_m: 1,
+            tflops,
+        };
+        let (a, b, c) = (
+            v("a", 12288, 700.0),
+            v("b", 6144, 600.0),
+            v("c", 6144, 650.0),
+        );
+        let ran = [(&a, 100.0), (&b, 700.0), (&c, 690.0)];
+        let o = variant_orders(&ran);
+        assert_eq!(o.len(), 2);
+        assert_eq!((o[0].n, o[1].n), (6144, 12288));
+        assert_eq!(o[0].measured, "c > b");
+        assert_eq!(o[0].simulated, "b > c");
+        assert_eq!(o[1].measured, "a");
     }
 }

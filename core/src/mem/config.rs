@@ -112,6 +112,24 @@ impl L2Config {
         ((k + 1) * num / den - k * num / den) as u32
     }
 
+    /// The cycles every line holds a slice's port when the width divides
+    /// the line exactly (`far` selects the cross-partition width), so that
+    /// [`L2Config::port_cycles`] need not be asked line by line; 0 when
+    /// the width spreads lines over fractional cycles.
+    pub const fn whole_port_cycles(&self, far: bool) -> u32 {
+        let r = if far {
+            self.far_bytes_per_cycle
+        } else {
+            self.slice_bytes_per_cycle
+        };
+        let bytes = self.line_bytes as u64 * r.den as u64;
+        if r.num > 0 && bytes % r.num as u64 == 0 {
+            (bytes / r.num as u64) as u32
+        } else {
+            0
+        }
+    }
+
     /// The address the DRAM controllers decode for line address `addr`:
     /// with [`L2Config::dram_hash`], the line number folded as
     /// `line ^ (line >> 7) ^ (line >> 14)` (a bijection).
@@ -398,6 +416,8 @@ mod tests {
         let next: Vec<u32> = (7..14).map(|k| c.port_cycles(k, false)).collect();
         assert_eq!(lens, next);
         assert!((0..100).all(|k| l2(64, 1).port_cycles(k, false) == 2));
+        assert_eq!(l2(64, 1).whole_port_cycles(false), 2);
+        assert_eq!(l2(56, 1).whole_port_cycles(false), 0);
         assert!((0..100).all(|k| l2(128, 1).port_cycles(k, false) == 1));
         // A huge count repeats the period, without overflow.
         let far_on = 56 * (u64::MAX / 56 - 1);

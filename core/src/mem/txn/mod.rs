@@ -448,19 +448,7 @@ impl<'a> TxnMemory<'a> {
                 mshr,
                 mshr_next,
                 port_served,
-                port_len: [false, true].map(|far| {
-                    let r = if far {
-                        l2.far_bytes_per_cycle
-                    } else {
-                        l2.slice_bytes_per_cycle
-                    };
-                    let bytes = l2.line_bytes as u64 * r.den as u64;
-                    if r.num > 0 && bytes % r.num as u64 == 0 {
-                        (bytes / r.num as u64) as u32
-                    } else {
-                        0
-                    }
-                }),
+                port_len: [l2.whole_port_cycles(false), l2.whole_port_cycles(true)],
                 coal,
                 coal_n: z.coal / z.pairs.max(1),
                 chunks,
