@@ -14,6 +14,7 @@ use simfa_std::calibrate::{
 };
 use simfa_std::calibrate_l2::{calibrate_l2_bw, L2BwOptions};
 use simfa_std::calibrate_sm::{calibrate_sm, SmOptions};
+use simfa_std::calibrate_store::calibrate_store;
 use simfa_std::config::{load_config, preset};
 use simfa_std::gemm_bubbles::{fit_bubbles, read_points};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
@@ -231,6 +232,17 @@ pub enum CalibrateCmd {
         memory: Option<simfa_core::config::MemoryModel>,
         #[command(flatten)]
         arrival: crate::ArrivalArg,
+    },
+    /// Register stores (st.global) against a GEMM epilogue timed on the
+    /// GPU (data/register_stores.csv), on each row's preset; with --fit,
+    /// fit the presets' store_request_cycles on the rows first.
+    Store {
+        /// Print one JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Fit store_request_cycles on the rows and run them with it.
+        #[arg(long)]
+        fit: bool,
     },
     /// Fit the SM compute model on the shipped data: the power-limited
     /// clock of each GPU (tensor_sustained_mhz, on the clock, WGMMA and
@@ -550,6 +562,15 @@ impl CalibrateCmd {
                 let result = calibrate_l2_bw(&cfg_of, &opts, &|d, t| counter.update(d, t));
                 counter.finish();
                 let c = result.map_err(calib_failure)?;
+                if json {
+                    out(&format!("{}\n", c.to_json()))
+                } else {
+                    out(&c.to_text())
+                }
+            }
+            CalibrateCmd::Store { json, fit } => {
+                let cfg_of = |name: &str| GpuConfig::preset(name).unwrap_or_else(GpuConfig::h800);
+                let c = calibrate_store(&cfg_of, fit).map_err(calib_failure)?;
                 if json {
                     out(&format!("{}\n", c.to_json()))
                 } else {

@@ -56,7 +56,7 @@ use simfa_std::config::{load_config, preset};
 use simfa_std::fa3log::Fa3LogWriter;
 use simfa_std::gantt::{write_chrome_trace, write_svg, GanttRecorder};
 use simfa_std::gemm_bubbles::read_bubbles;
-use simfa_std::gen::{fa3, gemm, Calibration, GemmParams};
+use simfa_std::gen::{fa3, gemm, Calibration, Epilogue, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::proton::export::ProtonWriter;
 use simfa_std::proton::ops_file::{ops_path, OpsFile};
@@ -246,6 +246,16 @@ struct Shape {
     /// Grouped rasterisation: row blocks swept together (1: row-major).
     #[arg(long, default_value_t = 1)]
     group_m: u32,
+    /// Write C through shared memory with a TMA store (as CUTLASS and
+    /// cuBLAS do). Without it the epilogue stores C straight from the
+    /// accumulator registers with st.global, 16 bytes per sector request
+    /// (as fast.cu's kernels do), and sets no shared memory aside for C.
+    #[arg(long)]
+    tma_store: bool,
+    /// N of each WGMMA (a multiple of 8 dividing --block-n; default
+    /// --block-n): a tile takes block_n / wgmma_n WGMMAs side by side.
+    #[arg(long)]
+    wgmma_n: Option<u32>,
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
     /// 330 cycles per BK=64 iteration; section V-B3).
     #[arg(long, conflicts_with = "bubbles")]
@@ -528,6 +538,12 @@ impl Shape {
             persistent: self.persistent,
             ctas: cfg.sms as u32,
             group_m: self.group_m,
+            epilogue: if self.tma_store {
+                Epilogue::Tma
+            } else {
+                Epilogue::Registers
+            },
+            wgmma_n: self.wgmma_n.unwrap_or(0),
             ..GemmParams::new(self.m, self.n, self.k)
         };
         if self.calibrated {

@@ -376,7 +376,9 @@ fn walk(
                 e.flops = e.flops.saturating_add(FLOPS_PER_N * n as u64);
                 e.tensor_cycles = e.tensor_cycles.saturating_add(cfg.wgmma_cycles(n, mode));
             }
-            Instr::TmaLoad { map, coords, .. } | Instr::TmaStore { map, coords } => {
+            Instr::TmaLoad { map, coords, .. }
+            | Instr::TmaStore { map, coords }
+            | Instr::StGlobal { map, coords, .. } => {
                 let Some(m) = k.maps.get(map as usize) else {
                     pc += 1;
                     continue;

@@ -245,6 +245,12 @@ pub struct GpuConfig {
     /// time and, with this gap, its back-to-back period (`simfa
     /// validate` compares host-timed figures with the latter).
     pub launch_gap_ns: u32,
+    /// Cycles the SM's store path takes per sector write request of
+    /// register stores ([`crate::Instr::StGlobal`]), shared by the SM's
+    /// WarpGroups: an L1 write-through request that carries part of a
+    /// 32-byte sector. Fitted by `simfa calibrate store` on fast.cu's
+    /// measured epilogue (data/register_stores.csv).
+    pub store_request_cycles: Ratio,
     /// Which memory model serves the TMA engines.
     pub memory: MemoryModel,
     /// The fixed memory port (with `memory = "fixed"`).
@@ -330,6 +336,11 @@ const fn per_sm_bw(gb_per_s: u32, sms: u16, clock_mhz: u32) -> Ratio {
     Ratio::new(gb_per_s * 1000, sms as u32 * clock_mhz)
 }
 
+/// Cycles per sector write request of register stores: `simfa calibrate
+/// store --fit` on data/register_stores.csv (fast.cu kernel 5's measured
+/// epilogue).
+pub const STORE_REQUEST_CYCLES: Ratio = Ratio::new(2279, 1024);
+
 impl GpuConfig {
     /// H800 SXM5: 132 SMs at 1830 MHz, HBM3 3.35 TB/s (the paper's Table II machine).
     pub fn h800() -> Self {
@@ -361,6 +372,7 @@ impl GpuConfig {
             // stream launches on an H200 (gpu-benches gpu-small-kernels),
             // about 2.1 us on an H100 (data/launch_gap.csv).
             launch_gap_ns: 2200,
+            store_request_cycles: STORE_REQUEST_CYCLES,
             memory: MemoryModel::Transaction,
             port: FixedPortConfig {
                 latency: 500,
@@ -535,6 +547,13 @@ impl GpuConfig {
             self.launch_gap_ns <= 1_000_000_000,
             "launch_gap_ns",
             "must be at most 10^9 (one second)",
+        )?;
+        check(
+            self.store_request_cycles.den > 0
+                && self.store_request_cycles.num <= 1 << 20
+                && self.store_request_cycles.den <= 1 << 20,
+            "store_request_cycles",
+            "denominator must be positive, numerator and denominator at most 1048576",
         )?;
         check(
             self.warps_per_sm >= 4 && self.warps_per_sm % 4 == 0 && self.warps_per_sm <= 128,

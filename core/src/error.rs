@@ -181,6 +181,14 @@ pub enum KernelError {
         /// The offending N.
         n: u16,
     },
+    /// An `st.global` whose sector requests would carry no bytes or more
+    /// than a 32-byte sector.
+    BadStoreSegment {
+        /// Instruction index.
+        at: u16,
+        /// The offending segment.
+        segment: u8,
+    },
     /// A named-barrier thread count that is zero or not a multiple of 128.
     BadThreadCount {
         /// Instruction index.
@@ -265,6 +273,10 @@ impl fmt::Display for KernelError {
             KernelError::BadWgmmaShape { at, n } => write!(
                 f,
                 "instruction {at}: wgmma N={n} is not a Hopper shape (multiple of 8 in 8..=256)"
+            ),
+            KernelError::BadStoreSegment { at, segment } => write!(
+                f,
+                "instruction {at}: st.global segment {segment} is not 1 to 32 bytes (one sector request)"
             ),
             KernelError::BadThreadCount { at } => write!(
                 f,

@@ -371,6 +371,26 @@ pub enum Instr {
     },
     /// The WarpGroup finishes.
     Exit,
+    /// The WarpGroup stores one box of a tensor straight from its registers
+    /// (`st.global`, no shared-memory staging, no TMA): its threads' store
+    /// instructions reach memory as sector write requests that each carry
+    /// `segment` bytes of the box. The SM's store path takes
+    /// [`crate::GpuConfig::store_request_cycles`] per request, shared by
+    /// the SM's WarpGroups; the WarpGroup goes on once its requests have
+    /// left, and the box's lines are then written like a store's (a
+    /// `store.wait` or the WarpGroup's exit waits for them).
+    StGlobal {
+        /// Tensor map index.
+        map: u8,
+        /// Box origin.
+        coords: [ExprId; 5],
+        /// Bytes of the box one sector request carries (1 to 32): 16 when
+        /// each warp store instruction writes 16-byte runs, as a WGMMA
+        /// accumulator's rows of 2-byte elements stored in bf16x2 pairs
+        /// (8 rows x 16 bytes per instruction) or element by element down
+        /// a column-major tensor (4 columns x 16 bytes) are.
+        segment: u8,
+    },
 }
 
 /// A resolved instruction, with every operand evaluated. This is what the
@@ -490,6 +510,15 @@ pub enum Op {
     },
     /// See [`Instr::Exit`].
     Exit,
+    /// See [`Instr::StGlobal`].
+    StGlobal {
+        /// Tensor map.
+        map: u8,
+        /// Box origin.
+        coords: [i64; 5],
+        /// Bytes one sector request carries (1 to 32).
+        segment: u8,
+    },
 }
 
 impl Op {
@@ -502,6 +531,9 @@ impl Op {
     pub fn fits(&self, k: &crate::kernel::Kernel) -> bool {
         match *self {
             Op::TmaLoad { map, .. } | Op::TmaStore { map, .. } => (map as usize) < k.maps.len(),
+            Op::StGlobal { map, segment, .. } => {
+                (map as usize) < k.maps.len() && (1..=32).contains(&segment)
+            }
             Op::Wgmma { n, .. } => (8..=256).contains(&n) && n % 8 == 0,
             Op::BarSync { threads, .. } | Op::BarArrive { threads, .. } => {
                 threads != 0 && threads as u32 % crate::kernel::WG_THREADS == 0
@@ -532,6 +564,7 @@ impl Op {
             Op::Bubble { .. } => 17,
             Op::Exit => 18,
             Op::Compute { .. } => 19,
+            Op::StGlobal { .. } => 20,
         }
     }
 
@@ -557,6 +590,7 @@ impl Op {
             Op::Bubble { .. } => "bubble",
             Op::Exit => "exit",
             Op::Compute { .. } => "compute",
+            Op::StGlobal { .. } => "st.global",
         }
     }
 }

@@ -388,6 +388,16 @@ impl Kernel {
                     self.mbar_ok(bar, depth, at)?;
                 }
                 Instr::TmaStore { map, coords } => self.map_ok(map, &coords, depth, at)?,
+                Instr::StGlobal {
+                    map,
+                    coords,
+                    segment,
+                } => {
+                    self.map_ok(map, &coords, depth, at)?;
+                    if !(1..=32).contains(&segment) {
+                        return Err(KernelError::BadStoreSegment { at, segment });
+                    }
+                }
                 Instr::BulkLoad { bar, addr, .. } => {
                     self.mbar_ok(bar, depth, at)?;
                     self.expr_ok(addr, depth, at)?;

@@ -128,6 +128,13 @@ enum Op {
     Loop(u8),
     End,
     Exit,
+    /// Register stores; the segment is raw so that 0 and > 32 reach
+    /// validation.
+    StGlobal {
+        map: u8,
+        coords: [u8; 2],
+        segment: u8,
+    },
 }
 
 fn name(s: &str) -> simfa_core::kernel::Name {
@@ -218,6 +225,15 @@ fn build(d: &Desc) -> Option<Kernel> {
                 Op::TmaStore { map, coords } => Instr::TmaStore {
                     map: map % 3,
                     coords: [ex(coords[0]), ex(coords[1]), 0, 0, 0],
+                },
+                Op::StGlobal {
+                    map,
+                    coords,
+                    segment,
+                } => Instr::StGlobal {
+                    map: map % 3,
+                    coords: [ex(coords[0]), ex(coords[1]), 0, 0, 0],
+                    segment: segment % 40,
                 },
                 Op::BulkLoad {
                     bar: b,

@@ -50,9 +50,12 @@ pub const GEMM_VARIANTS: DataFile = data_file!("gemm_variants.csv");
 
 /// The period of back-to-back launches (the presets' `launch_gap_ns`).
 pub const LAUNCH_GAP: DataFile = data_file!("launch_gap.csv");
+/// A GEMM epilogue's register stores, timed on the GPU (the presets'
+/// `store_request_cycles`).
+pub const REGISTER_STORES: DataFile = data_file!("register_stores.csv");
 
 /// Every shipped file.
-pub const ALL: [DataFile; 10] = [
+pub const ALL: [DataFile; 11] = [
     POINTER_CHASE,
     TMA_THROUGHPUT,
     WGMMA,
@@ -63,6 +66,7 @@ pub const ALL: [DataFile; 10] = [
     L2_BANDWIDTH,
     GEMM_VARIANTS,
     LAUNCH_GAP,
+    REGISTER_STORES,
 ];
 
 /// A parsed table: its header and its data rows with their line numbers.
@@ -342,6 +346,8 @@ pub struct GemmVariant {
     pub persistent_ctas: u32,
     /// CTAs per cluster along M (the B tile multicast to them); 1 for none.
     pub cluster_m: u32,
+    /// N of each WGMMA (0 for the library's own).
+    pub wgmma_n: u32,
     /// Measured TFLOP/s.
     pub tflops: f64,
 }
@@ -365,6 +371,7 @@ pub fn gemm_variant_points() -> Result<Vec<GemmVariant>, CalibError> {
         "consumers",
         "persistent_ctas",
         "cluster_m",
+        "wgmma_n",
         "tflops",
     ];
     let t = Table::of(GEMM_VARIANTS, &cols)?;
@@ -384,6 +391,7 @@ pub fn gemm_variant_points() -> Result<Vec<GemmVariant>, CalibError> {
                 consumers: num("consumers", 4)?,
                 persistent_ctas: num("persistent_ctas", 1 << 16)?,
                 cluster_m: num("cluster_m", 16)?,
+                wgmma_n: num("wgmma_n", 256)?,
                 tflops: r.positive("tflops")?,
             })
         })

@@ -33,6 +33,8 @@ pub fn closest_gemm(cfg: &GpuConfig, [m, n, k]: [u32; 3]) -> GemmParams {
         stages: 3,
         consumers: 2,
         ctas: cfg.sms as u32,
+        // Vendor libraries stage C in shared memory for a TMA store.
+        epilogue: crate::gen::Epilogue::Tma,
         ..GemmParams::new(m, n, k)
     };
     let narrow = GemmParams {

@@ -20,6 +20,7 @@ pub mod asm;
 pub mod calibrate;
 pub mod calibrate_l2;
 pub mod calibrate_sm;
+pub mod calibrate_store;
 pub mod check;
 pub mod config;
 pub mod data;

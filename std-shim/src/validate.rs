@@ -426,9 +426,8 @@ fn l2_bandwidth(
 /// The generator's closest kernel to a row of the fast.cu ladder, or why
 /// there is none: cuBLAS is the library stand-in of `gemm-h100`; the
 /// hand-written kernels keep their tiles, stages, consumers and persistent
-/// grid (grouped by 16 row blocks, as their 16 x 8 blocks of tiles).
-/// Their epilogue differs: the generator stages C through shared memory
-/// for a TMA store, fast.cu stores it from registers.
+/// grid (grouped by 16 row blocks, as their 16 x 8 blocks of tiles), their
+/// WGMMA width, and store C from registers as they do.
 fn variant_params(
     r: &data::GemmVariant,
     cfg: &GpuConfig,
@@ -448,10 +447,12 @@ fn variant_params(
         persistent: r.persistent_ctas > 0,
         ctas: r.persistent_ctas.max(1),
         group_m: if r.persistent_ctas > 0 { 16 } else { 1 },
+        epilogue: crate::gen::Epilogue::Registers,
+        wgmma_n: r.wgmma_n,
         ..crate::gen::GemmParams::new(r.n, r.n, r.n)
     };
     p.validate()
-        .map_err(|_| "does not fit the generator's kernel (its C staging in shared memory)")?;
+        .map_err(|_| "does not fit the generator's kernel")?;
     Ok(p)
 }
 
@@ -825,6 +826,7 @@ mod tests {
             consumers: 1,
             persistent_ctas: 0,
             cluster_m: 1,
+            wgmma_n: 128,
             tflops,
         };
         let (a, b, c) = (

@@ -26,6 +26,9 @@ enum Outcome {
     NextThenWait(WaitReason),
     /// Issued; the WarpGroup sleeps until the given cycle.
     Sleep(u64),
+    /// Issued; the WarpGroup's register stores leave the SM's store path
+    /// until the given cycle, and it waits for them.
+    Storing(u64),
     /// Issued; the WarpGroup runs a `compute` on the SM's shared units
     /// until they wake it.
     Compute,
@@ -113,8 +116,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 self.make_unready(ti, TState::Waiting(reason));
                 self.emit(obs, Event::Stall { who, reason });
             }
-            Outcome::Sleep(until) => {
-                self.stats.bubble_cycles += until - self.now;
+            Outcome::Sleep(until) | Outcome::Storing(until) => {
+                if matches!(outcome, Outcome::Sleep(_)) {
+                    self.stats.bubble_cycles += until - self.now;
+                }
                 self.threads[ti].since = until;
                 self.make_unready(ti, TState::Sleeping);
                 self.push(until, Ev::Wake { thread: ti as u32 })?;
@@ -293,6 +298,38 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     setup,
                     obs,
                 )?
+            }
+            Op::StGlobal {
+                map,
+                coords,
+                segment,
+            } => {
+                if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
+                    return Ok(Outcome::Stall(WaitReason::TmaSlot));
+                }
+                let kernel = self.kernel;
+                let m = &kernel.maps[map as usize];
+                let bytes = m.box_bytes(&coords);
+                // The SM's store path takes the requests of one `st.global`
+                // after those of the ones before it; the lines follow.
+                let requests = bytes.div_ceil(segment.max(1) as u64);
+                let start = self.sms[sm].store_free.max(now);
+                let end = start.saturating_add(self.cfg.store_request_cycles.mul_ceil(requests));
+                self.sms[sm].store_free = end;
+                self.start_transfer(
+                    ti,
+                    u16::MAX,
+                    Direction::Store,
+                    Shape::Tensor { map: m, coords },
+                    bytes,
+                    end - now,
+                    obs,
+                )?;
+                if end > now + 1 {
+                    Outcome::Storing(end)
+                } else {
+                    Outcome::Next
+                }
             }
             Op::BulkLoad { bar, addr, bytes } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
@@ -844,6 +881,15 @@ fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
         },
         Instr::Bubble { cycles } => Op::Bubble { cycles },
         Instr::Compute { work } => Op::Compute { work },
+        Instr::StGlobal {
+            map,
+            coords,
+            segment,
+        } => Op::StGlobal {
+            map,
+            coords: coords_of(k, map, &coords, ctx),
+            segment,
+        },
         Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
     }
 }

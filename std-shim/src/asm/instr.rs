@@ -156,6 +156,18 @@ impl Parser<'_> {
                     }
                 }
             }
+            "st.global" => {
+                let map = self.lookup(l, Kind::Map)?;
+                comma(l, "tensor map name")?;
+                let coords = self.coords(l, map, word, depth)?;
+                comma(l, "coordinates")?;
+                let segment = uint(l, "segment bytes (1 to 32)", 32)? as u8;
+                Instr::StGlobal {
+                    map: map as u8,
+                    coords,
+                    segment,
+                }
+            }
             "bulk.load" => {
                 let bar = self.decl_ref(l, Kind::Mbar, depth)?;
                 comma(l, "mbarrier")?;

@@ -254,6 +254,7 @@ impl Parser<'_> {
             | KernelError::BadMbarrier { at }
             | KernelError::BadStage { at }
             | KernelError::BadWgmmaShape { at, .. }
+            | KernelError::BadStoreSegment { at, .. }
             | KernelError::BadThreadCount { at }
             | KernelError::UnbalancedLoop { at }
             | KernelError::LoopTooDeep { at }

@@ -96,6 +96,17 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             out.push_str(", ");
             coords(out, k, map, &c);
         }
+        Instr::StGlobal {
+            map,
+            coords: c,
+            segment,
+        } => {
+            out.push_str("st.global ");
+            map_name(out, k, map);
+            out.push_str(", ");
+            coords(out, k, map, &c);
+            let _ = write!(out, ", {segment}");
+        }
         Instr::BulkLoad { bar, addr, bytes } => {
             out.push_str("bulk.load ");
             decl_ref(out, k, bar, false);

@@ -78,6 +78,19 @@
 //! `[BM, group_m, M/(BM*group_m)]` (rank 4, same base and strides, so the
 //! same addresses as the row-major 2-D map).
 //!
+//! # The epilogue
+//!
+//! [`Epilogue::Tma`] (the default of [`GemmParams::new`], the paper's
+//! kernel) stages C in shared memory and writes it with `tma.store`, as
+//! above. [`Epilogue::Registers`] (the default of `simfa gemm`, sweeps and
+//! Python, as fast.cu's kernels do) replaces the store with
+//! `st.global C, [...], 16`: each consumer stores its rows straight from
+//! registers in 16-byte sector requests, which the SM's store path takes
+//! at `store_request_cycles` each; no shared memory is set aside for C
+//! and a persistent kernel does not drain a staging buffer between tiles.
+//! `wgmma_n` narrows the WGMMAs (fast.cu's kernel 2 covers a 128-column
+//! tile with two m64n64k16 per k-step).
+//!
 //! # Calibration bubbles
 //!
 //! `prologue_bubble` (once per CTA, at the start of every WarpGroup that
@@ -167,6 +180,26 @@ impl Calibration {
     }
 }
 
+/// How a GEMM writes its C tile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// Stage the converted tile in shared memory and write it with a TMA
+    /// store (the paper's kernel, CUTLASS's and cuBLAS's Hopper GEMMs).
+    #[default]
+    Tma,
+    /// Store the converted accumulator straight from registers
+    /// (`st.global`), as fast.cu's kernels do: every warp store instruction
+    /// writes 16-byte runs, one sector request each (the accumulator's
+    /// rows in bf16x2 pairs, or element by element down a column-major C),
+    /// and no shared memory is set aside for C.
+    Registers,
+}
+
+impl Epilogue {
+    /// Bytes of C one sector request of the register epilogue carries.
+    pub const STORE_SEGMENT: u8 = 16;
+}
+
 /// The problem shape of a GEMM and the kernel that computes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmParams {
@@ -203,6 +236,12 @@ pub struct GemmParams {
     /// Cycles of residual work per BK=64 iteration, scaled by
     /// `block_k / 64` (default 0).
     pub iter_bubble: u32,
+    /// How C is written (default [`Epilogue::Tma`]).
+    pub epilogue: Epilogue,
+    /// N of each WGMMA: `block_n` (0, the default) or a divisor of it that
+    /// is a multiple of 8; a tile of `block_n` columns then takes
+    /// `block_n / wgmma_n` WGMMAs side by side.
+    pub wgmma_n: u32,
 }
 
 impl Default for GemmParams {
@@ -262,6 +301,8 @@ impl GemmParams {
             group_m: 1,
             prologue_bubble: 0,
             iter_bubble: 0,
+            epilogue: Epilogue::Tma,
+            wgmma_n: 0,
         }
     }
 
@@ -322,10 +363,21 @@ impl GemmParams {
         self.block_m / self.consumers.max(1)
     }
 
-    /// WGMMAs (m64nNk16, N = `block_n`) each WGMMA-issuing WarpGroup issues
-    /// per main-loop iteration.
+    /// The N of each WGMMA: `wgmma_n`, or `block_n` when that is 0.
+    pub fn mma_n(&self) -> u32 {
+        if self.wgmma_n == 0 {
+            self.block_n
+        } else {
+            self.wgmma_n
+        }
+    }
+
+    /// WGMMAs (m64nNk16, N = [`GemmParams::mma_n`]) each WGMMA-issuing
+    /// WarpGroup issues per main-loop iteration.
     pub fn wgmmas_per_iter(&self) -> u32 {
-        self.rows_per_consumer() / WGMMA_M * (self.block_k / WGMMA_K)
+        self.rows_per_consumer() / WGMMA_M
+            * (self.block_n / self.mma_n().max(1))
+            * (self.block_k / WGMMA_K)
     }
 
     /// Bytes one stage holds: the A and B tiles of one iteration.
@@ -333,11 +385,19 @@ impl GemmParams {
         (self.block_m as u64 + self.block_n as u64) * self.block_k as u64 * ELEM_BYTES as u64
     }
 
-    /// Shared memory per CTA: `stages` stages plus the C tile staged for
-    /// the store.
+    /// Shared memory per CTA: `stages` stages plus, with the TMA
+    /// epilogue, the C tile staged for the store.
     pub fn smem_bytes(&self) -> u64 {
-        self.stages as u64 * self.stage_bytes()
-            + self.block_m as u64 * self.block_n as u64 * ELEM_BYTES as u64
+        self.stages as u64 * self.stage_bytes() + self.c_staging_bytes()
+    }
+
+    /// Shared memory the C tile takes for a TMA store (0 for register
+    /// stores).
+    pub fn c_staging_bytes(&self) -> u64 {
+        match self.epilogue {
+            Epilogue::Tma => self.block_m as u64 * self.block_n as u64 * ELEM_BYTES as u64,
+            Epilogue::Registers => 0,
+        }
     }
 
     /// Registers per thread of a WGMMA-issuing WarpGroup: its FP32
@@ -399,6 +459,16 @@ impl GemmParams {
         if self.group_m == 0 {
             return Err(bad("group_m", "0 must be at least 1".into()));
         }
+        let n = self.mma_n();
+        if n % 8 != 0 || n > self.block_n || self.block_n % n != 0 {
+            return Err(bad(
+                "wgmma_n",
+                format!(
+                    "{} must be a multiple of 8 that divides block_n = {}",
+                    self.wgmma_n, self.block_n
+                ),
+            ));
+        }
         if self.persistent {
             if self.ctas == 0 {
                 return Err(bad(
@@ -453,7 +523,7 @@ impl GemmParams {
                     "{} stages of {} bytes and a {}-byte C tile need {} bytes of shared memory (at most {MAX_SMEM_PER_CTA})",
                     self.stages,
                     self.stage_bytes(),
-                    self.block_m as u64 * self.block_n as u64 * ELEM_BYTES as u64,
+                    self.c_staging_bytes(),
                     self.smem_bytes()
                 ),
             ));
@@ -696,7 +766,7 @@ fn emit_mma(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> 
     k.op(Instr::MbarWait { bar: full, parity })?;
     for _ in 0..p.wgmmas_per_iter() {
         k.op(Instr::Wgmma {
-            n: p.block_n as u16,
+            n: p.mma_n() as u16,
             mode: simfa_core::WgmmaMode::Ss,
         })?;
     }
@@ -706,8 +776,9 @@ fn emit_mma(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> 
 }
 
 /// The epilogue of one tile: convert the WarpGroup's FP32 accumulator to
-/// FP16 on the SM's shared units (one FP16 result per element), then
-/// (persistent: drain the previous store) store C.
+/// FP16 on the SM's shared units (one FP16 result per element), then store
+/// C: by TMA (a persistent kernel first drains the previous tile's store
+/// from the staging buffer) or from registers.
 fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
     let elems = p.rows_per_consumer() * p.block_n;
     k.op(Instr::Compute {
@@ -716,14 +787,26 @@ fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError
             ..simfa_core::Work::default()
         },
     })?;
-    if p.persistent {
-        k.op(Instr::StoreWait { n: 0 })?;
+    match p.epilogue {
+        Epilogue::Tma => {
+            if p.persistent {
+                k.op(Instr::StoreWait { n: 0 })?;
+            }
+            let c = coords(k, MAP_C, &ops.c)?;
+            k.op(Instr::TmaStore {
+                map: MAP_C,
+                coords: c,
+            })?;
+        }
+        Epilogue::Registers => {
+            let c = coords(k, MAP_C, &ops.c)?;
+            k.op(Instr::StGlobal {
+                map: MAP_C,
+                coords: c,
+                segment: Epilogue::STORE_SEGMENT,
+            })?;
+        }
     }
-    let c = coords(k, MAP_C, &ops.c)?;
-    k.op(Instr::TmaStore {
-        map: MAP_C,
-        coords: c,
-    })?;
     Ok(())
 }
 

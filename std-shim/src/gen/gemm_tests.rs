@@ -289,7 +289,8 @@ fn expected_issues(p: &GemmParams) -> BTreeMap<(u8, &'static str), u64> {
     let w = p.wgmmas_per_iter() as u64;
     let iter_b = (p.iter_bubble_cycles() > 0) as u64;
     let pro_b = (p.prologue_bubble > 0) as u64;
-    let drains = if p.persistent { t } else { 0 } + ctas;
+    let tma = p.epilogue == Epilogue::Tma;
+    let drains = if p.persistent && tma { t } else { 0 } + ctas;
     let mut m = BTreeMap::new();
     let mut put = |role: u8, op: &'static str, n: u64| {
         if n > 0 {
@@ -315,7 +316,7 @@ fn expected_issues(p: &GemmParams) -> BTreeMap<(u8, &'static str), u64> {
     put(mma_role, "wgmma.wait", it * c);
     put(mma_role, "bubble", (it * iter_b + ctas * pro_b) * c);
     put(mma_role, "compute", t * c);
-    put(mma_role, "tma.store", t * c);
+    put(mma_role, if tma { "tma.store" } else { "st.global" }, t * c);
     put(mma_role, "store.wait", drains * c);
     put(mma_role, "exit", ctas * c);
     m
@@ -374,6 +375,19 @@ fn issue_counts_match_the_closed_form() {
             iter_bubble: 64,
             ..base
         },
+        GemmParams {
+            epilogue: Epilogue::Registers,
+            ..base
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 5,
+            stages: 2,
+            consumers: 2,
+            epilogue: Epilogue::Registers,
+            wgmma_n: 64,
+            ..base
+        },
     ];
     for p in cases {
         let (out, obs) = run(&p);
@@ -382,7 +396,9 @@ fn issue_counts_match_the_closed_form() {
         assert_eq!(out.flops, p.flops(), "{p:?}");
         assert_eq!(
             s.wgmmas,
-            p.tiles() * p.k_iters() as u64 * (p.block_m / 64 * p.block_k / 16) as u64
+            p.tiles()
+                * p.k_iters() as u64
+                * (p.block_m / 64 * p.block_k / 16 * p.block_n / p.mma_n()) as u64
         );
         assert_eq!(
             s.bytes_loaded,
@@ -846,4 +862,46 @@ fn edge_tiles_are_clipped_by_tma() {
     let whole = gemm(&GemmParams::new(256, 256, 128)).unwrap();
     let w = crate::run::simulate(&cfg, &whole, &mut ()).unwrap();
     assert_eq!(w.summary.stats.wgmmas, s.wgmmas);
+}
+
+/// The register epilogue stores C with `st.global` in 16-byte requests and
+/// sets no shared memory aside for it; narrower WGMMAs tile the columns.
+#[test]
+fn register_epilogue_and_narrow_wgmmas() {
+    let tma = GemmParams {
+        stages: 3,
+        consumers: 2,
+        block_n: 256,
+        ..variant(512, 512, 512)
+    };
+    let reg = GemmParams {
+        epilogue: Epilogue::Registers,
+        ..tma
+    };
+    assert_eq!(tma.smem_bytes() - reg.smem_bytes(), 128 * 256 * 2);
+    let k = gemm(&reg).unwrap();
+    assert_eq!(k.smem_bytes as u64, reg.smem_bytes());
+    let stores: Vec<_> = k
+        .code
+        .iter()
+        .filter(|i| matches!(i, Instr::StGlobal { .. } | Instr::TmaStore { .. }))
+        .collect();
+    assert_eq!(stores.len(), 1);
+    assert!(matches!(stores[0], Instr::StGlobal { segment: 16, .. }));
+    let narrow = GemmParams { wgmma_n: 64, ..reg };
+    assert_eq!(narrow.wgmmas_per_iter(), 4 * reg.wgmmas_per_iter());
+    assert!(gemm(&narrow)
+        .unwrap()
+        .code
+        .iter()
+        .all(|i| !matches!(i, Instr::Wgmma { n, .. } if *n != 64)));
+    for bad in [48, 512, 12] {
+        let e = GemmParams {
+            wgmma_n: bad,
+            ..reg
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains("wgmma_n"), "{e}");
+    }
 }

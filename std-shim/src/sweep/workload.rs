@@ -10,8 +10,9 @@
 //! ```
 //!
 //! GEMM fields: `m n k` (required), `block_m block_n block_k stages
-//! consumers group_m persistent` (the generator's defaults otherwise; a
-//! persistent kernel gets one CTA per SM). FA3 fields: `batch heads
+//! consumers group_m persistent tma_store wgmma_n` (the generator's
+//! defaults otherwise; a persistent kernel gets one CTA per SM; as in
+//! `simfa gemm`, C is stored from registers unless `tma_store = true`). FA3 fields: `batch heads
 //! kv_heads seqlen seqlen_kv hdim causal variant`, defaults Llama 3 8B
 //! (32 heads, 8 KV heads, head dim 128), 4096 tokens, `"full"`; as in
 //! `simfa fa3`, a head count that 8 does not divide without `kv_heads`
@@ -23,7 +24,7 @@ use serde::Deserialize;
 use simfa_core::{GpuConfig, Kernel};
 
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
-use crate::gen::{gemm, GemmParams};
+use crate::gen::{gemm, Epilogue, GemmParams};
 
 /// A point's workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -50,6 +51,8 @@ enum Spec {
         consumers: Option<u32>,
         group_m: Option<u32>,
         persistent: Option<bool>,
+        tma_store: Option<bool>,
+        wgmma_n: Option<u32>,
     },
     Fa3 {
         batch: Option<u32>,
@@ -86,6 +89,8 @@ impl Workload {
                 consumers,
                 group_m,
                 persistent,
+                tma_store,
+                wgmma_n,
             } => {
                 let d = GemmParams::new(m, n, k);
                 Workload::Gemm(GemmParams {
@@ -96,6 +101,13 @@ impl Workload {
                     consumers: consumers.unwrap_or(d.consumers),
                     group_m: group_m.unwrap_or(d.group_m),
                     persistent: persistent.unwrap_or(d.persistent),
+                    // As `simfa gemm`: register stores unless `tma_store`.
+                    epilogue: if tma_store.unwrap_or(false) {
+                        Epilogue::Tma
+                    } else {
+                        Epilogue::Registers
+                    },
+                    wgmma_n: wgmma_n.unwrap_or(d.wgmma_n),
                     ..d
                 })
             }
