@@ -135,7 +135,7 @@ fn cta_that_does_not_fit_exits_2() {
     let d = Scratch::new("fit");
     let c = d.file(
         "small.toml",
-        "preset = \"h800\"\nsmem_per_sm = 32768\nsmem_per_cta = 32768\n",
+        "preset = \"h800\"\nsmem_per_sm = 16384\nsmem_per_cta = 16384\n",
     );
     let o = simfa(&[
         "gemm",
