@@ -129,12 +129,6 @@ pub struct UnitThroughput {
     /// sm` on the H100 FA3 ablation; a slower tensor pipe (H20) moves its
     /// accumulators proportionally less often and takes proportionally less.
     pub rf_share: Ratio,
-    /// Share of the MUFU throughput that a busy tensor pipe takes: while
-    /// the SM's tensor pipe runs, MUFU delivers `1 - mufu_share` of
-    /// `mufu` (the MIO path that MUFU instructions share with the WGMMA's
-    /// shared-memory operand reads). FP32, FP16 and INT work is not
-    /// slowed by it. The same on every Hopper GPU.
-    pub mufu_share: Ratio,
 }
 
 impl UnitThroughput {
@@ -327,10 +321,6 @@ const L2_50MB: L2Config = L2Config {
 /// docs/accuracy.md).
 const RF_SHARE: Ratio = Ratio::new(7, 8);
 
-/// The MUFU/tensor coupling of every Hopper SM (see
-/// [`UnitThroughput::mufu_share`]).
-const MUFU_SHARE: Ratio = Ratio::new(0, 1);
-
 /// TMA engines emit one line request per cycle with up to 256 in flight.
 const TMA_LINES: TmaLineConfig = TmaLineConfig {
     lines_per_cycle: 1,
@@ -399,7 +389,6 @@ impl GpuConfig {
                 int: 64,
                 issue: 4,
                 rf_share: RF_SHARE,
-                mufu_share: MUFU_SHARE,
             },
             watchdog_cycles: 10_000_000_000,
             seed: 0x5EED,
@@ -630,13 +619,6 @@ impl GpuConfig {
             u.rf_share.den > 0 && u.rf_share.num <= u.rf_share.den && u.rf_share.den <= 1 << 20,
             "units.rf_share",
             "must be a fraction in [0, 1] with a denominator of at most 2^20",
-        )?;
-        check(
-            u.mufu_share.den > 0
-                && u.mufu_share.num <= u.mufu_share.den
-                && u.mufu_share.den <= 1 << 20,
-            "units.mufu_share",
-            "must be a fraction in 0..=1 with a denominator in 1..=1048576",
         )?;
         check(
             self.wgmma_smem_bytes_per_cycle > 0,

@@ -107,12 +107,7 @@ pub(crate) fn rates(cfg: &GpuConfig, n: &[u8; CLASSES], busy: bool) -> [u64; CLA
         if n[i] == 0 {
             continue;
         }
-        let mut share = ((u.rate(*c) as u128) << FRAC) / n[i] as u128;
-        if busy && *c == UnitClass::Mufu {
-            // The tensor pipe takes its share of the MUFU path.
-            let m = u.mufu_share;
-            share = share * (m.den - m.num.min(m.den)) as u128 / m.den.max(1) as u128;
-        }
+        let share = ((u.rate(*c) as u128) << FRAC) / n[i] as u128;
         // Throttle by min(1, capacity / demand).
         let r = if cap_num >= demand * cap_den {
             share
