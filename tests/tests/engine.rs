@@ -439,3 +439,53 @@ fn golden_digest_busy_kernel() {
 }
 
 const GOLDEN_BUSY: (u64, &str) = (11764, "fada2587e66c1514");
+
+/// A CTA that does not fit beside the one running on its SM is admitted
+/// in the cycle that one retires, and its first instruction issues
+/// `cta_launch_cycles` later: on one SM with room for one 150 KiB CTA, two
+/// CTAs of a 100-cycle bubble run back to back.
+#[test]
+fn a_cta_waits_for_the_one_before_it_to_leave_its_sm() {
+    let mut b = Builder::new("one_at_a_time", [2, 1, 1]);
+    b.smem(150 * 1024);
+    b.role("main", 1, 128);
+    b.op(Instr::Bubble { cycles: 100 });
+    let k = b.finish();
+    for launch in [0u64, 25] {
+        let mut cfg = fixed_port();
+        cfg.sms = 1;
+        cfg.cta_launch_cycles = launch as u32;
+        let mut rec = Recorder::default();
+        let s = run_observed(&cfg, &k, &mut rec).unwrap();
+        let at = |want: fn(&Event) -> bool| -> Vec<u64> {
+            rec.events
+                .iter()
+                .filter(|(_, e)| want(e))
+                .map(|(c, _)| *c)
+                .collect()
+        };
+        let starts = at(|e| matches!(e, Event::CtaLaunch { .. }));
+        let ends = at(|e| matches!(e, Event::CtaRetire { .. }));
+        let bubbles = at(|e| {
+            matches!(
+                e,
+                Event::Issue {
+                    op: Op::Bubble { .. },
+                    ..
+                }
+            )
+        });
+        // CTA 0: admitted at 0, bubble at `launch`, exits (and retires)
+        // when the bubble ends; CTA 1 the same from the next cycle.
+        // CTA 0: admitted at 0, its bubble at `launch`, exits and retires
+        // when the bubble ends. CTA 1 is admitted in that cycle, after the
+        // cycle's issue, so it issues `launch` cycles later but not before
+        // the next cycle.
+        let e0 = launch + 100;
+        let b1 = e0 + launch.max(1);
+        assert_eq!(starts, vec![0, e0], "launch {launch}");
+        assert_eq!(bubbles, vec![launch, b1], "launch {launch}");
+        assert_eq!(ends, vec![e0, b1 + 100], "launch {launch}");
+        assert_eq!(s.cycles, ends[1] + 1, "launch {launch}");
+    }
+}
