@@ -3,7 +3,7 @@
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use simfa_std::agreement::{agreement, agreement_table, Suite};
+use simfa_std::calibration::agreement::{agreement, agreement_table, Suite};
 
 use crate::{out, ArrivalArg, Failure, GpuArgs};
 

@@ -8,15 +8,16 @@ use std::sync::Mutex;
 
 use clap::{Args, Subcommand, ValueEnum};
 use simfa_core::GpuConfig;
-use simfa_std::calibrate::{
-    calibrate_pchase, calibrate_tma_bw, pchase_rows, read_pchase_csv, CalibError, PchaseOptions,
-    TmaBwOptions,
+use simfa_std::calibration::error::CalibError;
+use simfa_std::calibration::gemm_bubbles::{fit_bubbles, read_points};
+use simfa_std::calibration::l2::{calibrate_l2_bw, L2BwOptions};
+use simfa_std::calibration::pchase::{
+    calibrate_pchase, pchase_rows, read_pchase_csv, PchaseOptions,
 };
-use simfa_std::calibrate_l2::{calibrate_l2_bw, L2BwOptions};
-use simfa_std::calibrate_sm::{calibrate_sm, SmOptions};
-use simfa_std::calibrate_store::calibrate_store;
+use simfa_std::calibration::sm::{calibrate_sm, SmOptions};
+use simfa_std::calibration::store::calibrate_store;
+use simfa_std::calibration::tma_bw::{calibrate_tma_bw, TmaBwOptions};
 use simfa_std::config::{load_config, preset};
-use simfa_std::gemm_bubbles::{fit_bubbles, read_points};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
 use simfa_std::gen::tmabw::{DEFAULT_TOTAL_BYTES, L2_BLOCKS_PER_SM};
 use simfa_std::gen::{pchase, tma_bw, CopyKind, GemmParams, PchaseParams, TmaBwParams};

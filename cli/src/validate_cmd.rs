@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use clap::Args;
-use simfa_std::validate::{validate, ValidateOptions, DATASETS};
+use simfa_std::calibration::validate::{validate, ValidateOptions, DATASETS};
 
 use crate::{out, Failure};
 

@@ -38,9 +38,9 @@
 //! ratios.
 
 use crate::config::{GpuConfig, MemoryModel};
+use crate::isa::Frame;
 use crate::isa::{EvalCtx, Instr, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, MAX_MAPS};
-use crate::sim::Frame;
 
 /// FLOPs of one m64nNk16 WGMMA per unit of N: `2 * 64 * 16`.
 const FLOPS_PER_N: u64 = 2 * 64 * 16;

@@ -46,7 +46,10 @@ pub fn decode(bytes: &[u8]) -> Result<Kernel, DecodeError> {
     }
     let version = u16::from_le_bytes([bytes[8], bytes[9]]);
     if version != VERSION {
-        return Err(DecodeError::BadVersion { found: version });
+        return Err(DecodeError::BadVersion {
+            found: version,
+            reads: VERSION,
+        });
     }
     let (kernel, rest): (Kernel, &[u8]) =
         postcard::take_from_bytes(&bytes[HEADER_LEN..]).map_err(|_| DecodeError::Malformed)?;
@@ -200,7 +203,8 @@ mod tests {
         assert_eq!(
             decode(&b),
             Err(DecodeError::BadVersion {
-                found: 0x0700 | VERSION
+                found: 0x0700 | VERSION,
+                reads: VERSION
             })
         );
         b[0] = b'X';

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use crate::isa::WaitReason;
+use crate::wait::WaitReason;
 
 /// A fixed capacity of the simulator. Running out of one is an error that
 /// names it; every capacity is sized from the configuration and the kernel.
@@ -203,6 +203,8 @@ pub enum KernelError {
     LoopTooDeep {
         /// Instruction index.
         at: u16,
+        /// The deepest nesting allowed ([`crate::isa::MAX_LOOP_DEPTH`]).
+        max: u8,
     },
     /// A loop body that contains no timed instruction (it would spin in zero time).
     EmptyLoop {
@@ -285,11 +287,9 @@ impl fmt::Display for KernelError {
             KernelError::UnbalancedLoop { at } => {
                 write!(f, "instruction {at}: loop begin/end do not pair up")
             }
-            KernelError::LoopTooDeep { at } => write!(
-                f,
-                "instruction {at}: loops nest deeper than {}",
-                crate::isa::MAX_LOOP_DEPTH
-            ),
+            KernelError::LoopTooDeep { at, max } => {
+                write!(f, "instruction {at}: loops nest deeper than {max}")
+            }
             KernelError::EmptyLoop { at } => {
                 write!(f, "instruction {at}: loop body has no timed instruction")
             }
@@ -332,6 +332,8 @@ pub enum DecodeError {
     BadVersion {
         /// The version found.
         found: u16,
+        /// The version this build reads ([`crate::encode::VERSION`]).
+        reads: u16,
     },
     /// The body is malformed (bad variant tag, count over a capacity, truncated field).
     Malformed,
@@ -348,10 +350,9 @@ impl fmt::Display for DecodeError {
         match self {
             DecodeError::Truncated => f.write_str("truncated: shorter than the 10-byte header"),
             DecodeError::BadMagic => f.write_str("wrong magic: not a simfa binary kernel"),
-            DecodeError::BadVersion { found } => write!(
+            DecodeError::BadVersion { found, reads } => write!(
                 f,
-                "unsupported format version {found} (this build reads {})",
-                crate::encode::VERSION
+                "unsupported format version {found} (this build reads {reads})"
             ),
             DecodeError::Malformed => f.write_str(
                 "malformed body: unknown instruction tag, count over a capacity, or truncated field",

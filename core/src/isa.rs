@@ -8,11 +8,28 @@
 //! At issue time an instruction is resolved into an [`Op`] with concrete
 //! values; explicit per-WarpGroup streams supply [`Op`]s directly.
 
-use core::fmt;
 use serde::{Deserialize, Serialize};
 
 /// Deepest loop nesting a program may use.
 pub const MAX_LOOP_DEPTH: usize = 4;
+
+/// One level of an active loop: where it begins, its trip count, the
+/// iteration it is in (the issue unit's and the analytic walk's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Frame {
+    pub begin: u16,
+    pub count: u32,
+    pub iter: u32,
+}
+
+impl Frame {
+    /// A level with no loop in it.
+    pub const EMPTY: Frame = Frame {
+        begin: 0,
+        count: 0,
+        iter: 0,
+    };
+}
 
 /// Index of an expression in [`crate::Kernel::exprs`].
 pub type ExprId = u16;
@@ -522,26 +539,6 @@ pub enum Op {
 }
 
 impl Op {
-    /// Whether the operands that compact programs get from a validated
-    /// kernel are in range for kernel `k`: the tensor map exists, the
-    /// WGMMA N is one Hopper has (a multiple of 8 in 8..=256), a named
-    /// barrier's thread count is a non-zero multiple of 128. Barrier,
-    /// stage and named-barrier indices are checked when the op executes.
-    /// The simulator refuses a streamed op that fails this.
-    pub fn fits(&self, k: &crate::kernel::Kernel) -> bool {
-        match *self {
-            Op::TmaLoad { map, .. } | Op::TmaStore { map, .. } => (map as usize) < k.maps.len(),
-            Op::StGlobal { map, segment, .. } => {
-                (map as usize) < k.maps.len() && (1..=32).contains(&segment)
-            }
-            Op::Wgmma { n, .. } => (8..=256).contains(&n) && n % 8 == 0,
-            Op::BarSync { threads, .. } | Op::BarArrive { threads, .. } => {
-                threads != 0 && threads as u32 % crate::kernel::WG_THREADS == 0
-            }
-            _ => true,
-        }
-    }
-
     /// A small stable code for digests and traces.
     pub const fn code(&self) -> u8 {
         match self {
@@ -591,59 +588,6 @@ impl Op {
             Op::Exit => "exit",
             Op::Compute { .. } => "compute",
             Op::StGlobal { .. } => "st.global",
-        }
-    }
-}
-
-/// What a stalled WarpGroup waits on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum WaitReason {
-    /// Phase with `parity` of CTA mbarrier `bar`.
-    Mbarrier {
-        /// mbarrier index.
-        bar: u16,
-        /// Awaited parity.
-        parity: u8,
-    },
-    /// A stage of the ring to be released by its consumers.
-    Stage {
-        /// Stage index.
-        stage: u16,
-    },
-    /// A named barrier to fill up.
-    NamedBarrier {
-        /// Barrier id.
-        id: u8,
-    },
-    /// Pending WGMMA groups to drop to `n`.
-    WgmmaGroups {
-        /// Allowed pending groups.
-        n: u8,
-    },
-    /// A free slot in the SM's tensor-core instruction buffer.
-    TensorBuffer,
-    /// A free TMA slot on the SM.
-    TmaSlot,
-    /// In-flight stores to drop to `n`.
-    Stores {
-        /// Allowed in-flight stores.
-        n: u8,
-    },
-}
-
-impl fmt::Display for WaitReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            WaitReason::Mbarrier { bar, parity } => {
-                write!(f, "mbarrier {bar} phase parity {parity}")
-            }
-            WaitReason::Stage { stage } => write!(f, "stage {stage} to be released"),
-            WaitReason::NamedBarrier { id } => write!(f, "named barrier {id}"),
-            WaitReason::WgmmaGroups { n } => write!(f, "WGMMA groups (wait_group {n})"),
-            WaitReason::TensorBuffer => f.write_str("a tensor-core instruction buffer slot"),
-            WaitReason::TmaSlot => f.write_str("a TMA slot"),
-            WaitReason::Stores { n } => write!(f, "stores to drain (store.wait {n})"),
         }
     }
 }

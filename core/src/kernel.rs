@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::GpuConfig;
 use crate::error::KernelError;
-use crate::isa::{Expr, ExprId, Instr, Ref, MAX_LOOP_DEPTH};
+use crate::isa::{Expr, ExprId, Instr, Op, Ref, MAX_LOOP_DEPTH};
 
 /// Most roles per CTA.
 pub const MAX_ROLES: usize = 8;
@@ -194,6 +194,27 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// Whether the operands that compact programs get from a validated
+    /// kernel are in range for this kernel: the tensor map exists, the
+    /// WGMMA N is one Hopper has (a multiple of 8 in 8..=256), a named
+    /// barrier's thread count is a non-zero multiple of 128, an
+    /// `st.global` segment is 1 to 32 bytes. Barrier, stage and
+    /// named-barrier indices are checked when the op executes. The
+    /// simulator refuses a streamed op that fails this.
+    pub fn op_fits(&self, op: &Op) -> bool {
+        match *op {
+            Op::TmaLoad { map, .. } | Op::TmaStore { map, .. } => (map as usize) < self.maps.len(),
+            Op::StGlobal { map, segment, .. } => {
+                (map as usize) < self.maps.len() && (1..=32).contains(&segment)
+            }
+            Op::Wgmma { n, .. } => (8..=256).contains(&n) && n % 8 == 0,
+            Op::BarSync { threads, .. } | Op::BarArrive { threads, .. } => {
+                threads != 0 && threads as u32 % WG_THREADS == 0
+            }
+            _ => true,
+        }
+    }
+
     /// Total CTAs in the grid (saturating: three `u32` sides can exceed
     /// `u64`, and [`Kernel::validate`] must be able to ask before it rejects).
     pub fn ctas(&self) -> u64 {
@@ -442,7 +463,10 @@ impl Kernel {
                     }
                     stack
                         .push((pc, false))
-                        .map_err(|_| KernelError::LoopTooDeep { at })?;
+                        .map_err(|_| KernelError::LoopTooDeep {
+                            at,
+                            max: MAX_LOOP_DEPTH as u8,
+                        })?;
                 }
                 Instr::LoopEnd { begin } => match stack.pop() {
                     Some((b, has_timed)) if b == begin as usize => {

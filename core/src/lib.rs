@@ -90,14 +90,16 @@ pub mod samples;
 mod sim;
 pub mod source;
 pub mod time;
+pub mod wait;
 pub mod wheel;
 
 pub use codec::{SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 pub use config::{Fault, GpuConfig, SchedulerPolicy, PRESETS};
 pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, SimError};
-pub use isa::{Expr, Instr, Op, Ref, UnitClass, WaitReason, WgmmaMode, Work};
+pub use isa::{Expr, Instr, Op, Ref, UnitClass, WgmmaMode, Work};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl, TensorMap};
 pub use observer::{Event, Observer, Stats, Who};
 pub use sim::{fingerprint, lands_by_arrival, Simulator, Status, Summary, Waiter};
 pub use source::{NoStream, SourceError, StreamSource};
 pub use time::{Cycle, Ratio};
+pub use wait::WaitReason;

@@ -14,8 +14,9 @@
 //! and they are never folded into the digest: asking for them changes
 //! neither the run nor its digest.
 
-use crate::isa::{Op, WaitReason};
+use crate::isa::Op;
 use crate::time::Cycle;
+use crate::wait::WaitReason;
 
 /// Identifies a physical thread (a resident WarpGroup) in events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

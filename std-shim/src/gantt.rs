@@ -18,7 +18,7 @@
 //! lanes as it had transfers in flight at once, so that no two spans of a
 //! row overlap. [`GanttRecorder::chrome_trace`] turns the rows into a Chrome
 //! trace / Perfetto JSON array (one thread per row) and
-//! [`GanttRecorder::svg`] into a standalone SVG chart. Both are pure
+//! [`crate::gantt_svg::svg`] into a standalone SVG chart. Both are pure
 //! functions of the event stream: the same run gives the same bytes.
 
 use std::collections::BTreeMap;
@@ -367,11 +367,6 @@ impl GanttRecorder {
         Value::Array(out)
     }
 
-    /// The timeline as a standalone SVG Gantt chart titled `title`.
-    pub fn svg(&self, title: &str) -> String {
-        crate::gantt_svg::render(&self.rows(), title)
-    }
-
     fn log(&mut self, who: Who) -> Option<&mut WgLog> {
         if who.sm != self.sm {
             return None;
@@ -528,11 +523,6 @@ fn push_issue(budget: &mut Budget, row: &mut Vec<Span>, span: Span) {
 pub fn write_chrome_trace(path: &Path, rec: &GanttRecorder, clock_mhz: f64) -> io::Result<()> {
     let bytes = serde_json::to_vec(&rec.chrome_trace(clock_mhz)).map_err(io::Error::other)?;
     crate::load::write_atomic(path, &bytes)
-}
-
-/// Writes the SVG chart of `rec`, titled `title`, to `path` atomically.
-pub fn write_svg(path: &Path, rec: &GanttRecorder, title: &str) -> io::Result<()> {
-    crate::load::write_atomic(path, rec.svg(title).as_bytes())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::gantt::{GanttRow, RowKind, SpanKind};
+use crate::gantt::{GanttRecorder, GanttRow, RowKind, SpanKind};
 use crate::svg::{escape, nice_step};
 
 const WIDTH: f64 = 1200.0;
@@ -46,6 +46,16 @@ fn height(kind: RowKind) -> f64 {
 }
 
 /// Renders `rows` as an SVG document.
+/// The timeline of `rec` as a standalone SVG Gantt chart titled `title`.
+pub fn svg(rec: &GanttRecorder, title: &str) -> String {
+    render(&rec.rows(), title)
+}
+
+/// Writes the SVG chart of `rec`, titled `title`, to `path` atomically.
+pub fn write_svg(path: &std::path::Path, rec: &GanttRecorder, title: &str) -> std::io::Result<()> {
+    crate::load::write_atomic(path, svg(rec, title).as_bytes())
+}
+
 pub(crate) fn render(rows: &[GanttRow], title: &str) -> String {
     let (mut lo, mut hi) = (u64::MAX, 0u64);
     for s in rows.iter().flat_map(|r| &r.spans) {

@@ -4,31 +4,26 @@
 //! text assembly ([`asm`]), kernel files in either encoding ([`load`]), GPU
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
 //! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
-//! a Gantt timeline of one SM as a Chrome trace or an SVG chart ([`gantt`]),
-//! the read-after-transfer consistency checker ([`check`]) and its
-//! counterpart for SCALE-Sim runs ([`scalesim`]), the TTGIR
-//! instrumentation pass for Triton kernels ([`ttgir`]), and design-space
-//! sweeps over configurations and workloads ([`sweep`]).
+//! a Gantt timeline of one SM as a Chrome trace ([`gantt`]) or an SVG
+//! chart ([`gantt_svg`]), the read-after-transfer consistency checker
+//! ([`check`]) and its counterpart for SCALE-Sim runs ([`scalesim`]), the
+//! TTGIR instrumentation pass for Triton kernels ([`ttgir`]), the trace
+//! front-ends ([`proton`], [`fa3log`]), calibration and validation against
+//! the published measurements ([`calibration`]), and design-space sweeps
+//! over configurations and workloads ([`sweep`]).
 //!
 //! It may use [`simfa_core`] and no other crate of the workspace;
 //! `simfa-cli`, the end-to-end tests, the Python bindings and the fuzz
 //! targets build on it. Anything that decides a cycle belongs in the core,
 //! not here (`docs/architecture.md`).
 
-pub mod agreement;
 pub mod asm;
-pub mod calibrate;
-pub mod calibrate_l2;
-pub mod calibrate_sm;
-pub mod calibrate_store;
+pub mod calibration;
 pub mod check;
 pub mod config;
-pub mod data;
-pub mod experiments;
 pub mod fa3log;
 pub mod gantt;
-mod gantt_svg;
-pub mod gemm_bubbles;
+pub mod gantt_svg;
 pub mod gen;
 pub mod load;
 pub mod proton;
@@ -39,4 +34,3 @@ pub mod svg;
 pub mod sweep;
 pub mod trace;
 pub mod ttgir;
-pub mod validate;

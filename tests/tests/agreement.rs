@@ -7,7 +7,7 @@ use simfa_core::config::MemoryModel;
 use simfa_core::mem::config::ArrivalController;
 use simfa_core::observer::{Event, Observer};
 use simfa_core::{Cycle, GpuConfig, Kernel};
-use simfa_std::agreement::{agreement, Suite};
+use simfa_std::calibration::agreement::{agreement, Suite};
 use simfa_std::gen::gemm::A_BASE;
 use simfa_std::gen::{gemm, Calibration, GemmParams};
 use simfa_std::run::RunOutcome;
@@ -78,7 +78,7 @@ fn arrival_controller_follows_the_line_model_everywhere() {
 
 /// Point `p`'s transaction figure is within `limit` percent of the line
 /// model's.
-fn assert_within(p: &simfa_std::agreement::AgreementPoint, limit: f64) {
+fn assert_within(p: &simfa_std::calibration::agreement::AgreementPoint, limit: f64) {
     assert!(
         p.error_percent.abs() <= limit,
         "{} {}: line {} transaction {} ({:+.2}%)",

@@ -7,6 +7,9 @@ use crate::error::ConfigError;
 use crate::mem::hash::SliceHash;
 use crate::time::Ratio;
 
+/// Most L2 slices supported.
+pub const MAX_SLICES: usize = 256;
+
 /// The remote-copy proxy of the partitioned L2 (paper §IV-C).
 ///
 /// When a request from an SM resolves to a slice in the far partition and
@@ -149,10 +152,7 @@ impl L2Config {
         if !self.line_bytes.is_power_of_two() || !(16..=4096).contains(&self.line_bytes) {
             return bad("l2.line_bytes", "must be a power of two in 16..=4096");
         }
-        if self.slices < 2
-            || self.slices % 2 != 0
-            || self.slices as usize > crate::mem::system::MAX_SLICES
-        {
+        if self.slices < 2 || self.slices % 2 != 0 || self.slices as usize > MAX_SLICES {
             return bad("l2.slices", "must be even, in 2..=256 (two partitions)");
         }
         if self.sets == 0 || self.sets > 1 << 20 {

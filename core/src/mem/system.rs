@@ -63,8 +63,7 @@ impl<F: FnMut(u32, u64)> MemSink for F {
     }
 }
 
-/// Most L2 slices supported.
-pub const MAX_SLICES: usize = 256;
+use super::config::MAX_SLICES;
 
 const NIL: u32 = u32::MAX;
 /// Tag kind of a home copy.

@@ -1,15 +1,16 @@
 //! The issue unit and the engines: fetch and resolve, execute, stall, and
 //! apply completions.
 
-use super::state::{Ev, Frame, TState, GROUP_RING};
+use super::state::{Ev, TState, GROUP_RING};
 use super::Simulator;
 use crate::config::{Fault, SchedulerPolicy};
 use crate::error::{Capacity, SimError};
-use crate::isa::{EvalCtx, Instr, Op, Ref, WaitReason, MAX_LOOP_DEPTH};
+use crate::isa::{EvalCtx, Frame, Instr, Op, Ref, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
 use crate::observer::{Event, Observer};
 use crate::port::{Direction, MemoryPort, Shape, Transfer};
 use crate::source::StreamSource;
+use crate::wait::WaitReason;
 
 /// Control instructions (loop begin/end) resolved per issue attempt; a
 /// thread that needs more spends the cycle and continues next cycle, so no
@@ -164,7 +165,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 .source
                 .pull(cta.cta, t.role, t.wg_in_role, t.stream_pos)
             {
-                Ok(Some(op)) if op.fits(k) => Ok(Some(op)),
+                Ok(Some(op)) if k.op_fits(&op) => Ok(Some(op)),
                 Ok(None) => Ok(Some(Op::Exit)),
                 Ok(Some(_)) | Err(_) => Err(SimError::Source {
                     cta: cta.cta,

@@ -22,6 +22,7 @@
 //! [`Simulator::new`] needs; every table is carved from that one buffer and
 //! nothing grows afterwards.
 
+mod big_array;
 mod deadlines;
 mod engine;
 mod ext;
@@ -36,7 +37,6 @@ use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
 use crate::error::{BuildError, Capacity, KernelError, SimError};
 use crate::external::{ExternalPort, Slot as ExtSlot};
-use crate::isa::WaitReason;
 use crate::kernel::{Kernel, NAMED_BARRIERS};
 use crate::mem::config::{ArrivalController, TxnConfig};
 use crate::mem::lines::max_box_lines;
@@ -46,6 +46,7 @@ use crate::observer::{Event, Observer, Stats, Who};
 use crate::port::{FixedPort, MemoryPort};
 use crate::source::{NoStream, StreamSource};
 use crate::time::Cycle;
+use crate::wait::WaitReason;
 use crate::wheel::TimingWheel;
 
 use deadlines::Deadlines;
@@ -59,7 +60,6 @@ use tma::{Dedup, Engine, TmaOp};
 const QUEUE_HORIZON_LOG2: u32 = 12;
 
 pub use snapshot::fingerprint;
-pub(crate) use state::Frame;
 
 /// The memory behind the TMA engines. The hierarchy variants are large,
 /// but the core has no heap to box them in, and there is one per simulator.

@@ -1,6 +1,7 @@
 //! The plain-data records the simulator keeps in its arena.
 
-use crate::isa::{Op, WaitReason, MAX_LOOP_DEPTH};
+use crate::isa::{Frame, Op, MAX_LOOP_DEPTH};
+use crate::wait::WaitReason;
 
 /// Most committed WGMMA groups a WarpGroup can track (the config's
 /// `max_wgmma_groups` is at most this).
@@ -22,23 +23,6 @@ pub(crate) enum TState {
     Computing,
     /// Exited.
     Done,
-}
-
-/// One level of an active loop (also the analytic walk's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Frame {
-    pub begin: u16,
-    pub count: u32,
-    pub iter: u32,
-}
-
-impl Frame {
-    /// A level with no loop in it.
-    pub const EMPTY: Frame = Frame {
-        begin: 0,
-        count: 0,
-        iter: 0,
-    };
 }
 
 /// A physical thread: one resident WarpGroup.
@@ -67,7 +51,7 @@ pub(crate) struct Thread {
     pub wgmma_issued: u32,
     pub wgmma_done: u32,
     /// Ring of committed group end indices (pending groups only).
-    #[serde(with = "super::snapshot::big_array")]
+    #[serde(with = "super::big_array")]
     pub groups: [u32; GROUP_RING],
     pub g_head: u8,
     pub g_len: u8,

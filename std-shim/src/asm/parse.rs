@@ -257,7 +257,7 @@ impl Parser<'_> {
             | KernelError::BadStoreSegment { at, .. }
             | KernelError::BadThreadCount { at }
             | KernelError::UnbalancedLoop { at }
-            | KernelError::LoopTooDeep { at }
+            | KernelError::LoopTooDeep { at, .. }
             | KernelError::EmptyLoop { at }
             | KernelError::BadLoopCounter { at } => Some(at),
             _ => None,

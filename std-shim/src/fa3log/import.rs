@@ -46,8 +46,9 @@ use simfa_core::{GpuConfig, Kernel, Op, WgmmaMode, Work};
 use super::Kind;
 use crate::gen::fa3::{NonMma, Plan, ROWS_PER_WG};
 use crate::gen::{fa3, Fa3Params};
+use crate::proton::error::ImportError;
 use crate::proton::events::{Operands, Record, RunSorter};
-use crate::proton::import::{streamed, ImportError, ImportSummary};
+use crate::proton::import::{streamed, ImportSummary};
 use crate::proton::ops_file::OpsWriter;
 
 /// Line `line` (from 1) of log `path` is malformed.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use simfa_core::Op;
 
-use super::import::ImportError;
+use super::error::ImportError;
 
 /// Records sorted in memory before a run is spilled (about 24 MB).
 pub const RUN_RECORDS: usize = 1 << 18;

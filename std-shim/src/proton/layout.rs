@@ -37,7 +37,7 @@ use serde::Deserialize;
 use simfa_core::builder::Builder;
 use simfa_core::{Kernel, TensorMap};
 
-use super::import::ImportError;
+use super::error::ImportError;
 use crate::ttgir::{Scope, ScopeOp};
 
 /// One coordinate term.

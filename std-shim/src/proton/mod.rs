@@ -5,6 +5,7 @@
 //! - [`ops_file`]: the per-WarpGroup instruction streams of an imported
 //!   kernel, on disk, read back through [`simfa_core::StreamSource`].
 
+pub mod error;
 pub mod events;
 pub mod export;
 pub mod import;

@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::map::AddressMapping;
 use crate::error::ConfigError;
 use crate::time::Ratio;
 
@@ -302,6 +301,88 @@ impl DramConfig {
             "must name every field exactly once",
         )?;
         Ok(())
+    }
+}
+
+/// One digit of the line index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MapField {
+    /// The pseudo-channel.
+    Channel,
+    /// The bank group.
+    BankGroup,
+    /// The bank within its group.
+    Bank,
+    /// The line slot within the row (each is `line_bytes / burst_bytes`
+    /// consecutive columns).
+    Column,
+    /// The row.
+    Row,
+}
+
+/// The order of the fields in the line index, lowest digit first. Every
+/// field appears exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AddressMapping(pub [MapField; 5]);
+
+impl AddressMapping {
+    /// The default: consecutive lines go to consecutive pseudo-channels,
+    /// then bank groups, then banks, then line slots of a row, then rows.
+    /// Spreads any stream over every channel and bank.
+    pub const INTERLEAVED: AddressMapping = AddressMapping([
+        MapField::Channel,
+        MapField::BankGroup,
+        MapField::Bank,
+        MapField::Column,
+        MapField::Row,
+    ]);
+
+    /// "row-bank-bank group-channel-column" (highest first): the lines of one row of
+    /// one bank are consecutive (a whole DRAM page, `lines_per_row` lines,
+    /// e.g. 1 KiB), then come the channels, bank groups, banks and rows.
+    /// NVIDIA GPUs keep address bits 0 to 9 in one bank of one memory
+    /// module (reverse-engineered on Pascal and Volta: the bank and module
+    /// hashes start at bit 10), so a sequential stream reads whole rows;
+    /// the presets use this map.
+    pub const ROW_CHUNKED: AddressMapping = AddressMapping([
+        MapField::Column,
+        MapField::Channel,
+        MapField::BankGroup,
+        MapField::Bank,
+        MapField::Row,
+    ]);
+
+    /// "row-bank-column-channel" (highest first): consecutive lines go to
+    /// consecutive channels, then fill a row of one bank, then move to the
+    /// next bank group, then bank, then row. Sequential streams stay in
+    /// open rows.
+    pub const ROW_BANK_COLUMN_CHANNEL: AddressMapping = AddressMapping([
+        MapField::Channel,
+        MapField::Column,
+        MapField::BankGroup,
+        MapField::Bank,
+        MapField::Row,
+    ]);
+
+    /// True when every field appears exactly once.
+    pub fn is_permutation(&self) -> bool {
+        let all = [
+            MapField::Channel,
+            MapField::BankGroup,
+            MapField::Bank,
+            MapField::Column,
+            MapField::Row,
+        ];
+        all.iter()
+            .all(|f| self.0.iter().filter(|g| *g == f).count() == 1)
+    }
+}
+
+impl Default for AddressMapping {
+    fn default() -> Self {
+        AddressMapping::INTERLEAVED
     }
 }
 

@@ -60,9 +60,9 @@ mod tree;
 use core::fmt;
 
 pub use check::{TimingChecker, Violation};
-pub use config::{DramConfig, DramTiming};
+pub use config::{AddressMapping, DramConfig, DramTiming, MapField};
 pub use ctrl::{Dram, DramStats};
-pub use map::{AddressMapping, DramAddr, MapField};
+pub use map::DramAddr;
 
 /// The kind of a DRAM command.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -21,8 +21,8 @@
 //! | `hbm3e_h200` | 192 pseudo-channels | 32 bit | 6250 | 1562.5 MHz | 4.800 TB/s |
 //! | `hbm2e_h800_pcie` | 80 pseudo-channels | 64 bit | 3125 | 1562.5 MHz | 2.000 TB/s |
 
+use super::config::AddressMapping;
 use super::config::{DramConfig, DramTiming};
-use super::map::AddressMapping;
 use crate::time::Ratio;
 
 const fn gcd(a: u64, b: u64) -> u64 {

@@ -1,13 +1,13 @@
-//! Calibration of the memory hierarchy against the published Hopper
-//! microbenchmarks shipped in `data/` ([`crate::data`]): the TMA
-//! pointer-chase latency curve (calibration.md §1) and the TMA load
-//! throughput table (§2). The SM side is fitted by [`crate::calibrate_sm`].
+//! The TMA pointer-chase latency curve (calibration.md §1,
+//! [`crate::calibration::data::POINTER_CHASE`]) against the simulated
+//! `simfa gen pchase`: `simfa calibrate pchase`, which set the L2
+//! latencies, associativity and remote-copy proxy.
 //!
-//! Each point or cell is an independent deterministic simulation; they run
-//! in parallel on rayon's pool and are collected in input order, so the
+//! Each point is an independent deterministic simulation; they run in
+//! parallel on rayon's pool and are collected in input order, so the
 //! results do not depend on the number of threads. Errors are signed,
 //! `(simulated - measured) / measured` in percent; MAPE is the mean of
-//! their absolute values.
+//! their absolute values ([`super::stats`]).
 
 use std::fmt::{self, Write as _};
 use std::path::Path;
@@ -17,8 +17,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 use simfa_core::GpuConfig;
 
+use super::stats::{error_percent, mape, subsample, worst_of, ProgressFn};
+use crate::calibration::error::CalibError;
 use crate::gen::pchase::{cycles_per_hop, PchaseParams, DEFAULT_MEASURED_HOPS, WARMUP_CAP_HOPS};
-use crate::gen::tmabw::{throughput_gbps, CopyKind, TmaBwParams, DEFAULT_TOTAL_BYTES};
 use crate::gen::BenchError;
 use crate::svg::{LineChart, Series};
 
@@ -29,10 +30,6 @@ pub const BYTES_PER_KB: f64 = 1000.0;
 
 /// The columns the pointer-chase CSV must have.
 pub const CSV_COLUMNS: [&str; 3] = ["working_set_kb", "regular_cycles", "tma_cycles"];
-
-/// A progress callback: `(points done, points in all)`, called from worker
-/// threads in completion order.
-pub type ProgressFn<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
 /// One row of the pointer-chase CSV.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,79 +51,11 @@ impl ChaseRow {
     }
 }
 
-/// Why a calibration could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum CalibError {
-    /// The data file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// A line of the data file is malformed.
-    #[error("{origin}:{line}: {problem}")]
-    Parse {
-        /// The file.
-        origin: String,
-        /// 1-based line.
-        line: usize,
-        /// What is wrong.
-        problem: String,
-    },
-    /// The data file has no data rows.
-    #[error("{origin}: no data rows")]
-    Empty {
-        /// The file.
-        origin: String,
-    },
-    /// A point's simulation failed.
-    #[error("working set {working_set_kb} kB: {source}")]
-    Point {
-        /// The point.
-        working_set_kb: f64,
-        /// The cause.
-        source: BenchError,
-    },
-    /// A simulated point of a dataset failed.
-    #[error("{what}: {source}")]
-    Run {
-        /// The point.
-        what: String,
-        /// The cause.
-        source: BenchError,
-    },
-    /// A throughput cell's simulation failed.
-    #[error("{copy} with {blocks_per_sm} blocks per SM: {source}")]
-    Cell {
-        /// The copy label.
-        copy: String,
-        /// Blocks per SM.
-        blocks_per_sm: u32,
-        /// The cause.
-        source: BenchError,
-    },
-}
-
-impl CalibError {
-    /// True for errors in the input (files, parameters, configuration), as
-    /// opposed to simulation failures.
-    pub fn is_input_error(&self) -> bool {
-        match self {
-            CalibError::Io { .. } | CalibError::Parse { .. } | CalibError::Empty { .. } => true,
-            CalibError::Point { source, .. }
-            | CalibError::Cell { source, .. }
-            | CalibError::Run { source, .. } => source.is_input_error(),
-        }
-    }
-}
-
-/// Parses the pointer-chase CSV (a [`crate::data::Table`]): the header
+/// Parses the pointer-chase CSV (a [`crate::calibration::data::Table`]): the header
 /// must name the [`CSV_COLUMNS`] (in any order), with positive finite
 /// numbers in those columns. `origin` names the file in errors.
 pub fn parse_pchase_csv(text: &str, origin: &str) -> Result<Vec<ChaseRow>, CalibError> {
-    let t = crate::data::Table::parse(text, origin, &CSV_COLUMNS)?;
+    let t = crate::calibration::data::Table::parse(text, origin, &CSV_COLUMNS)?;
     t.rows()
         .map(|r| {
             Ok(ChaseRow {
@@ -139,9 +68,9 @@ pub fn parse_pchase_csv(text: &str, origin: &str) -> Result<Vec<ChaseRow>, Calib
         .collect()
 }
 
-/// The shipped pointer-chase curve ([`crate::data::POINTER_CHASE`]).
+/// The shipped pointer-chase curve ([`crate::calibration::data::POINTER_CHASE`]).
 pub fn pchase_rows() -> Result<Vec<ChaseRow>, CalibError> {
-    let f = crate::data::POINTER_CHASE;
+    let f = crate::calibration::data::POINTER_CHASE;
     parse_pchase_csv(f.text, f.path)
 }
 
@@ -213,36 +142,6 @@ impl Regime {
 impl fmt::Display for Regime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// Signed relative error in percent: `(simulated - measured) / measured * 100`.
-pub fn error_percent(measured: f64, simulated: f64) -> f64 {
-    (simulated - measured) / measured * 100.0
-}
-
-/// Mean absolute percentage error of signed percent errors; `None` when empty.
-pub fn mape(errors: &[f64]) -> Option<f64> {
-    if errors.is_empty() {
-        None
-    } else {
-        Some(errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64)
-    }
-}
-
-/// Indices of `k` of `len` items spread evenly, always keeping the first
-/// and the last (for `k >= 2`); all of them when `k >= len`; the first
-/// alone for `k == 1`; none for `k == 0`.
-pub fn subsample(len: usize, k: usize) -> Vec<usize> {
-    if k >= len {
-        return (0..len).collect();
-    }
-    match k {
-        0 => Vec::new(),
-        1 => vec![0],
-        _ => (0..k)
-            .map(|i| (i * (len - 1) + (k - 1) / 2) / (k - 1))
-            .collect(),
     }
 }
 
@@ -446,17 +345,6 @@ pub fn calibrate_pchase(
     })
 }
 
-/// The first item with the largest absolute error; `items` is not empty.
-fn worst_of<T>(items: &[T], err: impl Fn(&T) -> f64) -> &T {
-    let mut best = &items[0];
-    for it in &items[1..] {
-        if err(it).abs() > err(best).abs() {
-            best = it;
-        }
-    }
-    best
-}
-
 /// A working set in kB (1000 bytes) for people: `2 kB`, `21.6 MB`, `2.74 GB`.
 pub fn format_kb(kb: f64) -> String {
     if kb < 1000.0 {
@@ -488,16 +376,7 @@ pub fn tick_kb(kb: f64) -> String {
     }
 }
 
-/// `256 MiB`, `64 KiB`, `1000 B`: the largest binary unit that divides.
-fn binary_size(bytes: u64) -> String {
-    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
-            return format!("{} {unit}", bytes >> shift);
-        }
-    }
-    format!("{bytes} B")
-}
-
+/// A MAPE for people, `-` when there is none.
 fn fmt_opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.1}%"))
 }
@@ -588,250 +467,6 @@ impl PchaseCalibration {
                 },
             ],
         }
-    }
-}
-
-/// One row of the TMA throughput table.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TmaBwRow {
-    /// Label as in `calibration.md`.
-    pub label: String,
-    /// The copy (the table's KB is 1024 bytes: 0.5 KB = 128 fp32).
-    pub copy: CopyKind,
-    /// Measured GB/s with 1, 2, 3 and 4 blocks per SM.
-    pub gbps: [f64; 4],
-}
-
-/// The TMA load throughput table ([`crate::data::TMA_THROUGHPUT`]: the H800
-/// PCIe, 114 SMs, GB/s for 1..4 blocks per SM): `kind` is `bulk` (with the
-/// bytes per copy as `shape`), `1d`, `2d` or `3d` (fp32 boxes, `AxBxC`).
-pub fn tma_bw_table() -> Result<Vec<TmaBwRow>, CalibError> {
-    let cols = [
-        "copy", "kind", "shape", "gbps_1", "gbps_2", "gbps_3", "gbps_4",
-    ];
-    let t = crate::data::Table::of(crate::data::TMA_THROUGHPUT, &cols)?;
-    t.rows()
-        .map(|r| {
-            let kind = r.one_of("kind", &["bulk", "1d", "2d", "3d"])?;
-            let bad = || CalibError::Parse {
-                origin: crate::data::TMA_THROUGHPUT.path.into(),
-                line: r.line,
-                problem: format!("`{}` is not a {kind} copy shape", r.text("shape")),
-            };
-            let dims: Vec<u32> = r
-                .text("shape")
-                .split('x')
-                .map(|d| d.parse::<u32>().ok().filter(|v| *v > 0))
-                .collect::<Option<_>>()
-                .ok_or_else(bad)?;
-            let copy = match (kind, dims.as_slice()) {
-                ("bulk", [b]) => CopyKind::Bulk { bytes: *b },
-                ("1d", [a]) => CopyKind::Tensor1d { boxdim: [*a] },
-                ("2d", [a, b]) => CopyKind::Tensor2d { boxdim: [*a, *b] },
-                ("3d", [a, b, c]) => CopyKind::Tensor3d {
-                    boxdim: [*a, *b, *c],
-                },
-                _ => return Err(bad()),
-            };
-            Ok(TmaBwRow {
-                label: r.text("copy").to_string(),
-                copy,
-                gbps: [
-                    r.positive("gbps_1")?,
-                    r.positive("gbps_2")?,
-                    r.positive("gbps_3")?,
-                    r.positive("gbps_4")?,
-                ],
-            })
-        })
-        .collect()
-}
-
-/// Options of a throughput calibration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TmaBwOptions {
-    /// Bytes each cell moves (the real benchmark moved 4 GiB).
-    pub total_bytes: u64,
-    /// Run only this many of the 24 cells (row by row, 1..4 blocks per
-    /// SM), spread evenly ([`subsample`]).
-    pub cells: Option<usize>,
-}
-
-impl Default for TmaBwOptions {
-    /// 256 MiB per cell, every cell.
-    fn default() -> Self {
-        TmaBwOptions {
-            total_bytes: DEFAULT_TOTAL_BYTES,
-            cells: None,
-        }
-    }
-}
-
-impl TmaBwOptions {
-    /// For tests and smoke runs: 16 MiB per cell, every cell.
-    pub fn quick() -> Self {
-        TmaBwOptions {
-            total_bytes: 16 << 20,
-            cells: None,
-        }
-    }
-}
-
-/// One cell of the throughput table, measured against simulated.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TmaBwCell {
-    /// The row's label.
-    pub copy: String,
-    /// Blocks per SM.
-    pub blocks_per_sm: u32,
-    /// CTAs in the grid.
-    pub ctas: u64,
-    /// Measured GB/s.
-    pub measured: f64,
-    /// Simulated GB/s.
-    pub simulated: f64,
-    /// Signed error in percent.
-    pub error_percent: f64,
-}
-
-/// The result of a throughput calibration.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TmaBwCalibration {
-    /// GPU configuration name.
-    pub gpu: String,
-    /// Bytes each cell moved (at least).
-    pub total_bytes: u64,
-    /// MAPE over all cells.
-    pub mape_percent: f64,
-    /// Largest absolute error in percent.
-    pub max_abs_error_percent: f64,
-    /// The cell with the largest absolute error (the first of equals).
-    pub worst: TmaBwCell,
-    /// Every cell run, row by row, 1..4 blocks per SM.
-    pub cells: Vec<TmaBwCell>,
-}
-
-/// Runs every cell of [`tma_bw_table`] on `cfg` and compares the simulated
-/// throughput with the measured one.
-pub fn calibrate_tma_bw(
-    cfg: &GpuConfig,
-    opts: &TmaBwOptions,
-    progress: ProgressFn<'_>,
-) -> Result<TmaBwCalibration, CalibError> {
-    let table = tma_bw_table()?;
-    let all: Vec<(&TmaBwRow, u32)> = table
-        .iter()
-        .flat_map(|r| (1..=4u32).map(move |b| (r, b)))
-        .collect();
-    let jobs: Vec<(&TmaBwRow, u32)> = match opts.cells {
-        Some(k) => subsample(all.len(), k)
-            .into_iter()
-            .map(|i| all[i])
-            .collect(),
-        None => all,
-    };
-    if jobs.is_empty() {
-        return Err(CalibError::Empty {
-            origin: "the TMA throughput table".into(),
-        });
-    }
-    let params = |r: &TmaBwRow, b: u32| TmaBwParams {
-        total_bytes: opts.total_bytes,
-        ..TmaBwParams::new(r.copy, b, cfg)
-    };
-    let done = AtomicUsize::new(0);
-    let total = jobs.len();
-    let results: Vec<Result<f64, BenchError>> = jobs
-        .par_iter()
-        .with_max_len(1)
-        .map(|&(r, b)| {
-            let out = throughput_gbps(cfg, &params(r, b));
-            progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
-            out
-        })
-        .collect();
-    let mut cells = Vec::with_capacity(total);
-    for (&(r, b), res) in jobs.iter().zip(results) {
-        let simulated = res.map_err(|source| CalibError::Cell {
-            copy: r.label.to_string(),
-            blocks_per_sm: b,
-            source,
-        })?;
-        let measured = r.gbps[b as usize - 1];
-        cells.push(TmaBwCell {
-            copy: r.label.to_string(),
-            blocks_per_sm: b,
-            ctas: params(r, b).grid(),
-            measured,
-            simulated,
-            error_percent: error_percent(measured, simulated),
-        });
-    }
-    let errs: Vec<f64> = cells.iter().map(|c| c.error_percent).collect();
-    let worst = worst_of(&cells, |c| c.error_percent).clone();
-    Ok(TmaBwCalibration {
-        gpu: cfg.name.to_string(),
-        total_bytes: opts.total_bytes,
-        mape_percent: mape(&errs).unwrap_or(0.0),
-        max_abs_error_percent: worst.error_percent.abs(),
-        worst,
-        cells,
-    })
-}
-
-impl TmaBwCalibration {
-    /// The serialised result.
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).expect("a calibration always serialises")
-    }
-
-    /// The serialised result as indented text, keys in declaration order.
-    pub fn to_json_pretty(&self) -> String {
-        serde_json::to_string_pretty(self).expect("a calibration always serialises")
-    }
-
-    /// A table of every cell, then the MAPE.
-    pub fn to_text(&self) -> String {
-        let mut s = format!(
-            "TMA load throughput on {}: {} per cell, GB/s measured / simulated (error)\n\n",
-            self.gpu,
-            binary_size(self.total_bytes)
-        );
-        let _ = write!(s, "{:<22}", "copy");
-        for b in 1..=4 {
-            let _ = write!(
-                s,
-                " {:>26}",
-                format!("{b} block{}/SM", if b > 1 { "s" } else { "" })
-            );
-        }
-        s.push('\n');
-        for row in self.cells.chunk_by(|a, b| a.copy == b.copy) {
-            let _ = write!(s, "{:<22}", row[0].copy);
-            for b in 1..=4 {
-                let cell = row.iter().find(|c| c.blocks_per_sm == b).map_or_else(
-                    || "-".to_string(),
-                    |c| {
-                        format!(
-                            "{:.0} / {:.0} ({:+.1}%)",
-                            c.measured, c.simulated, c.error_percent
-                        )
-                    },
-                );
-                let _ = write!(s, " {cell:>26}");
-            }
-            s.push('\n');
-        }
-        let _ = writeln!(
-            s,
-            "\nMAPE {:.1}% over {} cells, max |error| {:.1}% ({}, {} blocks/SM)",
-            self.mape_percent,
-            self.cells.len(),
-            self.max_abs_error_percent,
-            self.worst.copy,
-            self.worst.blocks_per_sm
-        );
-        s
     }
 }
 
@@ -932,16 +567,6 @@ mod tests {
     }
 
     #[test]
-    fn mape_math() {
-        assert_eq!(error_percent(200.0, 250.0), 25.0);
-        assert_eq!(error_percent(200.0, 150.0), -25.0);
-        assert_eq!(mape(&[]), None);
-        assert_eq!(mape(&[10.0, -20.0, 30.0]), Some(20.0));
-        let pts = [1.0, -5.0, 5.0, 2.0];
-        assert_eq!(*worst_of(&pts, |x| *x), -5.0);
-    }
-
-    #[test]
     fn working_set_labels() {
         assert_eq!(format_kb(2.0), "2 kB");
         assert_eq!(format_kb(21_592.0), "21.6 MB");
@@ -950,23 +575,6 @@ mod tests {
         assert_eq!(tick_kb(1000.0), "1 MB");
         assert_eq!(tick_kb(1e7), "10 GB");
         assert_eq!(tick_kb(2500.0), "2.50 MB");
-    }
-
-    #[test]
-    fn subsampling() {
-        assert_eq!(subsample(189, 5), vec![0, 47, 94, 141, 188]);
-        assert_eq!(subsample(10, 2), vec![0, 9]);
-        assert_eq!(subsample(10, 1), vec![0]);
-        assert_eq!(subsample(10, 0), Vec::<usize>::new());
-        assert_eq!(subsample(3, 10), vec![0, 1, 2]);
-        for len in 2..40 {
-            for k in 2..len {
-                let s = subsample(len, k);
-                assert_eq!(s.len(), k);
-                assert_eq!((s[0], s[k - 1]), (0, len - 1));
-                assert!(s.windows(2).all(|w| w[0] < w[1]), "{len} {k} {s:?}");
-            }
-        }
     }
 
     fn rows() -> Vec<ChaseRow> {
@@ -1066,48 +674,5 @@ mod tests {
         let e = calibrate_pchase(&cfg, &r, &PchaseOptions::quick(), &|_, _| {}).unwrap_err();
         assert!(e.to_string().starts_with("working set 0.05 kB"), "{e}");
         assert!(e.is_input_error());
-    }
-
-    #[test]
-    fn tma_bw_table_and_quick_run() {
-        let table = tma_bw_table().unwrap();
-        assert_eq!(table.len(), 6);
-        assert_eq!(table[4].label, "2-D 32x32 fp32 (4 KB)");
-        assert_eq!(table[4].gbps, [631.0, 1126.0, 1473.0, 1645.0]);
-        let cfg = GpuConfig::h800_pcie();
-        let sizes: Vec<u64> = table
-            .iter()
-            .map(|r| TmaBwParams::new(r.copy, 1, &cfg).tile_bytes())
-            .collect();
-        assert_eq!(sizes, vec![1024, 8192, 16384, 512, 4096, 1024]);
-        // One copy per CTA, 4 cells spread over the table (cells 0, 8, 15
-        // and 23): the shape of the result, not its figures.
-        let opts = TmaBwOptions {
-            total_bytes: 64 << 10,
-            cells: Some(4),
-        };
-        let c = calibrate_tma_bw(&cfg, &opts, &|_, _| {}).unwrap();
-        assert_eq!(c.cells.len(), 4);
-        assert_eq!(c.cells[1].copy, "bulk 16 KB");
-        assert_eq!(c.cells[1].blocks_per_sm, 1);
-        assert_eq!(c.cells[2].copy, "1-D 0.5 KB (128 fp32)");
-        assert_eq!(c.cells[2].blocks_per_sm, 4);
-        assert_eq!(c.cells[2].ctas, 456);
-        assert_eq!(c.cells[2].measured, 426.0);
-        assert_eq!(c.cells[3].measured, 617.0);
-        assert!(c.cells.iter().all(|x| x.simulated > 0.0));
-        let j = c.to_json();
-        for key in ["mape_percent", "max_abs_error_percent", "worst", "cells"] {
-            assert!(j.get(key).is_some(), "{key}");
-        }
-        let t = c.to_text();
-        assert!(t.contains("3-D 8x8x4") && t.contains("MAPE"), "{t}");
-        assert!(t.contains("64 KiB per cell"), "{t}");
-        assert_eq!(t.lines().filter(|l| l.contains("%)")).count(), 4, "{t}");
-        let none = TmaBwOptions {
-            cells: Some(0),
-            ..opts
-        };
-        assert!(calibrate_tma_bw(&cfg, &none, &|_, _| {}).is_err());
     }
 }

@@ -20,8 +20,9 @@ use std::path::Path;
 
 use simfa_core::GpuConfig;
 
-use crate::calibrate::{error_percent, mape, CalibError};
-use crate::data::Table;
+use crate::calibration::data::Table;
+use crate::calibration::error::CalibError;
+use crate::calibration::stats::{error_percent, mape};
 use crate::gen::{gemm, BenchError, Calibration, GemmParams};
 use crate::run::simulate;
 

@@ -9,7 +9,7 @@
 //! errors that name the file, the line and the column; the typed readers
 //! below turn the tables into rows.
 
-use crate::calibrate::CalibError;
+use crate::calibration::error::CalibError;
 
 /// One embedded data file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +24,7 @@ macro_rules! data_file {
     ($name:literal) => {
         DataFile {
             path: concat!("data/", $name),
-            text: include_str!(concat!("../../data/", $name)),
+            text: include_str!(concat!("../../../data/", $name)),
         }
     };
 }

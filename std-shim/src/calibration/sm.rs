@@ -6,10 +6,10 @@
 //!
 //! | parameter | GPU | data |
 //! |---|---|---|
-//! | `tensor_sustained_mhz` | h800, h200 | [`crate::data::CLOCKS`]: the clock observed at a throughput; closed form |
-//! | `tensor_sustained_mhz` | h800-pcie | [`crate::data::WGMMA`]: the WGMMA throughputs |
-//! | `tensor_sustained_mhz` | h100, h20 | [`crate::data::GEMM_DENSE`]: dense GEMM throughputs |
-//! | `units.rf_share` (every Hopper GPU) | h100 | the full kernel of [`crate::data::FA3_H100_ABLATION`] |
+//! | `tensor_sustained_mhz` | h800, h200 | [`crate::calibration::data::CLOCKS`]: the clock observed at a throughput; closed form |
+//! | `tensor_sustained_mhz` | h800-pcie | [`crate::calibration::data::WGMMA`]: the WGMMA throughputs |
+//! | `tensor_sustained_mhz` | h100, h20 | [`crate::calibration::data::GEMM_DENSE`]: dense GEMM throughputs |
+//! | `units.rf_share` (every Hopper GPU) | h100 | the full kernel of [`crate::calibration::data::FA3_H100_ABLATION`] |
 //!
 //! A power-limit fit needs one simulation per point: the power limit only
 //! scales time, so the simulated cycles do not depend on it, and every
@@ -30,11 +30,12 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use simfa_core::{GpuConfig, Ratio, WgmmaMode};
 
-use crate::calibrate::{error_percent, mape, CalibError};
-use crate::data::{self, Fa3Point};
-use crate::experiments::{
+use crate::calibration::data::{self, Fa3Point};
+use crate::calibration::error::CalibError;
+use crate::calibration::experiments::{
     fa3_label, fa3_params, gemm_label, point_error, run_all, run_fa3, run_gemm,
 };
+use crate::calibration::stats::{error_percent, mape};
 use crate::gen::wgmma_bench::wgmma_figures;
 
 /// Denominator of the `rf_share` search grid.

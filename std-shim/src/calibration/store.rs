@@ -17,8 +17,8 @@
 use simfa_core::observer::{Event, Observer};
 use simfa_core::{Cycle, GpuConfig, Kernel, Op, Ratio};
 
-use crate::calibrate::CalibError;
-use crate::data::{Table, REGISTER_STORES};
+use crate::calibration::data::{Table, REGISTER_STORES};
+use crate::calibration::error::CalibError;
 
 /// One row of the register-store table.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,5 +1,5 @@
 //! `simfa validate`: every published dataset the project ships
-//! ([`crate::data`]), simulated with the presets as they are, and compared
+//! ([`crate::calibration::data`]), simulated with the presets as they are, and compared
 //! point by point: per dataset the points, the MAPE, the worst point, and
 //! whether the dataset was used to fit a parameter (in-sample) or not
 //! (held out). The README's accuracy table is this command's
@@ -26,15 +26,15 @@ use simfa_core::config::MemoryModel;
 use simfa_core::mem::config::ArrivalController;
 use simfa_core::{GpuConfig, WgmmaMode};
 
-use crate::calibrate::{
-    calibrate_pchase, calibrate_tma_bw, error_percent, mape, pchase_rows, CalibError,
-    PchaseOptions, TmaBwOptions,
-};
-use crate::calibrate_l2::{calibrate_l2_bw, L2BwOptions};
-use crate::data;
-use crate::experiments::{
+use crate::calibration::data;
+use crate::calibration::error::CalibError;
+use crate::calibration::experiments::{
     fa3_label, fa3_params, gemm_label, point_error, run_all, run_fa3, run_gemm, run_gemm_params,
 };
+use crate::calibration::l2::{calibrate_l2_bw, L2BwOptions};
+use crate::calibration::pchase::{calibrate_pchase, pchase_rows, PchaseOptions};
+use crate::calibration::stats::{error_percent, mape};
+use crate::calibration::tma_bw::{calibrate_tma_bw, TmaBwOptions};
 use crate::gen::wgmma_bench::wgmma_figures;
 
 /// The datasets, in the order they run.
@@ -433,7 +433,10 @@ fn variant_params(
     cfg: &GpuConfig,
 ) -> Result<crate::gen::GemmParams, &'static str> {
     if r.kernel == "cublas" {
-        return Ok(crate::experiments::closest_gemm(cfg, [r.n, r.n, r.n]));
+        return Ok(crate::calibration::experiments::closest_gemm(
+            cfg,
+            [r.n, r.n, r.n],
+        ));
     }
     if r.cluster_m > 1 {
         return Err("thread block clusters with TMA multicast are not modelled yet");

@@ -1,7 +1,7 @@
-//! The published experiments of [`crate::data`] re-created as simfa runs:
+//! The published experiments of [`crate::calibration::data`] re-created as simfa runs:
 //! which kernel stands for each measured one, and how its figure is read
-//! off the run. [`crate::calibrate_sm`] fits on them and
-//! [`crate::validate`] checks every dataset with them, so both measure the
+//! off the run. [`crate::calibration::sm`] fits on them and
+//! [`crate::calibration::validate`] checks every dataset with them, so both measure the
 //! same way.
 //!
 //! Times and rates come from [`Report`]: cycles at the clock the
@@ -10,8 +10,8 @@
 use rayon::prelude::*;
 use simfa_core::GpuConfig;
 
-use crate::calibrate::CalibError;
-use crate::data::{Fa3Point, GemmPoint};
+use crate::calibration::data::{Fa3Point, GemmPoint};
+use crate::calibration::error::CalibError;
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
 use crate::gen::{gemm, BenchError, GemmParams};
 use crate::report::Report;

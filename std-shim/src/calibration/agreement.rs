@@ -10,11 +10,11 @@ use serde::Serialize;
 use simfa_core::config::MemoryModel;
 use simfa_core::GpuConfig;
 
-use crate::calibrate::{
-    calibrate_pchase, calibrate_tma_bw, error_percent, mape, pchase_rows, CalibError,
-    PchaseOptions, TmaBwOptions,
-};
-use crate::experiments::{point_error, run_all};
+use crate::calibration::error::CalibError;
+use crate::calibration::experiments::{point_error, run_all};
+use crate::calibration::pchase::{calibrate_pchase, pchase_rows, PchaseOptions};
+use crate::calibration::stats::{error_percent, mape};
+use crate::calibration::tma_bw::{calibrate_tma_bw, TmaBwOptions};
 use crate::gen::fa3::Fa3Params;
 use crate::gen::{gemm, sweep_shapes, BenchError, GemmParams};
 use crate::run::simulate;
@@ -198,7 +198,7 @@ pub fn agreement(
     let a = calibrate_pchase(&line, &rows, &chase, none)?;
     let b = calibrate_pchase(&txn, &rows, &chase, none)?;
     for (p, q) in a.points.iter().zip(&b.points) {
-        let name = crate::calibrate::format_kb(p.working_set_kb);
+        let name = crate::calibration::pchase::format_kb(p.working_set_kb);
         points.push(point(
             "pchase",
             name,

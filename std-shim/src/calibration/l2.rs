@@ -32,7 +32,8 @@ use rayon::prelude::*;
 use serde::Serialize;
 use simfa_core::{GpuConfig, Ratio};
 
-use crate::calibrate::{error_percent, mape, CalibError, ProgressFn};
+use crate::calibration::error::CalibError;
+use crate::calibration::stats::{error_percent, mape, ProgressFn};
 use crate::gen::tmabw::L2_BLOCKS_PER_SM;
 use crate::gen::{tma_bw, BenchError, CopyKind, TmaBwParams};
 
@@ -54,7 +55,7 @@ pub struct L2BwRow {
     pub fit: bool,
 }
 
-/// The L2 bandwidth table ([`crate::data::L2_BANDWIDTH`]).
+/// The L2 bandwidth table ([`crate::calibration::data::L2_BANDWIDTH`]).
 pub fn l2_bw_rows() -> Result<Vec<L2BwRow>, CalibError> {
     let cols = [
         "gpu",
@@ -64,14 +65,14 @@ pub fn l2_bw_rows() -> Result<Vec<L2BwRow>, CalibError> {
         "clock_mhz",
         "use",
     ];
-    let t = crate::data::Table::of(crate::data::L2_BANDWIDTH, &cols)?;
+    let t = crate::calibration::data::Table::of(crate::calibration::data::L2_BANDWIDTH, &cols)?;
     t.rows()
         .map(|r| {
             let gpu = r.one_of("gpu", &simfa_core::PRESETS)?.to_string();
             let kib = r.count("working_set_kib", 1 << 30)?;
             if kib == 0 || (kib << 10) % COPY_BYTES as u64 != 0 {
                 return Err(CalibError::Parse {
-                    origin: crate::data::L2_BANDWIDTH.path.into(),
+                    origin: crate::calibration::data::L2_BANDWIDTH.path.into(),
                     line: r.line,
                     problem: format!(
                         "working_set_kib {kib} is not a non-zero multiple of {}",
@@ -303,7 +304,7 @@ pub fn calibrate_l2_bw(
     let rows = l2_bw_rows()?;
     if rows.is_empty() {
         return Err(CalibError::Empty {
-            origin: crate::data::L2_BANDWIDTH.path.into(),
+            origin: crate::calibration::data::L2_BANDWIDTH.path.into(),
         });
     }
     let fit_rows: Vec<L2BwRow> = rows.iter().filter(|r| r.fit).cloned().collect();
