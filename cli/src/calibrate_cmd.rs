@@ -21,7 +21,7 @@ use simfa_std::config::{load_config, preset};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
 use simfa_std::gen::tmabw::{DEFAULT_TOTAL_BYTES, L2_BLOCKS_PER_SM};
 use simfa_std::gen::{pchase, tma_bw, CopyKind, GemmParams, PchaseParams, TmaBwParams};
-use simfa_std::svg::write_svg;
+use simfa_std::reporting::svg::write_svg;
 
 use crate::{emit_kernel, out, Failure, GpuArgs};
 

@@ -55,13 +55,13 @@ use simfa_std::calibration::gemm_bubbles::read_bubbles;
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
 use simfa_std::fa3log::Fa3LogWriter;
-use simfa_std::gantt::{write_chrome_trace, GanttRecorder};
-use simfa_std::gantt_svg::write_svg;
 use simfa_std::gen::{fa3, gemm, Calibration, Epilogue, GemmParams};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::proton::export::ProtonWriter;
 use simfa_std::proton::ops_file::{ops_path, OpsFile};
-use simfa_std::report::Report;
+use simfa_std::reporting::gantt::{write_chrome_trace, GanttRecorder};
+use simfa_std::reporting::gantt_svg::write_svg;
+use simfa_std::reporting::report::Report;
 use simfa_std::run::{simulate_from, RunError, Snapshots};
 use simfa_std::trace::{DramTrace, TraceFormat};
 

@@ -3,9 +3,9 @@
 //! Everything around [`simfa_core`] that needs the standard library: the
 //! text assembly ([`asm`]), kernel files in either encoding ([`load`]), GPU
 //! configuration files ([`config`]), workload generators ([`gen`]), running a
-//! kernel with a heap-allocated arena ([`run`]), reports ([`report`]) and
-//! a Gantt timeline of one SM as a Chrome trace ([`gantt`]) or an SVG
-//! chart ([`gantt_svg`]), the read-after-transfer consistency checker
+//! kernel with a heap-allocated arena ([`run`]), reports, a Gantt timeline
+//! of one SM as a Chrome trace or an SVG chart, and line charts
+//! ([`reporting`]), the read-after-transfer consistency checker
 //! ([`check`]) and its counterpart for SCALE-Sim runs ([`scalesim`]), the
 //! TTGIR instrumentation pass for Triton kernels ([`ttgir`]), the trace
 //! front-ends ([`proton`], [`fa3log`]), calibration and validation against
@@ -22,15 +22,12 @@ pub mod calibration;
 pub mod check;
 pub mod config;
 pub mod fa3log;
-pub mod gantt;
-pub mod gantt_svg;
 pub mod gen;
 pub mod load;
 pub mod proton;
-pub mod report;
+pub mod reporting;
 pub mod run;
 pub mod scalesim;
-pub mod svg;
 pub mod sweep;
 pub mod trace;
 pub mod ttgir;

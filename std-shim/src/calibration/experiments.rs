@@ -14,7 +14,7 @@ use crate::calibration::data::{Fa3Point, GemmPoint};
 use crate::calibration::error::CalibError;
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
 use crate::gen::{gemm, BenchError, GemmParams};
-use crate::report::Report;
+use crate::reporting::report::Report;
 use crate::run::simulate;
 
 /// The generator's closest configuration to the cuBLAS/torch kernels the

@@ -18,7 +18,7 @@
 //!   line-level reference (`simfa agreement`).
 //!
 //! Nothing here is below the generators and the runner: these modules use
-//! [`crate::gen`], [`crate::run`] and [`crate::report`], and only the
+//! [`crate::gen`], [`crate::run`] and [`crate::reporting::report`], and only the
 //! command-line front-end and the Python bindings use them.
 
 pub mod agreement;

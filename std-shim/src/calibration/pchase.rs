@@ -21,7 +21,7 @@ use super::stats::{error_percent, mape, subsample, worst_of, ProgressFn};
 use crate::calibration::error::CalibError;
 use crate::gen::pchase::{cycles_per_hop, PchaseParams, DEFAULT_MEASURED_HOPS, WARMUP_CAP_HOPS};
 use crate::gen::BenchError;
-use crate::svg::{LineChart, Series};
+use crate::reporting::svg::{LineChart, Series};
 
 /// Bytes per kB of the CSV's `working_set_kb` column. The data is decimal:
 /// `calibration.md` reads its largest point, 2 737 229 kB, as 2.7 GB, and
@@ -634,7 +634,7 @@ mod tests {
             "{t}"
         );
         let svg = c.chart().render();
-        crate::svg::tests::assert_balanced(&svg);
+        crate::reporting::svg::tests::assert_balanced(&svg);
         assert!(svg.contains("measured (tma_cycles)") && svg.contains("simulated"));
         // Subsampled: first and last.
         let opts2 = PchaseOptions {

@@ -144,7 +144,7 @@ pub fn tflops_at(cfg: &GpuConfig, mhz: u32, s: &PowerSample) -> f64 {
     let mut c = cfg.clone();
     c.tensor_sustained_mhz = mhz;
     let f = simfa_core::power::sustained_clock_mhz(&c, s.wgmma_flops, s.cycles);
-    crate::report::back_to_back(
+    crate::reporting::report::back_to_back(
         s.useful_flops,
         s.cycles.max(1) as f64 / f.max(1) as f64,
         s.gap_us,

@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::plan::{Plan, Plot};
 use super::run::Row;
 use crate::load::write_atomic;
-use crate::svg::{LineChart, Series};
+use crate::reporting::svg::{LineChart, Series};
 
 /// The name of the rows file in a sweep directory.
 pub const POINTS: &str = "points.jsonl";

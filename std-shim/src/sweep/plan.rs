@@ -501,7 +501,7 @@ pub(crate) fn hash_hex(bytes: &[u8]) -> String {
     use std::hash::Hasher;
     let mut h = fnv::FnvHasher::default();
     h.write(bytes);
-    crate::report::format_digest(h.finish())
+    crate::reporting::report::format_digest(h.finish())
 }
 
 fn point_key(

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use simfa_core::{GpuConfig, Kernel};
 
 use super::plan::{Plan, Point};
-use crate::report::Report;
+use crate::reporting::report::Report;
 use crate::run::simulate;
 
 /// The result of one point, as one line of the sweep's JSON Lines file.

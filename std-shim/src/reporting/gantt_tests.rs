@@ -1,9 +1,9 @@
 //! Tests of [`super`].
 
 use super::*;
-use crate::gantt_svg::write_svg;
 use crate::gen::gemm::{gemm, GemmParams};
-use crate::svg::tests::assert_balanced;
+use crate::reporting::gantt_svg::write_svg;
+use crate::reporting::svg::tests::assert_balanced;
 use simfa_core::config::MemoryModel;
 use simfa_core::GpuConfig;
 
@@ -118,7 +118,7 @@ fn gemm_timeline_both_memory_models() {
         assert!(count(&xs, "tma store") > 0, "fixed={fixed}");
         assert!(count(&xs, "wait") > 0, "fixed={fixed}");
         assert_eq!(rec.dropped(), 0);
-        let svg = crate::gantt_svg::svg(&rec, "gemm <256> & \"sm 0\"");
+        let svg = crate::reporting::gantt_svg::svg(&rec, "gemm <256> & \"sm 0\"");
         assert!(svg.starts_with("<svg"));
         assert_balanced(&svg);
         assert_eq!(svg.matches(r#"<rect class="span""#).count(), xs.len());
@@ -130,7 +130,10 @@ fn gemm_timeline_both_memory_models() {
         // Determinism: a second run gives the same bytes.
         let again = record(&cfg, &k, 0);
         assert_eq!(again.chrome_trace(1830.0).to_string(), trace.to_string());
-        assert_eq!(crate::gantt_svg::svg(&again, "gemm <256> & \"sm 0\""), svg);
+        assert_eq!(
+            crate::reporting::gantt_svg::svg(&again, "gemm <256> & \"sm 0\""),
+            svg
+        );
     }
 }
 
@@ -172,7 +175,7 @@ fn idle_sm_gives_an_empty_valid_trace() {
     let trace = rec.chrome_trace(1830.0);
     assert!(check_trace(&trace, 131).is_empty());
     assert!(rec.rows().is_empty());
-    let svg = crate::gantt_svg::svg(&rec, "idle");
+    let svg = crate::reporting::gantt_svg::svg(&rec, "idle");
     assert!(svg.starts_with("<svg") && !svg.contains("class=\"span\""));
     assert_balanced(&svg);
     assert!(!svg.contains("NaN") && !svg.contains("inf"));
@@ -311,7 +314,7 @@ fn writes_files_atomically() {
     assert!(!check_trace(&v, 0).is_empty());
     assert_eq!(
         std::fs::read_to_string(&svg).unwrap(),
-        crate::gantt_svg::svg(&rec, "ring")
+        crate::reporting::gantt_svg::svg(&rec, "ring")
     );
     assert!(write_svg(&dir.path().join("no/t.svg"), &rec, "x").is_err());
 }

@@ -18,7 +18,7 @@
 //! lanes as it had transfers in flight at once, so that no two spans of a
 //! row overlap. [`GanttRecorder::chrome_trace`] turns the rows into a Chrome
 //! trace / Perfetto JSON array (one thread per row) and
-//! [`crate::gantt_svg::svg`] into a standalone SVG chart. Both are pure
+//! [`crate::reporting::gantt_svg::svg`] into a standalone SVG chart. Both are pure
 //! functions of the event stream: the same run gives the same bytes.
 
 use std::collections::BTreeMap;

@@ -1,12 +1,12 @@
-//! The SVG picture of a Gantt timeline ([`crate::gantt`]): one band per
+//! The SVG picture of a Gantt timeline ([`crate::reporting::gantt`]): one band per
 //! WarpGroup with its issue row, WGMMA row and thin TMA lanes, bars coloured
 //! by kind, a time axis in cycles, row labels, a legend and a title. Plain
 //! SVG 1.1; every bar carries a `<title>` tooltip.
 
 use std::fmt::Write as _;
 
-use crate::gantt::{GanttRecorder, GanttRow, RowKind, SpanKind};
-use crate::svg::{escape, nice_step};
+use crate::reporting::gantt::{GanttRecorder, GanttRow, RowKind, SpanKind};
+use crate::reporting::svg::{escape, nice_step};
 
 const WIDTH: f64 = 1200.0;
 const LEFT: f64 = 230.0;
