@@ -31,7 +31,8 @@ use core::fmt;
 
 use crate::error::KernelError;
 use crate::isa::{Expr, ExprId, Instr, Ref, MAX_LOOP_DEPTH};
-use crate::kernel::{CtaOrder, Kernel, MbarDecl, Name, Role, StageDecl, TensorMap};
+use crate::kernel::{CtaOrder, Kernel, MbarDecl, Name, Role, StageDecl};
+use crate::tensor_map::TensorMap;
 
 /// Why a [`Builder`] call failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

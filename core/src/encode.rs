@@ -65,7 +65,8 @@ mod tests {
     use super::*;
     use crate::error::KernelError;
     use crate::isa::{Expr, Instr, Ref};
-    use crate::kernel::{MbarDecl, Role, TensorMap};
+    use crate::kernel::{MbarDecl, Role};
+    use crate::tensor_map::TensorMap;
 
     fn sample() -> Kernel {
         let mut k = Kernel {

@@ -9,46 +9,7 @@
 //! trait.
 
 use crate::config::FixedPortConfig;
-use crate::kernel::TensorMap;
-
-/// Direction of a transfer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Global memory to shared memory.
-    Load,
-    /// Shared memory to global memory.
-    Store,
-}
-
-/// What a transfer moves.
-#[derive(Clone, Copy, Debug)]
-pub enum Shape<'k> {
-    /// A tensor-map box at the given origin.
-    Tensor {
-        /// The tensor map.
-        map: &'k TensorMap,
-        /// Box origin.
-        coords: [i64; 5],
-    },
-    /// A contiguous bulk range.
-    Linear {
-        /// Global address.
-        addr: u64,
-    },
-}
-
-/// One TMA transfer presented to the memory port.
-#[derive(Clone, Copy, Debug)]
-pub struct Transfer<'k> {
-    /// Issuing SM.
-    pub sm: u16,
-    /// Direction.
-    pub dir: Direction,
-    /// What is moved.
-    pub shape: Shape<'k>,
-    /// Bytes that cross the port (clipped box bytes, or the bulk size).
-    pub bytes: u64,
-}
+use crate::transfer::Transfer;
 
 /// A memory system seen from the TMA engines.
 pub trait MemoryPort {
@@ -127,6 +88,7 @@ impl MemoryPort for FixedPort<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transfer::{Direction, Shape};
     use crate::time::Ratio;
 
     #[test]

@@ -23,8 +23,9 @@ use crate::builder::{self, Builder, BuilderError};
 use crate::config::{GpuConfig, MemoryModel};
 use crate::digest::Digest;
 use crate::isa::{Expr, Instr, WgmmaMode, Work};
-use crate::kernel::{CtaOrder, Kernel, TensorMap};
+use crate::kernel::{CtaOrder, Kernel};
 use crate::mem::config::ArrivalController;
+use crate::tensor_map::TensorMap;
 
 /// Number of samples: two kernels, each on the fixed port and on both
 /// models of the memory hierarchy (line-level and transaction-level).

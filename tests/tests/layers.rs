@@ -2,8 +2,9 @@
 //! or through others: each crate's modules form layers (docs/architecture.md).
 //!
 //! A module's imports are the `crate::` and `super::` paths in its code
-//! (comments, doc links and its `tests` child module left out), resolved to
-//! the longest module they name. The test fails with the circle it finds.
+//! (comments, doc links and test-only modules left out), resolved to the
+//! longest module they name; a folder's are its modules'. The test fails
+//! with the circle it finds, between modules or between folders.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -68,7 +69,6 @@ fn edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         } else {
             m.split("::").collect()
         };
-        let dir_module = file.ends_with("mod.rs") || file.ends_with("lib.rs");
         let mut deps = BTreeSet::new();
         let resolve = |path: Vec<&str>, deps: &mut BTreeSet<String>| {
             for n in (1..=path.len()).rev() {
@@ -90,10 +90,8 @@ fn edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             let (root, skip) = if rest.starts_with("crate::") {
                 (Some(vec![]), 7)
             } else if rest.starts_with("super::") {
+                // `super` is the parent module, whatever the file layout.
                 let mut base: Vec<&str> = here.clone();
-                if !dir_module {
-                    base.pop();
-                }
                 base.pop();
                 (Some(base), 7)
             } else {
@@ -174,6 +172,22 @@ fn circle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     None
 }
 
+/// The graph of the crate's top-level modules and folders: `mem::txn`
+/// counts as `mem`.
+fn folders(g: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let top = |m: &str| m.split("::").next().unwrap_or("").to_string();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, deps) in g {
+        let t = top(m);
+        let e = out.entry(t.clone()).or_default();
+        e.extend(deps.iter().map(|d| top(d)).filter(|d| *d != t));
+    }
+    for d in out.values().flatten().cloned().collect::<Vec<_>>() {
+        out.entry(d).or_default();
+    }
+    out
+}
+
 fn crate_src(dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
@@ -186,6 +200,7 @@ fn the_core_has_no_import_circle() {
     let g = edges(&crate_src("core"));
     assert!(g.len() > 30, "only {} modules found", g.len());
     assert_eq!(circle(&g), None);
+    assert_eq!(circle(&folders(&g)), None, "between folders");
 }
 
 #[test]
@@ -193,6 +208,7 @@ fn the_std_shim_has_no_import_circle() {
     let g = edges(&crate_src("std-shim"));
     assert!(g.len() > 30, "only {} modules found", g.len());
     assert_eq!(circle(&g), None);
+    assert_eq!(circle(&folders(&g)), None, "between folders");
 }
 
 /// The checker finds a circle where there is one.

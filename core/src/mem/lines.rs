@@ -30,8 +30,8 @@ use core::fmt;
 
 use crate::arena::{Arena, Layout};
 use crate::error::{BuildError, Capacity};
-use crate::kernel::TensorMap;
 use crate::mem::table::{fib_hash, slots_for, Full};
+use crate::tensor_map::TensorMap;
 
 /// Why lines could not be generated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,9 +14,9 @@ use crate::error::{Capacity, SimError};
 use crate::mem::system::{LineRequest, MemSink};
 use crate::mem::txn::{TxnDone, TxnOp, TxnSink};
 use crate::observer::{Event, Observer};
-use crate::port::Shape;
 use crate::source::StreamSource;
 use crate::time::Cycle;
+use crate::transfer::Shape;
 
 /// The arena tables of the TMA engines.
 pub(crate) struct TmaTables<'a> {

@@ -5,9 +5,9 @@ use super::state::Ev;
 use super::{Mem, Simulator};
 use crate::error::{Capacity, SimError};
 use crate::external::{ExtError, ExtRequest};
-use crate::port::{Direction, Shape};
 use crate::source::StreamSource;
 use crate::time::Cycle;
+use crate::transfer::{Direction, Shape};
 
 /// The global address of a transfer: a bulk copy's, or a box's origin
 /// (`base + x0 * elem_bytes + Σ_{d>=1} x_d * strides[d]`, the tensor map's
@@ -131,7 +131,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::TensorMap;
+    use crate::tensor_map::TensorMap;
 
     #[test]
     fn a_box_origin_steps_by_the_element_size_along_dimension_0() {

@@ -8,8 +8,9 @@ use crate::error::{Capacity, SimError};
 use crate::isa::{EvalCtx, Frame, Instr, Op, Ref, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
 use crate::observer::{Event, Observer};
-use crate::port::{Direction, MemoryPort, Shape, Transfer};
+use crate::port::MemoryPort;
 use crate::source::StreamSource;
+use crate::transfer::{Direction, Shape, Transfer};
 use crate::wait::WaitReason;
 
 /// Control instructions (loop begin/end) resolved per issue attempt; a

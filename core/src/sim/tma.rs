@@ -7,8 +7,8 @@
 //! operation completes when its last line returns (an operation whose box
 //! is entirely out of bounds completes when its generation ends).
 
-use crate::kernel::TensorMap;
 use crate::mem::lines::LineGen;
+use crate::tensor_map::TensorMap;
 
 /// What an operation still has to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -8,10 +8,10 @@
 //! consecutive lines. `Chunker` then groups consecutive lines into
 //! [`Pattern`]s of at most `chunk_lines` lines.
 
-use crate::kernel::TensorMap;
 use crate::mem::lines::{DedupSet, LineGen};
 use crate::mem::txn::l2::Pattern;
-use crate::port::Shape;
+use crate::tensor_map::TensorMap;
+use crate::transfer::Shape;
 
 /// Lines of one operation (line numbers, not addresses).
 #[derive(Clone, Copy, Debug)]

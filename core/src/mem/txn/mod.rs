@@ -88,8 +88,8 @@ use crate::mem::hash::SliceSelector;
 use crate::mem::lines::DedupSet;
 use crate::mem::system::MemStats;
 use crate::observer::Event;
-use crate::port::Shape;
 use crate::rand::Rng;
+use crate::transfer::Shape;
 
 use arrival::{ArrivalDram, FillRef};
 use gen::for_each_line;
