@@ -88,8 +88,8 @@ impl MemoryPort for FixedPort<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transfer::{Direction, Shape};
     use crate::time::Ratio;
+    use crate::transfer::{Direction, Shape};
 
     #[test]
     fn fixed_port_serialises_per_sm() {
