@@ -147,7 +147,7 @@ impl Observer for DramTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::gemm::{gemm, GemmParams};
+    use crate::gen::{gemm, GemmParams};
 
     #[test]
     fn gemm_trace_lists_every_dram_request() {

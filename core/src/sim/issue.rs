@@ -5,7 +5,7 @@ use super::state::{Ev, TState, GROUP_RING};
 use super::Simulator;
 use crate::config::{Fault, SchedulerPolicy};
 use crate::error::{Capacity, SimError};
-use crate::isa::{EvalCtx, Frame, Instr, Op, Ref, MAX_LOOP_DEPTH};
+use crate::isa::{EvalCtx, Frame, Instr, Op, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
 use crate::observer::{Event, Observer};
 use crate::port::MemoryPort;
@@ -227,7 +227,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                         th.pc += 1;
                     }
                 }
-                instr => return Ok(Some(resolve(k, &instr, &ctx))),
+                instr => return Ok(Some(super::resolve::resolve(k, &instr, &ctx))),
             }
         }
         Ok(None)
@@ -793,105 +793,5 @@ fn mask(n: usize) -> u32 {
         u32::MAX
     } else {
         (1u32 << n) - 1
-    }
-}
-
-fn index_of(k: &Kernel, r: Ref, ctx: &EvalCtx, mbar: bool) -> u16 {
-    let base = if mbar {
-        k.mbar_base(r.decl)
-    } else {
-        k.stage_base(r.decl)
-    } as i64;
-    let len = if mbar {
-        k.mbarriers[r.decl as usize].len
-    } else {
-        k.stages[r.decl as usize].len
-    } as i64;
-    let i = k.exprs[r.idx as usize].eval(ctx);
-    if (0..len).contains(&i) {
-        (base + i) as u16
-    } else {
-        u16::MAX
-    }
-}
-
-fn coords_of(k: &Kernel, map: u8, ids: &[u16; 5], ctx: &EvalCtx) -> [i64; 5] {
-    let rank = k.maps[map as usize].rank as usize;
-    let mut c = [0i64; 5];
-    for i in 0..rank {
-        c[i] = k.exprs[ids[i] as usize].eval(ctx);
-    }
-    c
-}
-
-/// Resolves a (non-control) instruction against the evaluation context.
-/// Out-of-range array indices resolve to `u16::MAX`, which the executor
-/// reports as [`SimError::IndexOutOfRange`].
-fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
-    let ev = |id: u16| k.exprs[id as usize].eval(ctx);
-    match *instr {
-        Instr::TmaLoad { map, bar, coords } => Op::TmaLoad {
-            map,
-            bar: index_of(k, bar, ctx, true),
-            coords: coords_of(k, map, &coords, ctx),
-        },
-        Instr::TmaStore { map, coords } => Op::TmaStore {
-            map,
-            coords: coords_of(k, map, &coords, ctx),
-        },
-        Instr::BulkLoad { bar, addr, bytes } => Op::BulkLoad {
-            bar: index_of(k, bar, ctx, true),
-            addr: ev(addr) as u64,
-            bytes,
-        },
-        Instr::BulkStore { addr, bytes } => Op::BulkStore {
-            addr: ev(addr) as u64,
-            bytes,
-        },
-        Instr::StoreWait { n } => Op::StoreWait { n },
-        Instr::MbarInit { bar, count } => Op::MbarInit {
-            bar: index_of(k, bar, ctx, true),
-            count,
-        },
-        Instr::MbarArrive { bar } => Op::MbarArrive {
-            bar: index_of(k, bar, ctx, true),
-        },
-        Instr::MbarExpectTx { bar, bytes } => Op::MbarExpectTx {
-            bar: index_of(k, bar, ctx, true),
-            bytes,
-        },
-        Instr::MbarWait { bar, parity } => Op::MbarWait {
-            bar: index_of(k, bar, ctx, true),
-            parity: ev(parity).rem_euclid(2) as u8,
-        },
-        Instr::StageAcquire { stage } => Op::StageAcquire {
-            stage: index_of(k, stage, ctx, false),
-        },
-        Instr::StageRelease { stage } => Op::StageRelease {
-            stage: index_of(k, stage, ctx, false),
-        },
-        Instr::Wgmma { n, mode } => Op::Wgmma { n, mode },
-        Instr::WgmmaCommit => Op::WgmmaCommit,
-        Instr::WgmmaWait { n } => Op::WgmmaWait { n },
-        Instr::BarSync { id, threads } => Op::BarSync {
-            id: ev(id).clamp(0, 255) as u8,
-            threads,
-        },
-        Instr::BarArrive { id, threads } => Op::BarArrive {
-            id: ev(id).clamp(0, 255) as u8,
-            threads,
-        },
-        Instr::Bubble { cycles } => Op::Bubble { cycles },
-        Instr::Compute { work } => Op::Compute { work },
-        Instr::StGlobal {
-            map,
-            coords,
-            segment,
-        } => Op::StGlobal {
-            map,
-            coords: coords_of(k, map, &coords, ctx),
-            segment,
-        },
-        Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
     }
 }

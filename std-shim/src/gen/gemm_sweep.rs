@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use simfa_core::GpuConfig;
 
-use super::gemm::{gemm, Calibration, GemmParams};
 use super::BenchError;
+use super::{gemm, Calibration, GemmParams};
 use crate::run::simulate;
 
 /// The sweep's (M, N, K) shapes, including the paper's two named ones

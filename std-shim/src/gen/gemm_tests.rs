@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::gen::gemm_params::*;
 use simfa_core::config::MemoryModel;
 use simfa_core::isa::EvalCtx;
 use simfa_core::{Cycle, Event, GpuConfig, Observer};

@@ -12,13 +12,15 @@
 
 pub mod fa3;
 pub mod gemm;
+pub mod gemm_params;
 pub mod gemm_sweep;
 pub mod pchase;
 pub mod tmabw;
 pub mod wgmma_bench;
 
 pub use fa3::{fa3, Fa3Params, Variant};
-pub use gemm::{gemm, Calibration, Epilogue, GemmParams};
+pub use gemm::gemm;
+pub use gemm_params::{Calibration, Epilogue, GemmParams};
 pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};
 pub use pchase::{cycles_per_hop, pchase, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};

@@ -1,7 +1,7 @@
 //! Tests of [`super`].
 
 use super::*;
-use crate::gen::gemm::{gemm, GemmParams};
+use crate::gen::{gemm, GemmParams};
 use crate::reporting::gantt_svg::write_svg;
 use crate::reporting::svg::tests::assert_balanced;
 use simfa_core::config::MemoryModel;

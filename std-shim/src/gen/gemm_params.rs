@@ -1,0 +1,439 @@
+//! The parameters of the GEMM generator ([`super::gemm()`]): the problem
+//! shape, the tile, the pipeline (stages, consumers, persistence, grouped
+//! rasterisation), the epilogue, the WGMMA width and the frontend
+//! calibration bubbles, with the checks that name the parameter at fault,
+//! and the quantities derived from them (tiles, iterations, shared memory,
+//! registers).
+
+use super::GenError;
+
+/// Default tile rows (M).
+pub const TILE_M: u32 = 128;
+/// Default tile columns (N).
+pub const TILE_N: u32 = 128;
+/// Default tile depth (K) per main-loop iteration.
+pub const TILE_K: u32 = 64;
+/// Bytes per FP16 element.
+pub const ELEM_BYTES: u32 = 2;
+/// Shared memory per CTA of the default kernel: the A and B tiles of one
+/// iteration (32 KiB) and the C tile staged for the store (32 KiB).
+pub const SMEM_BYTES: u32 = 65536;
+/// Registers per thread of the default kernel's `main` role.
+pub const REGS: u16 = 168;
+/// Registers per thread of the `producer` role of a pipelined kernel.
+pub const PRODUCER_REGS: u16 = 40;
+/// Registers per thread a WGMMA-issuing WarpGroup needs beyond its FP32
+/// accumulator (addresses, loop state, descriptors).
+pub const REG_OVERHEAD: u32 = 40;
+/// Most registers per thread (Hopper).
+pub const MAX_REGS_PER_THREAD: u32 = 255;
+/// Registers per SM (Hopper).
+pub const REGS_PER_SM: u32 = 65536;
+/// Most shared memory per CTA (Hopper, 227 KiB).
+pub const MAX_SMEM_PER_CTA: u32 = 227 * 1024;
+/// Most ring stages (the kernel model's stage capacity).
+pub const MAX_STAGES: u32 = simfa_core::kernel::MAX_STAGES as u32;
+/// Most consumer WarpGroups of a pipelined kernel.
+pub const MAX_CONSUMERS: u32 = 3;
+/// SMs of an H800: the default CTA count of a persistent kernel.
+pub const H800_SMS: u32 = 132;
+/// Rows of one WGMMA (m64nNk16).
+pub const WGMMA_M: u32 = 64;
+/// Depth of one WGMMA (m64nNk16).
+pub const WGMMA_K: u32 = 16;
+/// The frontend calibration of section V-B3: cycles the simulator does not
+/// otherwise charge, added as bubbles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Calibration {
+    /// Fixed prologue/epilogue cycles per CTA (CTA admission, setmaxnreg,
+    /// mbarrier and tensor-map setup, store drain).
+    pub prologue: u32,
+    /// Residual cycles per BK=64 main-loop iteration (TMA-unit issue
+    /// pipeline, optimism of the N/2 WGMMA law in a tight loop).
+    pub per_iter_bk64: u32,
+}
+
+impl Calibration {
+    /// No calibration: both bubbles 0.
+    pub const NONE: Calibration = Calibration {
+        prologue: 0,
+        per_iter_bk64: 0,
+    };
+
+    /// The paper's H800 fit (1830 MHz, OLS on K = 512..4096): 4314 cycles
+    /// and 330 cycles per BK=64 iteration.
+    pub const H800: Calibration = Calibration {
+        prologue: 4314,
+        per_iter_bk64: 330,
+    };
+
+    /// `p` with this calibration's bubbles.
+    pub const fn apply(&self, p: GemmParams) -> GemmParams {
+        GemmParams {
+            prologue_bubble: self.prologue,
+            iter_bubble: self.per_iter_bk64,
+            ..p
+        }
+    }
+}
+
+/// How a GEMM writes its C tile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Epilogue {
+    /// Stage the converted tile in shared memory and write it with a TMA
+    /// store (the paper's kernel, CUTLASS's and cuBLAS's Hopper GEMMs).
+    #[default]
+    Tma,
+    /// Store the converted accumulator straight from registers
+    /// (`st.global`), as fast.cu's kernels do: every warp store instruction
+    /// writes 16-byte runs, one sector request each (the accumulator's
+    /// rows in bf16x2 pairs, or element by element down a column-major C),
+    /// and no shared memory is set aside for C.
+    Registers,
+}
+
+impl Epilogue {
+    /// Bytes of C one sector request of the register epilogue carries.
+    pub const STORE_SEGMENT: u8 = 16;
+}
+
+/// The problem shape of a GEMM and the kernel that computes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmParams {
+    /// Rows of A and C.
+    pub m: u32,
+    /// Columns of B and C.
+    pub n: u32,
+    /// Columns of A, rows of B.
+    pub k: u32,
+    /// Tile rows: a multiple of 64 in 64..=256 (default 128).
+    pub block_m: u32,
+    /// Tile columns, the WGMMA N: a multiple of 8 in 8..=256 (default 128).
+    pub block_n: u32,
+    /// Tile depth per main-loop iteration: a multiple of 16 in 16..=256
+    /// (default 64).
+    pub block_k: u32,
+    /// Ring stages: 1 (default) is the non-pipelined single-WarpGroup loop,
+    /// 2..=64 a producer WarpGroup and a ring of that many stages.
+    pub stages: u32,
+    /// Consumer WarpGroups of a pipelined kernel (1 to 3), each computing
+    /// `block_m / consumers` rows; must be 1 when `stages == 1`.
+    pub consumers: u32,
+    /// Launch `min(ctas, tiles)` CTAs that loop over the tiles instead of
+    /// one CTA per tile.
+    pub persistent: bool,
+    /// CTAs of a persistent kernel (usually the SM count; default
+    /// [`H800_SMS`]); ignored otherwise.
+    pub ctas: u32,
+    /// Row blocks swept together by grouped rasterisation; 1 (default) is
+    /// plain row-major order.
+    pub group_m: u32,
+    /// Cycles of prologue/epilogue work per CTA (default 0).
+    pub prologue_bubble: u32,
+    /// Cycles of residual work per BK=64 iteration, scaled by
+    /// `block_k / 64` (default 0).
+    pub iter_bubble: u32,
+    /// How C is written (default [`Epilogue::Tma`]).
+    pub epilogue: Epilogue,
+    /// N of each WGMMA: `block_n` (0, the default) or a divisor of it that
+    /// is a multiple of 8; a tile of `block_n` columns then takes
+    /// `block_n / wgmma_n` WGMMAs side by side.
+    pub wgmma_n: u32,
+}
+
+impl Default for GemmParams {
+    /// 4096 x 4096 x 4096, the paper's kernel, no bubbles.
+    fn default() -> Self {
+        GemmParams::new(4096, 4096, 4096)
+    }
+}
+
+fn bad(param: &'static str, problem: String) -> GenError {
+    GenError::BadParam { param, problem }
+}
+
+/// A problem dimension: non-zero and, when it is the row length of a
+/// tensor (`row` true: N and K), a whole number of 16-byte units, as TMA
+/// needs for its global strides. It need not be a multiple of the tile:
+/// edge tiles are clipped by TMA.
+fn check(dim: &'static str, value: u32, row: bool) -> Result<(), GenError> {
+    if value == 0 {
+        return Err(GenError::Zero { dim });
+    }
+    let per16 = 16 / ELEM_BYTES;
+    if row && value % per16 != 0 {
+        return Err(GenError::NotMultiple {
+            dim,
+            value,
+            tile: per16,
+        });
+    }
+    Ok(())
+}
+
+fn check_block(param: &'static str, v: u32, step: u32) -> Result<(), GenError> {
+    if v == 0 || v % step != 0 || v > 256 {
+        return Err(bad(
+            param,
+            format!("{v} must be a multiple of {step} in {step}..=256"),
+        ));
+    }
+    Ok(())
+}
+
+impl GemmParams {
+    /// An `m x n x k` GEMM with every other parameter at its default.
+    pub const fn new(m: u32, n: u32, k: u32) -> Self {
+        GemmParams {
+            m,
+            n,
+            k,
+            block_m: TILE_M,
+            block_n: TILE_N,
+            block_k: TILE_K,
+            stages: 1,
+            consumers: 1,
+            persistent: false,
+            ctas: H800_SMS,
+            group_m: 1,
+            prologue_bubble: 0,
+            iter_bubble: 0,
+            epilogue: Epilogue::Tma,
+            wgmma_n: 0,
+        }
+    }
+
+    /// The default 4096^3 GEMM with the paper's H800 bubbles
+    /// ([`Calibration::H800`]).
+    pub const fn h800_calibrated() -> Self {
+        Calibration::H800.apply(GemmParams::new(4096, 4096, 4096))
+    }
+
+    /// These parameters with `c`'s bubbles.
+    pub const fn calibrated(self, c: Calibration) -> Self {
+        c.apply(self)
+    }
+
+    /// Tile rows of C (`ceil(M / block_m)`; the last may be clipped).
+    pub fn tiles_m(&self) -> u32 {
+        self.m.div_ceil(self.block_m.max(1))
+    }
+
+    /// Tile columns of C (`ceil(N / block_n)`; the last may be clipped).
+    pub fn tiles_n(&self) -> u32 {
+        self.n.div_ceil(self.block_n.max(1))
+    }
+
+    /// Output tiles.
+    pub fn tiles(&self) -> u64 {
+        self.tiles_m() as u64 * self.tiles_n() as u64
+    }
+
+    /// Main-loop iterations per tile (`ceil(K / block_k)`; the last may be
+    /// clipped).
+    pub fn k_iters(&self) -> u32 {
+        self.k.div_ceil(self.block_k.max(1))
+    }
+
+    /// CTAs launched: one per tile, or `min(ctas, tiles)` when persistent.
+    pub fn grid_ctas(&self) -> u64 {
+        if self.persistent {
+            self.tiles().min(self.ctas as u64)
+        } else {
+            self.tiles()
+        }
+    }
+
+    /// Floating-point operations: `2 * M * N * K`.
+    pub fn flops(&self) -> u64 {
+        2 * self.m as u64 * self.n as u64 * self.k as u64
+    }
+
+    /// The per-iteration bubble for this `block_k`: `iter_bubble * block_k /
+    /// 64`, rounded to the nearest cycle.
+    pub fn iter_bubble_cycles(&self) -> u64 {
+        (self.iter_bubble as u64 * self.block_k as u64 + 32) / 64
+    }
+
+    /// Rows of the tile each WGMMA-issuing WarpGroup computes.
+    pub fn rows_per_consumer(&self) -> u32 {
+        self.block_m / self.consumers.max(1)
+    }
+
+    /// The N of each WGMMA: `wgmma_n`, or `block_n` when that is 0.
+    pub fn mma_n(&self) -> u32 {
+        if self.wgmma_n == 0 {
+            self.block_n
+        } else {
+            self.wgmma_n
+        }
+    }
+
+    /// WGMMAs (m64nNk16, N = [`GemmParams::mma_n`]) each WGMMA-issuing
+    /// WarpGroup issues per main-loop iteration.
+    pub fn wgmmas_per_iter(&self) -> u32 {
+        self.rows_per_consumer() / WGMMA_M
+            * (self.block_n / self.mma_n().max(1))
+            * (self.block_k / WGMMA_K)
+    }
+
+    /// Bytes one stage holds: the A and B tiles of one iteration.
+    pub fn stage_bytes(&self) -> u64 {
+        (self.block_m as u64 + self.block_n as u64) * self.block_k as u64 * ELEM_BYTES as u64
+    }
+
+    /// Shared memory per CTA: `stages` stages plus, with the TMA
+    /// epilogue, the C tile staged for the store.
+    pub fn smem_bytes(&self) -> u64 {
+        self.stages as u64 * self.stage_bytes() + self.c_staging_bytes()
+    }
+
+    /// Shared memory the C tile takes for a TMA store (0 for register
+    /// stores).
+    pub fn c_staging_bytes(&self) -> u64 {
+        match self.epilogue {
+            Epilogue::Tma => self.block_m as u64 * self.block_n as u64 * ELEM_BYTES as u64,
+            Epilogue::Registers => 0,
+        }
+    }
+
+    /// Registers per thread of a WGMMA-issuing WarpGroup: its FP32
+    /// accumulator (`rows * block_n / 128`) plus [`REG_OVERHEAD`], rounded
+    /// up to a multiple of 8.
+    pub fn mma_regs(&self) -> u32 {
+        let acc = self.rows_per_consumer() as u64 * self.block_n as u64 / 128;
+        ((acc + REG_OVERHEAD as u64).div_ceil(8) * 8).min(u32::MAX as u64) as u32
+    }
+
+    /// Registers one CTA needs.
+    pub fn regs_per_cta(&self) -> u64 {
+        let mma = self.consumers as u64 * 128 * self.mma_regs() as u64;
+        if self.stages >= 2 {
+            mma + 128 * PRODUCER_REGS as u64
+        } else {
+            mma
+        }
+    }
+
+    /// Checks every parameter; the errors name the parameter at fault.
+    pub fn validate(&self) -> Result<(), GenError> {
+        check_block("block_m", self.block_m, WGMMA_M)?;
+        check_block("block_n", self.block_n, 8)?;
+        check_block("block_k", self.block_k, WGMMA_K)?;
+        check("M", self.m, false)?;
+        check("N", self.n, true)?;
+        check("K", self.k, true)?;
+        if !(1..=MAX_STAGES).contains(&self.stages) {
+            return Err(bad(
+                "stages",
+                format!("{} must be in 1..={MAX_STAGES}", self.stages),
+            ));
+        }
+        if self.stages == 1 && self.consumers != 1 {
+            return Err(bad(
+                "consumers",
+                format!(
+                    "{} consumer WarpGroups need a producer: set stages >= 2 (stages = 1 has one WarpGroup)",
+                    self.consumers
+                ),
+            ));
+        }
+        if !(1..=MAX_CONSUMERS).contains(&self.consumers) {
+            return Err(bad(
+                "consumers",
+                format!("{} must be 1, 2 or 3", self.consumers),
+            ));
+        }
+        if self.block_m % (self.consumers * WGMMA_M) != 0 {
+            return Err(bad(
+                "consumers",
+                format!(
+                    "block_m = {} rows cannot be split between {} WarpGroups of 64-row WGMMAs",
+                    self.block_m, self.consumers
+                ),
+            ));
+        }
+        if self.group_m == 0 {
+            return Err(bad("group_m", "0 must be at least 1".into()));
+        }
+        let n = self.mma_n();
+        if n % 8 != 0 || n > self.block_n || self.block_n % n != 0 {
+            return Err(bad(
+                "wgmma_n",
+                format!(
+                    "{} must be a multiple of 8 that divides block_n = {}",
+                    self.wgmma_n, self.block_n
+                ),
+            ));
+        }
+        if self.persistent {
+            if self.ctas == 0 {
+                return Err(bad(
+                    "ctas",
+                    "a persistent kernel needs at least 1 CTA".into(),
+                ));
+            }
+            if self.tiles_m() % self.group_m != 0 {
+                return Err(bad(
+                    "group_m",
+                    format!(
+                        "{} does not divide the {} row blocks (M / block_m), as a persistent kernel needs",
+                        self.group_m,
+                        self.tiles_m()
+                    ),
+                ));
+            }
+            if self.m % self.block_m != 0 {
+                return Err(bad(
+                    "M",
+                    format!(
+                        "a persistent kernel views the rows as whole row blocks, so M = {} must be a multiple of block_m = {} (a non-persistent kernel clips the last row block)",
+                        self.m, self.block_m
+                    ),
+                ));
+            }
+        }
+        let regs = self.mma_regs();
+        if regs > MAX_REGS_PER_THREAD {
+            return Err(bad(
+                "block_n",
+                format!(
+                    "a {} x {} accumulator per WarpGroup needs {regs} registers per thread (at most {MAX_REGS_PER_THREAD}); lower block_n or block_m, or use 2 consumers",
+                    self.rows_per_consumer(),
+                    self.block_n
+                ),
+            ));
+        }
+        if self.regs_per_cta() > REGS_PER_SM as u64 {
+            return Err(bad(
+                "block_n",
+                format!(
+                    "the CTA needs {} registers (at most {REGS_PER_SM})",
+                    self.regs_per_cta()
+                ),
+            ));
+        }
+        if self.smem_bytes() > MAX_SMEM_PER_CTA as u64 {
+            return Err(bad(
+                "stages",
+                format!(
+                    "{} stages of {} bytes and a {}-byte C tile need {} bytes of shared memory (at most {MAX_SMEM_PER_CTA})",
+                    self.stages,
+                    self.stage_bytes(),
+                    self.c_staging_bytes(),
+                    self.smem_bytes()
+                ),
+            ));
+        }
+        if self.iter_bubble_cycles() > u32::MAX as u64 {
+            return Err(bad(
+                "iter_bubble",
+                format!(
+                    "{} cycles scaled to block_k = {} overflow",
+                    self.iter_bubble, self.block_k
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
