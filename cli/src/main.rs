@@ -257,6 +257,13 @@ struct Shape {
     /// --block-n): a tile takes block_n / wgmma_n WGMMAs side by side.
     #[arg(long)]
     wgmma_n: Option<u32>,
+    /// Thread block clusters of MxN CTAs (along M and N, at most 16; needs
+    /// --stages 2 or more): the CTAs sharing a tile column multicast its B
+    /// tile and those sharing a row its A tile, each loading a slice for
+    /// all, and each consumer releases its stage in every CTA of the
+    /// cluster. A persistent kernel clusters along one side.
+    #[arg(long, value_name = "MxN", default_value = "1x1", value_parser = parse_cluster)]
+    cluster: (u32, u32),
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
     /// 330 cycles per BK=64 iteration; section V-B3).
     #[arg(long, conflicts_with = "bubbles")]
@@ -517,6 +524,22 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
     }
 }
 
+/// Parses `--cluster MxN`.
+fn parse_cluster(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("'{s}' is not MxN with M and N from 1 to 16 (e.g. 2x1)");
+    let (m, n) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let side = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| (1..=16).contains(v))
+    };
+    match (side(m), side(n)) {
+        (Some(m), Some(n)) => Ok((m, n)),
+        _ => Err(bad()),
+    }
+}
+
 impl Shape {
     /// [`Shape::params`] with the bubbles of `--bubbles` applied.
     fn resolve(&self, cfg: &GpuConfig) -> Result<GemmParams, Failure> {
@@ -545,6 +568,8 @@ impl Shape {
                 Epilogue::Registers
             },
             wgmma_n: self.wgmma_n.unwrap_or(0),
+            cluster_m: self.cluster.0,
+            cluster_n: self.cluster.1,
             ..GemmParams::new(self.m, self.n, self.k)
         };
         if self.calibrated {

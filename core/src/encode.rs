@@ -11,7 +11,7 @@ use crate::kernel::Kernel;
 /// The magic bytes that open every binary kernel.
 pub const MAGIC: [u8; 8] = *b"SIMFAKRN";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 /// Bytes of the header (magic + version).
 pub const HEADER_LEN: usize = MAGIC.len() + 2;
 
@@ -104,6 +104,7 @@ mod tests {
                 map: 0,
                 bar,
                 coords: [1, 0, 0, 0, 0],
+                multicast: 0,
             },
             Instr::MbarArrive { bar },
             Instr::MbarWait { bar, parity: 0 },
@@ -234,6 +235,7 @@ mod tests {
             map: 5,
             bar: Ref { decl: 0, idx: 0 },
             coords: [1, 0, 0, 0, 0],
+            multicast: 0,
         };
         assert_eq!(
             decode(&bytes(&k)),

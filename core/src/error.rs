@@ -189,6 +189,30 @@ pub enum KernelError {
         /// The offending segment.
         segment: u8,
     },
+    /// A cluster shape with a zero side, more than
+    /// [`crate::cluster::MAX_CLUSTER`] CTAs, or a side that does not divide
+    /// the grid's.
+    BadCluster {
+        /// CTAs per cluster along x, y, z.
+        dims: [u8; 3],
+        /// The grid.
+        grid: [u32; 3],
+    },
+    /// A multicast or cluster-release mask with bits beyond x, y and z, or
+    /// used by a kernel launched without clusters.
+    BadClusterMask {
+        /// Instruction index.
+        at: u16,
+        /// The offending mask.
+        mask: u8,
+    },
+    /// One cluster needs more SMs than the GPU has.
+    ClusterDoesNotFit {
+        /// CTAs per cluster.
+        size: u32,
+        /// SMs of the GPU.
+        sms: u32,
+    },
     /// A named-barrier thread count that is zero or not a multiple of 128.
     BadThreadCount {
         /// Instruction index.
@@ -279,6 +303,21 @@ impl fmt::Display for KernelError {
             KernelError::BadStoreSegment { at, segment } => write!(
                 f,
                 "instruction {at}: st.global segment {segment} is not 1 to 32 bytes (one sector request)"
+            ),
+            KernelError::BadCluster {
+                dims: [x, y, z],
+                grid: [gx, gy, gz],
+            } => write!(
+                f,
+                "cluster {x}x{y}x{z} must have sides >= 1, at most 16 CTAs, and sides dividing the grid {gx}x{gy}x{gz}"
+            ),
+            KernelError::BadClusterMask { at, mask } => write!(
+                f,
+                "instruction {at}: cluster mask {mask:#05b} needs a clustered kernel and bits only for x, y and z"
+            ),
+            KernelError::ClusterDoesNotFit { size, sms } => write!(
+                f,
+                "one cluster of {size} CTAs needs {size} SMs but the GPU has {sms}"
             ),
             KernelError::BadThreadCount { at } => write!(
                 f,

@@ -270,6 +270,12 @@ pub enum Instr {
         bar: Ref,
         /// Box origin, one expression per tensor-map dimension (innermost first).
         coords: [ExprId; 5],
+        /// Cluster dimensions to multicast along (see [`crate::cluster`]):
+        /// the box is read from memory once and lands at the same place in
+        /// every CTA of the cluster that differs from the issuer only along
+        /// these dimensions, completing bytes on the same mbarrier of each.
+        /// 0 for a load into the issuing CTA alone.
+        multicast: u8,
     },
     /// TMA tensor store of one box from shared memory.
     TmaStore {
@@ -334,6 +340,11 @@ pub enum Instr {
     StageRelease {
         /// The stage.
         stage: Ref,
+        /// Cluster dimensions to release along (see [`crate::cluster`]):
+        /// the same stage of every CTA of the cluster that differs from
+        /// this one only along them is released (a remote `mbarrier.arrive`
+        /// on each, as consumers of a multicast ring do); 0 for this CTA's.
+        cluster: u8,
     },
     /// One m64nNk16 dense FP16/BF16 WGMMA, added to the open commit group.
     Wgmma {
@@ -422,6 +433,8 @@ pub enum Op {
         bar: u16,
         /// Box origin.
         coords: [i64; 5],
+        /// Cluster dimensions to multicast along.
+        multicast: u8,
     },
     /// See [`Instr::TmaStore`].
     TmaStore {
@@ -486,6 +499,8 @@ pub enum Op {
     StageRelease {
         /// Stage index.
         stage: u16,
+        /// Cluster dimensions to release along.
+        cluster: u8,
     },
     /// See [`Instr::Wgmma`].
     Wgmma {

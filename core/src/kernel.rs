@@ -10,6 +10,7 @@
 use heapless::{String, Vec};
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::{Cluster, ALL_DIMS};
 use crate::config::GpuConfig;
 use crate::error::KernelError;
 use crate::isa::{Expr, ExprId, Instr, Op, Ref, MAX_LOOP_DEPTH};
@@ -101,6 +102,9 @@ pub struct Kernel {
     pub grid: [u32; 3],
     /// Mapping from CTA index to grid coordinates.
     pub order: CtaOrder,
+    /// CTAs launched together as a thread block cluster (see
+    /// [`crate::cluster`]); [`Cluster::NONE`] for none.
+    pub cluster: Cluster,
     /// Shared memory per CTA, bytes.
     pub smem_bytes: u32,
     /// The WarpGroup roles of a CTA, in WarpGroup order.
@@ -122,12 +126,17 @@ impl Kernel {
     /// kernel are in range for this kernel: the tensor map exists, the
     /// WGMMA N is one Hopper has (a multiple of 8 in 8..=256), a named
     /// barrier's thread count is a non-zero multiple of 128, an
-    /// `st.global` segment is 1 to 32 bytes. Barrier, stage and
+    /// `st.global` segment is 1 to 32 bytes, a cluster mask names only x,
+    /// y and z in a clustered kernel. Barrier, stage and
     /// named-barrier indices are checked when the op executes. The
     /// simulator refuses a streamed op that fails this.
     pub fn op_fits(&self, op: &Op) -> bool {
         match *op {
-            Op::TmaLoad { map, .. } | Op::TmaStore { map, .. } => (map as usize) < self.maps.len(),
+            Op::TmaLoad { map, multicast, .. } => {
+                (map as usize) < self.maps.len() && self.mask_ok(multicast, 0).is_ok()
+            }
+            Op::TmaStore { map, .. } => (map as usize) < self.maps.len(),
+            Op::StageRelease { cluster, .. } => self.mask_ok(cluster, 0).is_ok(),
             Op::StGlobal { map, segment, .. } => {
                 (map as usize) < self.maps.len() && (1..=32).contains(&segment)
             }
@@ -192,9 +201,25 @@ impl Kernel {
             .sum()
     }
 
-    /// Grid coordinates of the CTA with linear index `i`.
+    /// Grid coordinates of the CTA with linear index `i`. In a clustered
+    /// kernel CTAs are numbered cluster by cluster, in rank order within
+    /// each; the clusters follow [`Kernel::order`] over the grid of
+    /// clusters.
     pub fn cta_coords(&self, i: u32) -> [u32; 3] {
-        let [gx, gy, _] = self.grid;
+        if !self.cluster.is_clustered() {
+            return self.block_coords(self.grid, i);
+        }
+        let size = self.cluster.size();
+        let d = self.cluster.dims.map(|d| d.max(1) as u32);
+        let blocks = [0, 1, 2].map(|j| self.grid[j] / d[j]);
+        let q = self.block_coords(blocks, i / size);
+        let r = self.cluster.rank_coords(i % size);
+        [0, 1, 2].map(|j| q[j] * d[j] + r[j])
+    }
+
+    /// Coordinates of the `i`-th block of a `grid` walked in [`Kernel::order`].
+    fn block_coords(&self, grid: [u32; 3], i: u32) -> [u32; 3] {
+        let [gx, gy, _] = grid;
         let (gx, gy) = (gx.max(1), gy.max(1));
         let plane = gx * gy;
         let z = i / plane;
@@ -238,6 +263,15 @@ impl Kernel {
         self.expr_ok(r.idx, depth, at)
     }
 
+    /// A cluster dimension mask: bits for x, y and z only, and none
+    /// unless the kernel is launched in clusters.
+    fn mask_ok(&self, mask: u8, at: u16) -> Result<(), KernelError> {
+        if mask & !ALL_DIMS != 0 || (mask != 0 && !self.cluster.is_clustered()) {
+            return Err(KernelError::BadClusterMask { at, mask });
+        }
+        Ok(())
+    }
+
     fn map_ok(
         &self,
         map: u8,
@@ -261,6 +295,7 @@ impl Kernel {
         if self.grid.contains(&0) || self.ctas() > u32::MAX as u64 {
             return Err(KernelError::BadGrid);
         }
+        self.cluster.validate(self.grid)?;
         if self.roles.is_empty() || self.roles.iter().any(|r| r.count == 0) {
             return Err(KernelError::NoWarpGroups);
         }
@@ -328,9 +363,15 @@ impl Kernel {
                 }
             }
             match self.code[pc] {
-                Instr::TmaLoad { map, bar, coords } => {
+                Instr::TmaLoad {
+                    map,
+                    bar,
+                    coords,
+                    multicast,
+                } => {
                     self.map_ok(map, &coords, depth, at)?;
                     self.mbar_ok(bar, depth, at)?;
+                    self.mask_ok(multicast, at)?;
                 }
                 Instr::TmaStore { map, coords } => self.map_ok(map, &coords, depth, at)?,
                 Instr::StGlobal {
@@ -363,8 +404,10 @@ impl Kernel {
                     self.mbar_ok(bar, depth, at)?;
                     self.expr_ok(parity, depth, at)?;
                 }
-                Instr::StageAcquire { stage } | Instr::StageRelease { stage } => {
-                    self.stage_ok(stage, depth, at)?
+                Instr::StageAcquire { stage } => self.stage_ok(stage, depth, at)?,
+                Instr::StageRelease { stage, cluster } => {
+                    self.stage_ok(stage, depth, at)?;
+                    self.mask_ok(cluster, at)?;
                 }
                 Instr::Wgmma { n, .. } => {
                     if !(8..=256).contains(&n) || n % 8 != 0 {
@@ -434,6 +477,12 @@ impl Kernel {
                 resource: "registers",
                 need: self.regs_per_cta(),
                 have: config.regs_per_sm,
+            });
+        }
+        if self.cluster.size() > config.sms as u32 {
+            return Err(KernelError::ClusterDoesNotFit {
+                size: self.cluster.size(),
+                sms: config.sms as u32,
             });
         }
         let warps = self.wgs_per_cta() as u32 * 4;

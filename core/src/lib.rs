@@ -72,6 +72,7 @@
 pub mod analytic;
 pub mod arena;
 pub mod builder;
+pub mod cluster;
 pub mod codec;
 pub mod config;
 pub mod digest;
@@ -95,6 +96,7 @@ pub mod transfer;
 pub mod wait;
 pub mod wheel;
 
+pub use cluster::Cluster;
 pub use codec::{SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
 pub use config::{Fault, GpuConfig, SchedulerPolicy, PRESETS};
 pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, SimError};

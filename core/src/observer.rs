@@ -198,6 +198,24 @@ pub enum Event {
         /// Releases each round of the stage needs.
         consumers: u16,
     },
+    /// Detail: TMA load `op` (just issued) also lands in CTA `cta` of its
+    /// issuer's cluster, on the same mbarrier (see [`crate::cluster`]).
+    TmaMulticast {
+        /// Operation id (see [`Event::TmaIssue`]).
+        op: u32,
+        /// Linear index of the destination CTA.
+        cta: u32,
+    },
+    /// Detail: a WarpGroup released stage `stage` of another CTA of its
+    /// cluster (a `stage.release` along cluster dimensions).
+    RemoteRelease {
+        /// Releaser.
+        who: Who,
+        /// Linear index of the CTA whose stage was released.
+        cta: u32,
+        /// CTA-wide stage index.
+        stage: u16,
+    },
 }
 
 impl Event {
@@ -212,6 +230,8 @@ impl Event {
                 | Event::LineFill { .. }
                 | Event::LineServed { .. }
                 | Event::StageAcquired { .. }
+                | Event::TmaMulticast { .. }
+                | Event::RemoteRelease { .. }
         )
     }
 
@@ -260,16 +280,24 @@ impl Event {
             | Event::DramDone { .. }
             | Event::LineFill { .. }
             | Event::LineServed { .. }
-            | Event::StageAcquired { .. } => [0; 3],
+            | Event::StageAcquired { .. }
+            | Event::TmaMulticast { .. }
+            | Event::RemoteRelease { .. } => [0; 3],
         }
     }
 }
 
 fn op_word(op: &Op) -> u64 {
     match *op {
-        Op::TmaLoad { map, bar, coords } => {
+        Op::TmaLoad {
+            map,
+            bar,
+            coords,
+            multicast,
+        } => {
             (map as u64)
                 ^ ((bar as u64) << 8)
+                ^ ((multicast as u64) << 60)
                 ^ coords
                     .iter()
                     .fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64)
@@ -298,7 +326,8 @@ fn op_word(op: &Op) -> u64 {
         Op::MbarArrive { bar } => bar as u64,
         Op::MbarExpectTx { bar, bytes } => bar as u64 | (bytes as u64) << 16,
         Op::MbarWait { bar, parity } => bar as u64 | (parity as u64) << 16,
-        Op::StageAcquire { stage } | Op::StageRelease { stage } => stage as u64,
+        Op::StageAcquire { stage } => stage as u64,
+        Op::StageRelease { stage, cluster } => stage as u64 | (cluster as u64) << 16,
         // SS keeps the digest word of kernels written before modes existed.
         Op::Wgmma { n, mode } => n as u64 | (mode as u64) << 16,
         Op::BarSync { id, threads } | Op::BarArrive { id, threads } => {

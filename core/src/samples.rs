@@ -224,6 +224,7 @@ fn ring(k: &mut Kernel) -> Result<(), BuilderError> {
                 map: 0,
                 bar: full,
                 coords: [coord, 0, 0, 0, 0],
+                multicast: 0,
             },
             Instr::MbarArrive { bar: full },
         ],
@@ -243,7 +244,10 @@ fn ring(k: &mut Kernel) -> Result<(), BuilderError> {
             },
             Instr::WgmmaCommit,
             Instr::WgmmaWait { n: 0 },
-            Instr::StageRelease { stage: empty },
+            Instr::StageRelease {
+                stage: empty,
+                cluster: 0,
+            },
         ],
     )?;
     b.loop_end(l)?;

@@ -32,6 +32,8 @@ const WATCHDOG: u64 = 200_000;
 #[derive(Arbitrary, Debug)]
 struct Desc {
     grid: [u8; 3],
+    /// Cluster shape; zero, huge and non-dividing sides reach validation.
+    cluster: [u8; 3],
     smem: u16,
     maps: [Option<MapDesc>; 2],
     mbarriers: [Option<(u8, u8)>; 3],
@@ -80,6 +82,8 @@ enum Op {
         map: u8,
         bar: (u8, u8),
         coords: [u8; 2],
+        /// Raw cluster mask: bits past z reach validation.
+        multicast: u8,
     },
     TmaStore {
         map: u8,
@@ -109,7 +113,8 @@ enum Op {
         parity: u8,
     },
     StageAcquire((u8, u8)),
-    StageRelease((u8, u8)),
+    /// A stage and a raw cluster mask.
+    StageRelease((u8, u8), u8),
     Wgmma(u8, bool),
     WgmmaCommit,
     WgmmaWait(u8),
@@ -155,6 +160,9 @@ fn build(d: &Desc) -> Option<Kernel> {
         name: name("fuzz"),
         grid: [d.grid[0] % 4 + 1, d.grid[1] % 3 + 1, d.grid[2] % 2 + 1].map(u32::from),
         smem_bytes: d.smem as u32,
+        cluster: simfa_core::Cluster {
+            dims: d.cluster.map(|c| if c >= 250 { c } else { c % 5 }),
+        },
         ..Kernel::default()
     };
     for m in d.maps.iter().flatten() {
@@ -217,10 +225,12 @@ fn build(d: &Desc) -> Option<Kernel> {
                     map,
                     bar: b,
                     coords,
+                    multicast,
                 } => Instr::TmaLoad {
                     map: map % 3,
                     bar: bar(b),
                     coords: [ex(coords[0]), ex(coords[1]), 0, 0, 0],
+                    multicast: multicast % 9,
                 },
                 Op::TmaStore { map, coords } => Instr::TmaStore {
                     map: map % 3,
@@ -263,7 +273,10 @@ fn build(d: &Desc) -> Option<Kernel> {
                     parity: ex(parity),
                 },
                 Op::StageAcquire(s) => Instr::StageAcquire { stage: bar(s) },
-                Op::StageRelease(s) => Instr::StageRelease { stage: bar(s) },
+                Op::StageRelease(s, mask) => Instr::StageRelease {
+                    stage: bar(s),
+                    cluster: mask % 9,
+                },
                 Op::Wgmma(n, rs) => Instr::Wgmma {
                     n: (n as u16 % 33) * 8,
                     mode: if rs {

@@ -126,6 +126,11 @@ struct OpState {
     bar: Option<u16>,
     /// The mbarrier phase a load fills.
     phase: u32,
+    /// The other CTAs a multicast load fills, with the phase of each.
+    also: Vec<(u32, u32)>,
+    /// The stage its issuer last acquired and the releases its previous
+    /// round needs.
+    stage: Option<(u16, u32)>,
     /// Landing cycle known at issue (fixed port).
     lands: Option<u64>,
     lines_req: u32,
@@ -364,36 +369,7 @@ impl ConsistencyChecker {
             ..OpState::default()
         };
         if let Some(b) = bar {
-            let phase = self.phases.get(&(who.cta, b)).copied().unwrap_or(0) + 1;
-            st.phase = phase;
-            self.phase_loads
-                .entry((who.cta, b, phase))
-                .or_default()
-                .push(op);
-            // A WarpGroup woken for this barrier's completed phase that has
-            // not passed its wait yet still has to read that phase's data.
-            let woken = self
-                .waiters
-                .get(&who.cta)
-                .and_then(|ws| ws.iter().find(|w| w.bar == b && w.woken.is_some()).copied());
-            if let Some(w) = woken {
-                let (p, at) = w.woken.expect("found by woken.is_some()");
-                let v = Violation {
-                    kind: ViolationKind::Overwrite,
-                    cycle,
-                    site: Site::Barrier {
-                        sm: who.sm,
-                        cta: who.cta,
-                        wg: Some(w.wg),
-                        bar: b,
-                        phase: p,
-                        op,
-                    },
-                    transfer_cycle: Some(at),
-                    hit_latency: self.hit_latency,
-                };
-                self.flag(v);
-            }
+            st.phase = self.fills(cycle, who.sm, who.cta, b, op);
             if let Some(&stage) = self.acquired.get(&(who.cta, who.wg)) {
                 let s = self
                     .stages
@@ -401,26 +377,86 @@ impl ConsistencyChecker {
                     .copied()
                     .unwrap_or_default();
                 let needed = s.acquired.saturating_sub(1) * s.consumers as u32;
-                if s.released < needed {
-                    let v = Violation {
-                        kind: ViolationKind::Overwrite,
-                        cycle,
-                        site: Site::Stage {
-                            sm: who.sm,
-                            cta: who.cta,
-                            stage,
-                            released: s.released,
-                            needed,
-                            op,
-                        },
-                        transfer_cycle: None,
-                        hit_latency: self.hit_latency,
-                    };
-                    self.flag(v);
-                }
+                st.stage = Some((stage, needed));
+                self.stage_free(cycle, who.sm, who.cta, stage, needed, op);
             }
         }
         self.ops.insert(op, st);
+    }
+
+    /// Load `op` fills mbarrier `b` of CTA `cta` (on SM `sm`): it belongs
+    /// to the phase in progress, returned. A WarpGroup woken for the
+    /// barrier's completed phase that has not passed its wait yet still
+    /// has to read that phase's data: the load overwrites it.
+    fn fills(&mut self, cycle: u64, sm: u16, cta: u32, b: u16, op: u32) -> u32 {
+        let phase = self.phases.get(&(cta, b)).copied().unwrap_or(0) + 1;
+        self.phase_loads
+            .entry((cta, b, phase))
+            .or_default()
+            .push(op);
+        let woken = self
+            .waiters
+            .get(&cta)
+            .and_then(|ws| ws.iter().find(|w| w.bar == b && w.woken.is_some()).copied());
+        if let Some(w) = woken {
+            let (p, at) = w.woken.expect("found by woken.is_some()");
+            let v = Violation {
+                kind: ViolationKind::Overwrite,
+                cycle,
+                site: Site::Barrier {
+                    sm,
+                    cta,
+                    wg: Some(w.wg),
+                    bar: b,
+                    phase: p,
+                    op,
+                },
+                transfer_cycle: Some(at),
+                hit_latency: self.hit_latency,
+            };
+            self.flag(v);
+        }
+        phase
+    }
+
+    /// A load `op` into stage `stage` of CTA `cta` (issued on SM `sm`)
+    /// needs `needed` releases of it: the stage's previous round released
+    /// by all its consumers.
+    fn stage_free(&mut self, cycle: u64, sm: u16, cta: u32, stage: u16, needed: u32, op: u32) {
+        let released = self.stages.get(&(cta, stage)).map_or(0, |s| s.released);
+        if released < needed {
+            let v = Violation {
+                kind: ViolationKind::Overwrite,
+                cycle,
+                site: Site::Stage {
+                    sm,
+                    cta,
+                    stage,
+                    released,
+                    needed,
+                    op,
+                },
+                transfer_cycle: None,
+                hit_latency: self.hit_latency,
+            };
+            self.flag(v);
+        }
+    }
+
+    /// Multicast load `op` also fills its mbarrier, and the stage its
+    /// issuer acquired, in CTA `cta`.
+    fn on_multicast(&mut self, cycle: u64, op: u32, cta: u32) {
+        let Some((sm, Some(b), stage)) = self.ops.get(&op).map(|st| (st.sm, st.bar, st.stage))
+        else {
+            return;
+        };
+        if let Some((stage, needed)) = stage {
+            self.stage_free(cycle, sm, cta, stage, needed, op);
+        }
+        let phase = self.fills(cycle, sm, cta, b, op);
+        if let Some(st) = self.ops.get_mut(&op) {
+            st.also.push((cta, phase));
+        }
     }
 
     /// The operation landed: settle the violations waiting for its cycle and
@@ -436,11 +472,14 @@ impl ConsistencyChecker {
             }
         }
         if let Some(b) = st.bar {
-            let key = (st.cta, b, st.phase);
-            if let Some(list) = self.phase_loads.get_mut(&key) {
-                list.retain(|&o| o != op);
-                if list.is_empty() {
-                    self.phase_loads.remove(&key);
+            let fills = std::iter::once((st.cta, st.phase)).chain(st.also.iter().copied());
+            for (cta, phase) in fills {
+                let key = (cta, b, phase);
+                if let Some(list) = self.phase_loads.get_mut(&key) {
+                    list.retain(|&o| o != op);
+                    if list.is_empty() {
+                        self.phase_loads.remove(&key);
+                    }
                 }
             }
         }
@@ -560,7 +599,7 @@ impl ConsistencyChecker {
             Op::MbarInit { bar, .. } => {
                 self.phases.insert((who.cta, bar), 0);
             }
-            Op::StageRelease { stage } => {
+            Op::StageRelease { stage, .. } => {
                 let s = self.stages.entry((who.cta, stage)).or_default();
                 s.released = s.released.saturating_add(1);
             }
@@ -646,6 +685,11 @@ impl Observer for ConsistencyChecker {
                 s.acquired += 1;
                 s.consumers = consumers;
                 self.acquired.insert((who.cta, who.wg), stage);
+            }
+            Event::TmaMulticast { op, cta } => self.on_multicast(c, op, cta),
+            Event::RemoteRelease { cta, stage, .. } => {
+                let s = self.stages.entry((cta, stage)).or_default();
+                s.released = s.released.saturating_add(1);
             }
             Event::CtaRetire { cta, .. } => self.forget_cta(cta),
             _ => {}

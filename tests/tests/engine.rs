@@ -95,6 +95,7 @@ fn busy_kernel() -> simfa_core::Kernel {
         map: x,
         bar: b.at(full, slot),
         coords: [coord, 0, 0, 0, 0],
+        multicast: 0,
     });
     b.op(Instr::MbarArrive {
         bar: b.at(full, slot),
@@ -209,6 +210,7 @@ fn detail_events_do_not_change_the_timing() {
         map: m,
         bar: b.at(bar, 0),
         coords: [zero, zero, 0, 0, 0],
+        multicast: 0,
     });
     let k = b.finish();
     for model in simfa_core::config::MemoryModel::ALL {

@@ -129,6 +129,7 @@ fn producer_consumer_two_stage_ring() {
         map: x,
         bar: b.at(full, slot),
         coords: [coord, 0, 0, 0, 0],
+        multicast: 0,
     });
     b.op(Instr::MbarArrive {
         bar: b.at(full, slot),
@@ -149,6 +150,7 @@ fn producer_consumer_two_stage_ring() {
     b.op(Instr::WgmmaWait { n: 0 });
     b.op(Instr::StageRelease {
         stage: b.at(empty, slot),
+        cluster: 0,
     });
     b.end_loop();
     b.op(Instr::Exit);

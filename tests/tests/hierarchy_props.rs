@@ -33,6 +33,7 @@ fn kernel() -> simfa_core::Kernel {
         map: x,
         bar: b.at(full, slot),
         coords: [coord, 0, 0, 0, 0],
+        multicast: 0,
     });
     b.op(Instr::MbarArrive {
         bar: b.at(full, slot),

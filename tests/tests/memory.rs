@@ -55,6 +55,7 @@ fn strided_kernel() -> Kernel {
         map: 0,
         bar: b.at(full, zero),
         coords: [x, y, 0, 0, 0],
+        multicast: 0,
     });
     b.op(Instr::MbarArrive {
         bar: b.at(full, zero),
@@ -112,6 +113,7 @@ fn overlapping_rows_kernel() -> Kernel {
             map: 0,
             bar: b.at(full, zero),
             coords: [zero, zero, z, 0, 0],
+            multicast: 0,
         });
     }
     b.op(Instr::MbarArrive {

@@ -22,6 +22,7 @@ fn edge_kernel(origin: i64) -> simfa_core::Kernel {
         map: x,
         bar: b.at(full, zero),
         coords: [at, zero, zero, zero, zero],
+        multicast: 0,
     });
     b.op(Instr::MbarArrive {
         bar: b.at(full, zero),

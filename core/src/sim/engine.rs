@@ -154,9 +154,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     store: op.store,
                     done: (op.store || !by_arrival).then_some(d.done),
                     op: op.id,
-                    bar: (!op.store).then_some(bar),
+                    bar: (!op.store).then_some(super::cluster::split(bar).0),
                 },
             );
+            self.emit_multicast(ti as usize, bar, op.id, obs);
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The issue unit and the engines: fetch and resolve, execute, stall, and
 //! apply completions.
 
+use super::cluster::{landing_code, split};
 use super::state::{Ev, TState, GROUP_RING};
 use super::Simulator;
 use crate::config::{Fault, SchedulerPolicy};
@@ -265,7 +266,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let sm = t.sm as usize;
         let now = self.now;
         Ok(match *op {
-            Op::TmaLoad { map, bar, coords } => {
+            Op::TmaLoad {
+                map,
+                bar,
+                coords,
+                multicast,
+            } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let kernel = self.kernel;
                 let m = &kernel.maps[map as usize];
@@ -278,7 +284,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 let setup = self.cfg.tma_setup_common as u64 + self.cfg.tma_setup_tensor as u64;
                 self.start_transfer(
                     ti,
-                    b as u16,
+                    landing_code(b as u16, multicast),
                     Direction::Load,
                     Shape::Tensor { map: m, coords },
                     bytes,
@@ -428,11 +434,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Outcome::Stall(WaitReason::Stage { stage })
                 }
             }
-            Op::StageRelease { stage } => {
+            Op::StageRelease { stage, cluster } => {
                 let s = self.bar_index(ti, stage, "stage", self.plan.nstage)?;
-                let st = &mut self.stages[ci * self.plan.nstage + s];
-                st.released = st.released.saturating_add(1);
-                self.wake_cta(ci, obs, |r| r == WaitReason::Stage { stage });
+                self.release(ti, s, stage, cluster, obs);
                 Outcome::Next
             }
             Op::Wgmma { n, mode } => {
@@ -595,9 +599,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     store,
                     done,
                     op: id,
-                    bar: (!store).then_some(bar),
+                    bar: (!store).then_some(split(bar).0),
                 },
             );
+            self.emit_multicast(ti, bar, id, obs);
         }
         Ok(Outcome::Next)
     }
@@ -660,7 +665,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 bytes,
                 store,
                 op,
-                bar: (!store).then_some(bar),
+                bar: (!store).then_some(split(bar).0),
             },
         );
         if store {
@@ -675,8 +680,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             }
         } else {
             self.stats.bytes_loaded += bytes;
-            self.mbars[ci * self.plan.nbar + bar as usize].tx -= bytes as i64;
-            self.try_complete_phase(ci, bar as usize, obs);
+            self.deliver(ci, bar, bytes, obs);
         }
         self.wake_sm(sm, obs, |r| r == WaitReason::TmaSlot);
         self.maybe_retire(ci, obs)
@@ -684,7 +688,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
 
     /// Completes the current phase of mbarrier `b` of CTA slot `ci` if no
     /// arrivals and no transaction bytes remain.
-    fn try_complete_phase(&mut self, ci: usize, b: usize, obs: &mut impl Observer) {
+    pub(super) fn try_complete_phase(&mut self, ci: usize, b: usize, obs: &mut impl Observer) {
         let m = &mut self.mbars[ci * self.plan.nbar + b];
         if m.pending != 0 || m.tx != 0 {
             return;

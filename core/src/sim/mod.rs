@@ -23,6 +23,7 @@
 //! nothing grows afterwards.
 
 mod big_array;
+mod cluster;
 mod deadlines;
 mod engine;
 mod ext;

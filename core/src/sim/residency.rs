@@ -3,8 +3,11 @@
 //! first wave), and retiring a CTA once its WarpGroups have exited and
 //! nothing of it is in flight, which admits the next one on its SM.
 
+use heapless::Vec;
+
 use super::state::{Cta, Ev, Mbar, Named, Stage, TState, Thread};
 use super::Simulator;
+use crate::cluster::MAX_CLUSTER;
 use crate::error::SimError;
 use crate::kernel::NAMED_BARRIERS;
 use crate::observer::{Event, Observer};
@@ -12,12 +15,22 @@ use crate::source::StreamSource;
 
 impl<S: StreamSource> Simulator<'_, S> {
     /// Fills every SM, one CTA per SM per pass, until none fits (the first
-    /// wave is spread breadth-first over the SMs).
+    /// wave is spread breadth-first over the SMs). A cluster's CTAs go to
+    /// the next SMs in the pass that each have room for one.
     pub(super) fn admit_all(&mut self, obs: &mut impl Observer) -> Result<(), SimError> {
+        let size = self.kernel.cluster.size() as usize;
         loop {
             let mut any = false;
+            let mut picked: Vec<u16, MAX_CLUSTER> = Vec::new();
             for sm in 0..self.plan.sms {
-                if self.next_cta < self.total_ctas && self.try_admit(sm, obs)? {
+                if self.next_cta >= self.total_ctas || !self.fits(sm) {
+                    continue;
+                }
+                // `size` is at most MAX_CLUSTER (a validated kernel).
+                let _ = picked.push(sm as u16);
+                if picked.len() == size {
+                    self.admit_cluster(&picked, obs)?;
+                    picked.clear();
                     any = true;
                 }
             }
@@ -27,20 +40,70 @@ impl<S: StreamSource> Simulator<'_, S> {
         }
     }
 
-    fn try_admit(&mut self, sm: usize, obs: &mut impl Observer) -> Result<bool, SimError> {
+    /// Admits CTAs after SM `sm` freed room: onto that SM while it fits
+    /// one, or, in a clustered kernel, whole clusters onto the SMs that
+    /// fit one CTA each, looked for from `sm` on.
+    fn admit_from(&mut self, sm: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let size = self.kernel.cluster.size() as usize;
+        if size == 1 {
+            while self.next_cta < self.total_ctas && self.fits(sm) {
+                self.admit_cluster(&[sm as u16], obs)?;
+            }
+            return Ok(());
+        }
+        while self.next_cta < self.total_ctas {
+            let mut picked: Vec<u16, MAX_CLUSTER> = Vec::new();
+            for i in 0..self.plan.sms {
+                let s = (sm + i) % self.plan.sms;
+                if picked.len() < size && self.fits(s) {
+                    let _ = picked.push(s as u16);
+                }
+            }
+            if picked.len() < size {
+                return Ok(());
+            }
+            self.admit_cluster(&picked, obs)?;
+        }
+        Ok(())
+    }
+
+    /// Whether SM `sm` has room for one more CTA.
+    fn fits(&self, sm: usize) -> bool {
         let k = self.kernel;
         let s = &self.sms[sm];
-        let fits = s.smem + k.smem_bytes <= self.cfg.smem_per_sm
+        let base = sm * self.plan.cta_slots;
+        s.smem + k.smem_bytes <= self.cfg.smem_per_sm
             && s.regs + k.regs_per_cta() <= self.cfg.regs_per_sm
             && s.warps as usize + 4 * self.plan.wgs <= self.cfg.warps_per_sm as usize
-            && (s.ctas as usize) < self.plan.cta_slots;
-        if !fits {
-            return Ok(false);
+            && (s.ctas as usize) < self.plan.cta_slots
+            && (0..self.plan.cta_slots).any(|i| !self.ctas[base + i].live)
+    }
+
+    /// Admits the next cluster (the next CTA without clusters), rank `r`
+    /// on SM `sms[r]`; each SM must fit one CTA.
+    fn admit_cluster(&mut self, sms: &[u16], obs: &mut impl Observer) -> Result<(), SimError> {
+        let mut slots = [0u32; MAX_CLUSTER];
+        for (rank, &sm) in sms.iter().enumerate() {
+            slots[rank] = self.admit_one(sm as usize, rank as u8) as u32;
         }
+        for &ci in &slots[..sms.len()] {
+            self.ctas[ci as usize].peers = slots;
+        }
+        for &ci in &slots[..sms.len()] {
+            self.launch(ci as usize, obs)?;
+        }
+        Ok(())
+    }
+
+    /// Takes a CTA slot and the resources of one CTA on SM `sm` (which
+    /// [fits](Self::fits) one) for the next CTA, of rank `rank`; returns
+    /// the slot.
+    fn admit_one(&mut self, sm: usize, rank: u8) -> usize {
+        let k = self.kernel;
         let base = sm * self.plan.cta_slots;
-        let Some(slot) = (0..self.plan.cta_slots).find(|&i| !self.ctas[base + i].live) else {
-            return Ok(false);
-        };
+        let slot = (0..self.plan.cta_slots)
+            .find(|&i| !self.ctas[base + i].live)
+            .unwrap_or(0);
         let ci = base + slot;
         let cta = self.next_cta;
         self.next_cta += 1;
@@ -56,7 +119,19 @@ impl<S: StreamSource> Simulator<'_, S> {
             coords: k.cta_coords(cta),
             left: self.plan.wgs as u8,
             inflight: 0,
+            rank,
+            peers: [0; MAX_CLUSTER],
         };
+        ci
+    }
+
+    /// Resets CTA slot `ci`'s barriers and stages and starts its
+    /// WarpGroups `cta_launch_cycles` from now.
+    fn launch(&mut self, ci: usize, obs: &mut impl Observer) -> Result<(), SimError> {
+        let k = self.kernel;
+        let Cta { sm, cta, .. } = self.ctas[ci];
+        let sm = sm as usize;
+        let slot = ci - sm * self.plan.cta_slots;
         let mut b = ci * self.plan.nbar;
         for d in k.mbarriers.iter() {
             for _ in 0..d.len {
@@ -96,7 +171,7 @@ impl<S: StreamSource> Simulator<'_, S> {
                 self.push(self.now + launch, Ev::Wake { thread: ti as u32 })?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     pub(super) fn stage_slice(&mut self, ci: usize) -> &mut [Stage] {
@@ -105,20 +180,36 @@ impl<S: StreamSource> Simulator<'_, S> {
     }
 
     /// Retires CTA slot `ci` if all its WarpGroups exited and nothing of it
-    /// is in flight, then admits the next CTA on that SM.
+    /// is in flight, then admits the next CTA on that SM. A cluster's CTAs
+    /// retire together, once each of them has finished (another CTA may
+    /// still write a CTA's shared memory or release its stages until then).
     pub(super) fn maybe_retire(
         &mut self,
         ci: usize,
         obs: &mut impl Observer,
     ) -> Result<(), SimError> {
         let c = self.ctas[ci];
-        if !c.live || c.left != 0 || c.inflight != 0 {
+        let size = self.kernel.cluster.size() as usize;
+        let peers = &c.peers[..size];
+        if !c.finished() || (size > 1 && !peers.iter().all(|&p| self.ctas[p as usize].finished())) {
             return Ok(());
         }
+        if size == 1 {
+            self.retire(ci, obs);
+        } else {
+            for p in c.peers[..size].iter() {
+                self.retire(*p as usize, obs);
+            }
+        }
+        self.admit_from(c.sm as usize, obs)
+    }
+
+    /// Frees CTA slot `ci` and its SM's resources.
+    fn retire(&mut self, ci: usize, obs: &mut impl Observer) {
+        let c = self.ctas[ci];
         self.ctas[ci].live = false;
         let k = self.kernel;
-        let sm = c.sm as usize;
-        let s = &mut self.sms[sm];
+        let s = &mut self.sms[c.sm as usize];
         s.smem -= k.smem_bytes;
         s.regs -= k.regs_per_cta();
         s.warps -= 4 * self.plan.wgs as u16;
@@ -136,7 +227,5 @@ impl<S: StreamSource> Simulator<'_, S> {
                 cta: c.cta,
             },
         );
-        while self.next_cta < self.total_ctas && self.try_admit(sm, obs)? {}
-        Ok(())
     }
 }

@@ -40,10 +40,16 @@ fn coords_of(k: &Kernel, map: u8, ids: &[u16; 5], ctx: &EvalCtx) -> [i64; 5] {
 pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
     let ev = |id: u16| k.exprs[id as usize].eval(ctx);
     match *instr {
-        Instr::TmaLoad { map, bar, coords } => Op::TmaLoad {
+        Instr::TmaLoad {
+            map,
+            bar,
+            coords,
+            multicast,
+        } => Op::TmaLoad {
             map,
             bar: index_of(k, bar, ctx, true),
             coords: coords_of(k, map, &coords, ctx),
+            multicast,
         },
         Instr::TmaStore { map, coords } => Op::TmaStore {
             map,
@@ -77,8 +83,9 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
         Instr::StageAcquire { stage } => Op::StageAcquire {
             stage: index_of(k, stage, ctx, false),
         },
-        Instr::StageRelease { stage } => Op::StageRelease {
+        Instr::StageRelease { stage, cluster } => Op::StageRelease {
             stage: index_of(k, stage, ctx, false),
+            cluster,
         },
         Instr::Wgmma { n, mode } => Op::Wgmma { n, mode },
         Instr::WgmmaCommit => Op::WgmmaCommit,

@@ -297,6 +297,28 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             {
                 return Err("CTA state");
             }
+            // A cluster's CTAs name each other, each at its own rank.
+            let size = k.cluster.size() as usize;
+            let peers_ok = (c.rank as usize) < size
+                && c.peers[c.rank as usize] as usize == ci
+                && c.peers[..size].iter().all(|&p| {
+                    let p = self.ctas.get(p as usize);
+                    p.is_some_and(|p| p.live && p.peers == c.peers)
+                });
+            if !peers_ok {
+                return Err("CTA cluster");
+            }
+        }
+        // A landing's mbarrier and multicast mask (see `super::cluster`).
+        for ev in self.queue.queued() {
+            if let Ev::TmaDone { bar, .. } = *ev {
+                let (b, mask) = super::cluster::split(bar);
+                if bar != u16::MAX
+                    && (b as usize >= self.plan.nbar || mask & !crate::cluster::ALL_DIMS != 0)
+                {
+                    return Err("queued event");
+                }
+            }
         }
         for (sm, s) in self.sms.iter().enumerate() {
             let live = self

@@ -1,5 +1,6 @@
 //! The plain-data records the simulator keeps in its arena.
 
+use crate::cluster::MAX_CLUSTER;
 use crate::isa::{Frame, Op, MAX_LOOP_DEPTH};
 use crate::wait::WaitReason;
 
@@ -110,6 +111,10 @@ pub(crate) struct Cta {
     pub left: u8,
     /// Transfers and WGMMAs in flight.
     pub inflight: u32,
+    /// Rank in its cluster (0 without clusters).
+    pub rank: u8,
+    /// The CTA slot of each rank of its cluster (itself at `rank`).
+    pub peers: [u32; MAX_CLUSTER],
 }
 
 impl Cta {
@@ -120,7 +125,14 @@ impl Cta {
         coords: [0; 3],
         left: 0,
         inflight: 0,
+        rank: 0,
+        peers: [0; MAX_CLUSTER],
     };
+
+    /// Its WarpGroups have exited and nothing of it is in flight.
+    pub fn finished(&self) -> bool {
+        self.live && self.left == 0 && self.inflight == 0
+    }
 }
 
 /// An mbarrier: arrivals and transaction bytes outstanding in the current phase.

@@ -110,6 +110,45 @@ fn compute_work(l: &mut Line<'_>, at: usize) -> Result<Work, AsmError> {
     Ok(w)
 }
 
+/// Reads an optional `, WORD=DIMS` after an instruction's operands, DIMS
+/// being one or more of the cluster dimensions `x`, `y`, `z` (each at
+/// most once): the dimension mask of [`simfa_core::cluster`], 0 when absent.
+fn dims_mask(l: &mut Line<'_>, word: &str) -> Result<u8, AsmError> {
+    if l.peek(Mode::Name)?.tok == Tok::Eol {
+        return Ok(0);
+    }
+    l.expect(',', "after the operands")?;
+    let t = l.next(Mode::Name)?;
+    if t.tok != Tok::Ident(word) {
+        return Err(l.err(t.at, format!("expected '{word}=DIMS', found {}", t.tok)));
+    }
+    l.expect('=', &format!("after '{word}'"))?;
+    let t = l.next(Mode::Name)?;
+    let bad = |l: &Line<'_>, found: String| {
+        l.err(
+            t.at,
+            format!("expected cluster dimensions (x, y, z, each at most once, e.g. 'y' or 'xy'), found {found}"),
+        )
+    };
+    let Tok::Ident(s) = t.tok else {
+        return Err(bad(l, t.tok.to_string()));
+    };
+    let mut mask = 0u8;
+    for c in s.chars() {
+        let bit = match c {
+            'x' => 1,
+            'y' => 2,
+            'z' => 4,
+            _ => return Err(bad(l, format!("'{}'", show(s)))),
+        };
+        if mask & bit != 0 {
+            return Err(bad(l, format!("'{}'", show(s))));
+        }
+        mask |= bit;
+    }
+    Ok(mask)
+}
+
 /// Reads a named-barrier thread count: a non-zero multiple of 128 up to 1024.
 fn threads(l: &mut Line<'_>) -> Result<u16, AsmError> {
     let at = l.peek(Mode::Name)?.at;
@@ -143,10 +182,12 @@ impl Parser<'_> {
                     let bar = self.decl_ref(l, Kind::Mbar, depth)?;
                     comma(l, "mbarrier")?;
                     let coords = self.coords(l, map, word, depth)?;
+                    let multicast = dims_mask(l, "multicast")?;
                     Instr::TmaLoad {
                         map: map as u8,
                         bar,
                         coords,
+                        multicast,
                     }
                 } else {
                     let coords = self.coords(l, map, word, depth)?;
@@ -215,6 +256,7 @@ impl Parser<'_> {
             },
             "stage.release" => Instr::StageRelease {
                 stage: self.decl_ref(l, Kind::Stage, depth)?,
+                cluster: dims_mask(l, "cluster")?,
             },
             "wgmma" => Instr::Wgmma {
                 n: wgmma_n(l)?,

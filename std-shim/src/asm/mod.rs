@@ -1,7 +1,7 @@
 //! Text assembly: parser and printer.
 //!
 //! A kernel in text form is line oriented; `#` or `//` start a comment.
-//! Top-level statements declare the kernel (`kernel`, `grid`, `order`,
+//! Top-level statements declare the kernel (`kernel`, `grid`, `cluster`, `order`,
 //! `smem`), its tensor maps, mbarrier and stage arrays, and its WarpGroup
 //! roles, whose bodies hold one instruction per line:
 //!

@@ -1,5 +1,6 @@
 //! The statement parser: top-level declarations and role bodies.
 
+use simfa_core::cluster::MAX_CLUSTER;
 use simfa_core::kernel::Name;
 use simfa_core::{CtaOrder, Instr, Kernel, KernelError};
 
@@ -34,9 +35,10 @@ const MNEMONICS: [&str; 20] = [
 ];
 
 /// Top-level statement keywords.
-const STATEMENTS: [&str; 8] = [
+const STATEMENTS: [&str; 9] = [
     "kernel",
     "grid",
+    "cluster",
     "order",
     "smem",
     "tensormap",
@@ -83,6 +85,7 @@ struct Parser<'f> {
     k: Kernel,
     kernel_pos: Option<Pos>,
     grid_pos: Option<Pos>,
+    cluster_pos: Option<Pos>,
     order_pos: Option<Pos>,
     smem_pos: Option<Pos>,
     code_pos: Vec<Pos>,
@@ -100,6 +103,7 @@ pub(super) fn parse_str(src: &str, file: &str) -> Result<Kernel, AsmError> {
         k: Kernel::default(),
         kernel_pos: None,
         grid_pos: None,
+        cluster_pos: None,
         order_pos: None,
         smem_pos: None,
         code_pos: Vec::new(),
@@ -255,6 +259,7 @@ impl Parser<'_> {
             | KernelError::BadStage { at }
             | KernelError::BadWgmmaShape { at, .. }
             | KernelError::BadStoreSegment { at, .. }
+            | KernelError::BadClusterMask { at, .. }
             | KernelError::BadThreadCount { at }
             | KernelError::UnbalancedLoop { at }
             | KernelError::LoopTooDeep { at, .. }
@@ -270,6 +275,7 @@ impl Parser<'_> {
                 (self.code_pos.get(at as usize).copied(), msg)
             }
             (KernelError::BadGrid, _) => (self.grid_pos, text),
+            (KernelError::BadCluster { .. }, _) => (self.cluster_pos, text),
             (KernelError::BadTensorMapShape { map, problem }, _) => {
                 let name = self
                     .k
@@ -320,6 +326,18 @@ impl Parser<'_> {
                 }
                 self.k.grid = g;
                 self.grid_pos = Some(pos);
+            }
+            "cluster" => {
+                dup(self.cluster_pos)?;
+                let mut c = [1u8; 3];
+                for (i, d) in c.iter_mut().enumerate() {
+                    if i > 0 && l.peek(Mode::Name)?.tok == Tok::Eol {
+                        break;
+                    }
+                    *d = uint(l, "cluster size", MAX_CLUSTER as u64)? as u8;
+                }
+                self.k.cluster = simfa_core::Cluster { dims: c };
+                self.cluster_pos = Some(pos);
             }
             "order" => {
                 dup(self.order_pos)?;

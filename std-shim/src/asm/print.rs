@@ -75,6 +75,18 @@ fn coords(out: &mut String, k: &Kernel, map: u8, c: &[ExprId; 5]) {
     out.push(']');
 }
 
+/// Appends `, WORD=DIMS` for a non-zero cluster dimension mask.
+fn dims(out: &mut String, word: &str, mask: u8) {
+    if mask != 0 {
+        let _ = write!(out, ", {word}=");
+        for (bit, c) in [(1, 'x'), (2, 'y'), (4, 'z')] {
+            if mask & bit != 0 {
+                out.push(c);
+            }
+        }
+    }
+}
+
 /// Appends one instruction, without indentation or newline.
 fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
     match *ins {
@@ -82,6 +94,7 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             map,
             bar,
             coords: c,
+            multicast,
         } => {
             out.push_str("tma.load ");
             map_name(out, k, map);
@@ -89,6 +102,7 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             decl_ref(out, k, bar, false);
             out.push_str(", ");
             coords(out, k, map, &c);
+            dims(out, "multicast", multicast);
         }
         Instr::TmaStore { map, coords: c } => {
             out.push_str("tma.store ");
@@ -146,9 +160,10 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             out.push_str("stage.acquire ");
             decl_ref(out, k, stage, true);
         }
-        Instr::StageRelease { stage } => {
+        Instr::StageRelease { stage, cluster } => {
             out.push_str("stage.release ");
             decl_ref(out, k, stage, true);
+            dims(out, "cluster", cluster);
         }
         Instr::Wgmma { n, mode } => {
             let _ = write!(out, "wgmma {n}");
@@ -203,6 +218,10 @@ pub(super) fn print_kernel(k: &Kernel) -> String {
     let [x, y, z] = k.grid;
     let _ = writeln!(out, "kernel {}", k.name);
     let _ = writeln!(out, "grid {x} {y} {z}");
+    if k.cluster.is_clustered() {
+        let [x, y, z] = k.cluster.dims;
+        let _ = writeln!(out, "cluster {x} {y} {z}");
+    }
     match k.order {
         CtaOrder::Linear => out.push_str("order linear\n"),
         CtaOrder::Grouped { rows } => {

@@ -112,7 +112,10 @@ fn sample_parses() {
         wg: 1,
         l: [3, 0, 0, 0],
     };
-    let Instr::TmaLoad { map, bar, coords } = k.code[4] else {
+    let Instr::TmaLoad {
+        map, bar, coords, ..
+    } = k.code[4]
+    else {
         panic!("{:?}", k.code[4])
     };
     assert_eq!((map, bar.decl), (0, 0));
@@ -359,7 +362,7 @@ fn non_canonical_expression_tables_print_equivalently() {
                 bar.idx = map(bar.idx);
                 *parity = map(*parity);
             }
-            Instr::StageAcquire { stage } | Instr::StageRelease { stage } => {
+            Instr::StageAcquire { stage } | Instr::StageRelease { stage, .. } => {
                 stage.idx = map(stage.idx)
             }
             Instr::BarSync { id, .. } | Instr::BarArrive { id, .. } => *id = map(*id),

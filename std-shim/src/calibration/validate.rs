@@ -427,7 +427,9 @@ fn l2_bandwidth(
 /// there is none: cuBLAS is the library stand-in of `gemm-h100`; the
 /// hand-written kernels keep their tiles, stages, consumers and persistent
 /// grid (grouped by 16 row blocks, as their 16 x 8 blocks of tiles), their
-/// WGMMA width, and store C from registers as they do.
+/// WGMMA width and their clusters along M (B multicast to the pair; each
+/// CTA loads half of it, where fast.cu's rank 0 loads all of it: the same
+/// reads and landings), and store C from registers as they do.
 fn variant_params(
     r: &data::GemmVariant,
     cfg: &GpuConfig,
@@ -437,9 +439,6 @@ fn variant_params(
             cfg,
             [r.n, r.n, r.n],
         ));
-    }
-    if r.cluster_m > 1 {
-        return Err("thread block clusters with TMA multicast are not modelled yet");
     }
     let p = crate::gen::GemmParams {
         block_m: r.tile[0],
@@ -452,6 +451,7 @@ fn variant_params(
         group_m: if r.persistent_ctas > 0 { 16 } else { 1 },
         epilogue: crate::gen::Epilogue::Registers,
         wgmma_n: r.wgmma_n,
+        cluster_m: r.cluster_m.max(1),
         ..crate::gen::GemmParams::new(r.n, r.n, r.n)
     };
     p.validate()

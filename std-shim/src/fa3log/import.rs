@@ -257,6 +257,7 @@ impl Layout {
             map: self.maps[i],
             bar,
             coords,
+            multicast: 0,
         });
         out.push(Op::MbarArrive { bar });
         match kind {
@@ -286,7 +287,7 @@ impl Layout {
             Group::Qk { stage } => self.empty[1] + stage,
             Group::Pv { stage } => self.empty[2] + stage,
         };
-        out.push(Op::StageRelease { stage });
+        out.push(Op::StageRelease { stage, cluster: 0 });
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -322,6 +323,7 @@ impl Layout {
                     // The tile's last PV: Q is no longer needed.
                     out.push(Op::StageRelease {
                         stage: self.empty[0],
+                        cluster: 0,
                     });
                 }
                 let (s, parity) = self.ring(st.v);

@@ -101,7 +101,7 @@
 
 use simfa_core::builder::Builder;
 use simfa_core::kernel::Name;
-use simfa_core::{CtaOrder, Expr, Instr, Kernel, Ref, TensorMap};
+use simfa_core::{Cluster, CtaOrder, Expr, Instr, Kernel, Ref, TensorMap};
 
 use super::gemm_params::{Epilogue, GemmParams, ELEM_BYTES, PRODUCER_REGS};
 use super::{GenError, Kb};
@@ -202,9 +202,14 @@ struct Operands {
     /// Phase parity of `full[slot]`.
     parity: Expr,
     /// Box origins of A, B and C.
-    a: [Expr; 4],
-    b: [Expr; 2],
-    c: [Expr; 4],
+    a: Vec<Expr>,
+    b: Vec<Expr>,
+    c: Vec<Expr>,
+    /// Cluster dimensions the A and B loads multicast along, and the
+    /// consumers release their stages along.
+    a_multicast: u8,
+    b_multicast: u8,
+    release: u8,
 }
 
 fn operands(p: &GemmParams) -> Operands {
@@ -237,9 +242,12 @@ fn operands(p: &GemmParams) -> Operands {
             k_trips: Expr::constant(kt),
             slot,
             parity,
-            a: [k_off, row, z, z],
-            b: [col, k_off],
-            c: [col, c_row, z, z],
+            a: vec![k_off, row],
+            b: vec![col, k_off],
+            c: vec![col, c_row],
+            a_multicast: 0,
+            b_multicast: 0,
+            release: 0,
         };
     }
     let grid = p.grid_ctas() as i64;
@@ -270,10 +278,104 @@ fn operands(p: &GemmParams) -> Operands {
         k_trips: Expr::constant(kt),
         slot,
         parity,
-        a: [k_off, z, within, band],
-        b: [col, k_off],
-        c: [col, Expr { wg: wg_rows, ..z }, within, band],
+        a: vec![k_off, z, within, band],
+        b: vec![col, k_off],
+        c: vec![col, Expr { wg: wg_rows, ..z }, within, band],
+        a_multicast: 0,
+        b_multicast: 0,
+        release: 0,
     }
+}
+
+/// The CTA's rank along the cluster's M and N sides, and the cluster
+/// dimension each side lies along (`1 << d`, 0 for a side of one CTA): a
+/// non-persistent kernel's `[cluster_n, cluster_m, 1]` clusters follow the
+/// grid's tile columns and rows; a persistent kernel's `[size, 1, 1]`
+/// clusters take consecutive tiles of its order, which share a column
+/// (along M, down a group) or a row (along N, row-major).
+fn cluster_ranks(p: &GemmParams) -> ((Expr, u8), (Expr, u8)) {
+    let z = Expr::constant(0);
+    let (cm, cn) = (p.cluster_m as i64, p.cluster_n as i64);
+    let side = |n: i64, bit: u8| if n > 1 { bit } else { 0 };
+    if p.persistent {
+        let rank = Expr {
+            cta: 1,
+            rem: cm * cn,
+            ..z
+        };
+        ((rank, side(cm, 1)), (rank, side(cn, 1)))
+    } else {
+        let m = Expr {
+            c: [0, 1, 0],
+            rem: cm,
+            ..z
+        };
+        let n = Expr {
+            c: [1, 0, 0],
+            rem: cn,
+            ..z
+        };
+        ((m, side(cm, 2)), (n, side(cn, 1)))
+    }
+}
+
+/// `m` with dimension `d` (its box covering `block` elements of it) cut
+/// into `[block, dims[d] / block]`: coordinate `c` of it becomes
+/// `(0, c / block)`, at the same address.
+fn block_dim(m: &TensorMap, d: usize, block: u32) -> TensorMap {
+    let mut out = m.clone();
+    let r = m.rank as usize;
+    for i in (d + 1..=r).rev() {
+        out.dims[i] = m.dims[i - 1];
+        out.strides[i] = m.strides[i - 1];
+        out.boxdim[i] = m.boxdim[i - 1];
+    }
+    out.dims[d] = block as u64;
+    out.boxdim[d] = block;
+    out.dims[d + 1] = m.dims[d] / block as u64;
+    out.strides[d + 1] = m.strides[d] * block as u64;
+    out.boxdim[d + 1] = 1;
+    out.rank += 1;
+    out
+}
+
+/// `m` with its box along dimension `d` (the whole of that dimension)
+/// split into `parts` slices: dimension `d` becomes `[dims / parts,
+/// parts]` and the box one slice, whose index is the new coordinate
+/// `d + 1`.
+fn slice_dim(m: &TensorMap, d: usize, parts: u32) -> TensorMap {
+    let mut out = block_dim(m, d, (m.dims[d] / parts as u64) as u32);
+    out.boxdim[d] = m.boxdim[d] / parts;
+    out
+}
+
+/// The clustered kernel's A and B maps and load operands: the multicast
+/// operand of each side of more than one CTA is cut into one slice per
+/// CTA of that side, each CTA loading its slice for all of them.
+fn clustered(p: &GemmParams, maps: &mut [TensorMap; 3], ops: &mut Operands) {
+    let ((rank_m, m_dim), (rank_n, n_dim)) = cluster_ranks(p);
+    let z = Expr::constant(0);
+    if p.cluster_n > 1 {
+        // A's rows as [block_m, group, bands] (a non-persistent kernel's
+        // 2-D map first), then the block's rows in cluster_n slices.
+        if !p.persistent {
+            maps[0] = block_dim(&block_dim(&maps[0], 1, p.block_m), 2, 1);
+            let cy = Expr { c: [0, 1, 0], ..z };
+            ops.a = vec![ops.a[0], z, z, cy];
+        }
+        maps[0] = slice_dim(&maps[0], 1, p.cluster_n);
+        ops.a.insert(2, rank_n);
+        ops.a_multicast = n_dim;
+    }
+    if p.cluster_m > 1 {
+        // B's rows (K) as [block_k, K / block_k], the block in slices.
+        maps[1] = slice_dim(&block_dim(&maps[1], 1, p.block_k), 1, p.cluster_m);
+        let mut k_iter = ops.b[1];
+        k_iter.l = k_iter.l.map(|c| c / p.block_k as i64);
+        ops.b = vec![ops.b[0], z, rank_m, k_iter];
+        ops.b_multicast = m_dim;
+    }
+    ops.release = ops.a_multicast | ops.b_multicast;
 }
 
 /// The coordinate operand of a TMA instruction on `map`: the first `rank`
@@ -314,12 +416,14 @@ fn emit_loads(k: &mut Kb, ops: &Operands, bytes: u32) -> Result<(), GenError> {
         map: MAP_A,
         bar: full,
         coords: a,
+        multicast: ops.a_multicast,
     })?;
     let b = coords(k, MAP_B, &ops.b)?;
     k.op(Instr::TmaLoad {
         map: MAP_B,
         bar: full,
         coords: b,
+        multicast: ops.b_multicast,
     })?;
     k.op(Instr::MbarArrive { bar: full })?;
     Ok(())
@@ -387,8 +491,19 @@ fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError
 /// is returned. The default parameters build the paper's kernel.
 pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     p.validate()?;
+    let (cm, cn) = (p.cluster_m as u8, p.cluster_n as u8);
+    let cluster = Cluster {
+        dims: if p.persistent {
+            [cm * cn, 1, 1]
+        } else {
+            [cn, cm, 1]
+        },
+    };
     let mut b = Builder::new(
-        Kernel::default(),
+        Kernel {
+            cluster,
+            ..Kernel::default()
+        },
         &name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
     )?;
     let k = &mut b;
@@ -398,14 +513,17 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         [p.tiles_n(), p.tiles_m(), 1]
     });
     k.order(if p.group_m > 1 && !p.persistent {
-        CtaOrder::Grouped { rows: p.group_m }
+        // Clusters follow the order over the grid of clusters.
+        CtaOrder::Grouped {
+            rows: p.group_m / p.cluster_m,
+        }
     } else {
         CtaOrder::Linear
     });
     k.smem(p.smem_bytes() as u32);
     let [a_base, b_base, c_base] = tensor_bases(p);
     let (bm, bn, bk, h) = (p.block_m, p.block_n, p.block_k, p.rows_per_consumer());
-    let maps = if p.persistent {
+    let mut maps = if p.persistent {
         let g = (bm, p.group_m);
         [
             map_grouped("A", a_base, (p.m, p.k), g, (bk, bm)),
@@ -419,14 +537,19 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
             map2d("C", c_base, p.m, p.n, bn, h),
         ]
     };
+    let mut ops = operands(p);
+    if p.cluster_size() > 1 {
+        clustered(p, &mut maps, &mut ops);
+    }
     for m in maps {
         k.map(m)?;
     }
     k.mbarriers("full", p.stages as u16, 1)?;
     if p.stages >= 2 {
-        k.stages("empty", p.stages as u16, p.consumers as u16)?;
+        // Every consumer of every CTA of the cluster releases each stage.
+        let releases = p.consumers * p.cluster_size();
+        k.stages("empty", p.stages as u16, releases as u16)?;
     }
-    let ops = operands(p);
     let bytes = p.stage_bytes() as u32;
     let iter_bubble = p.iter_bubble_cycles();
 
@@ -475,7 +598,10 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         let kl = k.loop_begin(ops.k_trips)?;
         emit_mma(k, p, &ops)?;
         let stage = empty(k)?;
-        k.op(Instr::StageRelease { stage })?;
+        k.op(Instr::StageRelease {
+            stage,
+            cluster: ops.release,
+        })?;
         bubble(k, iter_bubble)?;
         k.loop_end(kl)?;
         emit_store(k, p, &ops)?;

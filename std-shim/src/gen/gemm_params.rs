@@ -139,6 +139,13 @@ pub struct GemmParams {
     /// is a multiple of 8; a tile of `block_n` columns then takes
     /// `block_n / wgmma_n` WGMMAs side by side.
     pub wgmma_n: u32,
+    /// CTAs per thread block cluster along M (default 1): the CTAs of a
+    /// cluster that share a tile column multicast its B tile, each loading
+    /// a `block_k / cluster_m`-row slice of it for all of them.
+    pub cluster_m: u32,
+    /// CTAs per cluster along N (default 1): the CTAs that share a tile
+    /// row multicast its A tile, each loading `block_m / cluster_n` rows.
+    pub cluster_n: u32,
 }
 
 impl Default for GemmParams {
@@ -200,6 +207,8 @@ impl GemmParams {
             iter_bubble: 0,
             epilogue: Epilogue::Tma,
             wgmma_n: 0,
+            cluster_m: 1,
+            cluster_n: 1,
         }
     }
 
@@ -235,13 +244,20 @@ impl GemmParams {
         self.k.div_ceil(self.block_k.max(1))
     }
 
-    /// CTAs launched: one per tile, or `min(ctas, tiles)` when persistent.
+    /// CTAs launched: one per tile, or `min(ctas, tiles)` when persistent
+    /// (rounded down to whole clusters).
     pub fn grid_ctas(&self) -> u64 {
         if self.persistent {
-            self.tiles().min(self.ctas as u64)
+            let size = self.cluster_size() as u64;
+            self.tiles().min(self.ctas as u64) / size * size
         } else {
             self.tiles()
         }
+    }
+
+    /// CTAs per thread block cluster.
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster_m.saturating_mul(self.cluster_n)
     }
 
     /// Floating-point operations: `2 * M * N * K`.
@@ -393,6 +409,7 @@ impl GemmParams {
                 ));
             }
         }
+        self.validate_cluster()?;
         let regs = self.mma_regs();
         if regs > MAX_REGS_PER_THREAD {
             return Err(bad(
@@ -435,5 +452,59 @@ impl GemmParams {
             ));
         }
         Ok(())
+    }
+
+    /// The cluster's checks: its size, a producer to multicast, whole
+    /// clusters of tiles, slices of whole rows.
+    fn validate_cluster(&self) -> Result<(), GenError> {
+        let (cm, cn) = (self.cluster_m, self.cluster_n);
+        if cm == 0 || cn == 0 || self.cluster_size() as usize > simfa_core::cluster::MAX_CLUSTER {
+            return Err(bad(
+                "cluster",
+                format!("{cm}x{cn} must have sides >= 1 and at most 16 CTAs"),
+            ));
+        }
+        if self.cluster_size() == 1 {
+            return Ok(());
+        }
+        let problem = if self.stages < 2 {
+            Some("a cluster multicasts into a ring: set stages >= 2".to_string())
+        } else if self.tiles_m() % cm != 0 || self.tiles_n() % cn != 0 {
+            Some(format!(
+                "the {} x {} tiles do not divide into {cm}x{cn} clusters",
+                self.tiles_m(),
+                self.tiles_n()
+            ))
+        } else if self.m % self.block_m != 0 || self.k % self.block_k != 0 {
+            Some(format!(
+                "multicast slices whole tiles: M = {} and K = {} must be multiples of block_m = {} and block_k = {}",
+                self.m, self.k, self.block_m, self.block_k
+            ))
+        } else if self.block_k % cm != 0 || self.block_m % cn != 0 {
+            Some(format!(
+                "block_k = {} rows of B and block_m = {} rows of A must split into {cm} and {cn} slices",
+                self.block_k, self.block_m
+            ))
+        } else if (self.group_m > 1 || self.persistent) && self.group_m % cm != 0 {
+            Some(format!(
+                "group_m = {} must be a multiple of cluster_m = {cm} (a cluster's CTAs take tiles of one column of a group)",
+                self.group_m
+            ))
+        } else if self.persistent && cm > 1 && cn > 1 {
+            Some("a persistent kernel clusters along M or along N, not both".to_string())
+        } else if self.persistent && cn > 1 && self.group_m > 1 {
+            Some(
+                "a persistent kernel clustered along N walks the tiles row by row: set group_m = 1"
+                    .to_string(),
+            )
+        } else if self.persistent && (self.ctas < self.cluster_size()) {
+            Some(format!("ctas = {} is less than one cluster", self.ctas))
+        } else {
+            None
+        };
+        match problem {
+            Some(p) => Err(bad("cluster", p)),
+            None => Ok(()),
+        }
     }
 }

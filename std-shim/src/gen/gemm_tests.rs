@@ -73,11 +73,13 @@ fn legacy_gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         map: a,
         bar: full,
         coords: [k_off, row, zero, zero, zero],
+        multicast: 0,
     })?;
     k.op(Instr::TmaLoad {
         map: b,
         bar: full,
         coords: [col, k_off, zero, zero, zero],
+        multicast: 0,
     })?;
     k.op(Instr::MbarArrive { bar: full })?;
     k.op(Instr::MbarWait { bar: full, parity })?;

@@ -343,6 +343,7 @@ pub fn tma_bw(p: &TmaBwParams) -> Result<Kernel, GenError> {
                 map: 0,
                 bar: full,
                 coords,
+                multicast: 0,
             }
         }
     };

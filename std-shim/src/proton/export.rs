@@ -205,7 +205,9 @@ impl<'k, W: Write> ProtonWriter<'k, W> {
         let exact = serde_json::to_value(op).unwrap_or(Value::Null);
         let rank = |map: u8| self.k.maps[map as usize].rank as usize;
         let (name, args) = match *op {
-            Op::TmaLoad { map, bar, coords } => {
+            Op::TmaLoad {
+                map, bar, coords, ..
+            } => {
                 let t = self.tma(map, Some(bar));
                 let coords = &coords[..rank(map)];
                 (

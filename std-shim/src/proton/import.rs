@@ -260,7 +260,12 @@ impl Translator<'_> {
                 };
                 let (bar, _) = self.bar_at(r, bar, k)?;
                 let coords = self.coords(r, map, k);
-                out.push(Op::TmaLoad { map, bar, coords });
+                out.push(Op::TmaLoad {
+                    map,
+                    bar,
+                    coords,
+                    multicast: 0,
+                });
             }
             ScopeOp::TmaStore(t) => {
                 let map = self.map(r, &t.desc)?;

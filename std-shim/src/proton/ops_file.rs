@@ -375,6 +375,7 @@ mod tests {
                         map: 0,
                         bar: i as u16,
                         coords: [i as i64 * 64, -3, 0, 0, 0],
+                        multicast: 0,
                     },
                 })
                 .collect()

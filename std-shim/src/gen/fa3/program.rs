@@ -275,6 +275,7 @@ impl Gen<'_> {
             map: self.maps[which],
             bar,
             coords,
+            multicast: 0,
         })?;
         self.op(Instr::MbarArrive { bar })?;
         Ok(())
@@ -329,7 +330,7 @@ impl Gen<'_> {
 
     fn release(&mut self, empty: u8, ring: Ring) -> Result<(), GenError> {
         let stage = self.at(empty, ring.stage())?;
-        self.op(Instr::StageRelease { stage })?;
+        self.op(Instr::StageRelease { stage, cluster: 0 })?;
         Ok(())
     }
 
@@ -529,7 +530,10 @@ impl Gen<'_> {
             self.loop_end(b)?;
         }
         let q_stage = self.at(self.q_empty, lin(0))?;
-        self.op(Instr::StageRelease { stage: q_stage })?;
+        self.op(Instr::StageRelease {
+            stage: q_stage,
+            cluster: 0,
+        })?;
         if overlap {
             // The last P V, outside the ping-pong as in FA3.
             let last = self.ring_last();
