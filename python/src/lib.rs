@@ -122,7 +122,8 @@ fn fa3(
 /// Simulates the generated GEMM of `m x n x k` and returns its report.
 ///
 /// Further keywords as a sweep plan's `gemm` workload: `block_m`,
-/// `block_n`, `block_k`, `stages`, `consumers`, `group_m`, `persistent`.
+/// `block_n`, `block_k`, `stages`, `consumers`, `group_m`, `persistent`,
+/// `tma_store`, `wgmma_n`, `cluster_m`, `cluster_n`.
 #[pyfunction]
 #[pyo3(signature = (m, n, k, gpu = "h800", config = None, **params))]
 fn gemm(

@@ -618,3 +618,7 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
 #[cfg(test)]
 #[path = "gemm_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "gemm_cluster_tests.rs"]
+mod cluster_tests;

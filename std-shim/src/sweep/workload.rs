@@ -10,7 +10,7 @@
 //! ```
 //!
 //! GEMM fields: `m n k` (required), `block_m block_n block_k stages
-//! consumers group_m persistent tma_store wgmma_n` (the generator's
+//! consumers group_m persistent tma_store wgmma_n cluster_m cluster_n` (the generator's
 //! defaults otherwise; a persistent kernel gets one CTA per SM; as in
 //! `simfa gemm`, C is stored from registers unless `tma_store = true`). FA3 fields: `batch heads
 //! kv_heads seqlen seqlen_kv hdim causal variant`, defaults Llama 3 8B
@@ -53,6 +53,8 @@ enum Spec {
         persistent: Option<bool>,
         tma_store: Option<bool>,
         wgmma_n: Option<u32>,
+        cluster_m: Option<u32>,
+        cluster_n: Option<u32>,
     },
     Fa3 {
         batch: Option<u32>,
@@ -91,6 +93,8 @@ impl Workload {
                 persistent,
                 tma_store,
                 wgmma_n,
+                cluster_m,
+                cluster_n,
             } => {
                 let d = GemmParams::new(m, n, k);
                 Workload::Gemm(GemmParams {
@@ -108,6 +112,8 @@ impl Workload {
                         Epilogue::Registers
                     },
                     wgmma_n: wgmma_n.unwrap_or(d.wgmma_n),
+                    cluster_m: cluster_m.unwrap_or(d.cluster_m),
+                    cluster_n: cluster_n.unwrap_or(d.cluster_n),
                     ..d
                 })
             }
