@@ -1,7 +1,8 @@
 //! Running a kernel with a heap-allocated arena.
 //!
-//! [`simulate`] asks [`Simulator::arena_size`] for the exact arena, allocates
-//! it, builds the simulator and runs it to the end. On a deadlock the error
+//! [`simulate`] asks [`Simulator::arena_size`] for the exact arena, takes
+//! it from the thread's kept arena (allocated once, grown when a run needs
+//! more), builds the simulator and runs it to the end. On a deadlock the error
 //! carries a human description of every waiting WarpGroup, with role,
 //! mbarrier and stage names taken from the kernel.
 
@@ -294,6 +295,39 @@ impl<O: Observer> Observer for FlopCounter<'_, O> {
     }
 }
 
+thread_local! {
+    /// This thread's arena, kept between runs: a sweep's or a benchmark's
+    /// runs reuse it instead of mapping and clearing a fresh one each (the
+    /// simulator initialises every part of an arena it reads, whatever the
+    /// arena held before).
+    static ARENA: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The thread's kept arena, borrowed for one run and put back when dropped.
+struct KeptArena(Vec<u8>);
+
+impl KeptArena {
+    /// The kept arena, replaced by a new one when it is smaller than
+    /// `bytes`.
+    fn take(bytes: usize) -> Result<KeptArena, RunError> {
+        let mut a = ARENA.with(|a| a.take());
+        if a.len() < bytes {
+            a = Vec::new();
+            a.try_reserve_exact(bytes)
+                .map_err(|_| RunError::Alloc { bytes })?;
+            a.resize(bytes, 0u8);
+        }
+        Ok(KeptArena(a))
+    }
+}
+
+impl Drop for KeptArena {
+    fn drop(&mut self) {
+        let a = std::mem::take(&mut self.0);
+        ARENA.with(|k| *k.borrow_mut() = a);
+    }
+}
+
 /// Builds and runs `k` on `cfg`, sending every event to `obs`.
 pub fn simulate(
     cfg: &GpuConfig,
@@ -342,11 +376,8 @@ pub fn simulate_from<S: StreamSource>(
         return Err(RunError::ExternalMemory);
     }
     let arena_bytes = Simulator::<NoStream>::arena_size(cfg, k)?;
-    let mut arena = Vec::new();
-    arena
-        .try_reserve_exact(arena_bytes)
-        .map_err(|_| RunError::Alloc { bytes: arena_bytes })?;
-    arena.resize(arena_bytes, 0u8);
+    let mut kept = KeptArena::take(arena_bytes)?;
+    let arena = &mut kept.0[..arena_bytes];
     if let Some(line) = beyond_watchdog(cfg, k) {
         return Err(RunError::Sim {
             error: SimError::Watchdog {
@@ -356,9 +387,9 @@ pub fn simulate_from<S: StreamSource>(
         });
     }
     let (mut sim, tally) = match &snaps.resume {
-        Some(path) => resume(cfg, k, &mut arena, source, path)?,
+        Some(path) => resume(cfg, k, arena, source, path)?,
         None => (
-            Simulator::with_source(cfg, k, &mut arena, source)?,
+            Simulator::with_source(cfg, k, arena, source)?,
             Tally::default(),
         ),
     };
