@@ -38,7 +38,7 @@ mod program;
 #[cfg(test)]
 mod tests;
 
-use simfa_core::{Cluster, GpuConfig, Instr, Kernel, TensorMap, UnitClass, WgmmaMode, Work};
+use simfa_core::{GpuConfig, Instr, Kernel, TensorMap, UnitClass, WgmmaMode, Work};
 
 use super::gemm::name;
 use super::{GenError, Kb};
@@ -386,15 +386,6 @@ impl Plan {
         })
     }
 
-    /// Whether the kernel runs in clusters of two CTAs that multicast K
-    /// and V: the tiling pairs CTAs (non-causal, head dim 128 and up) and
-    /// the persistent walk keeps every pair on one head (an even count of
-    /// query blocks per head, so the two CTAs of a pair take adjacent
-    /// blocks of the same head and the same number of tiles).
-    pub fn multicast_pairs(&self, p: &Fa3Params) -> bool {
-        self.tiling.cluster == 2 && !p.causal && self.m_blocks % 2 == 0 && self.ctas % 2 == 0
-    }
-
     /// KV blocks visited by causal tile `m` (0 = top of the sequence).
     pub fn causal_blocks(&self, p: &Fa3Params, m: u32) -> u32 {
         let q_end = p.seqlen_q - (self.m_blocks - 1 - m) * self.tiling.block_m;
@@ -447,16 +438,8 @@ fn bshd(
 pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     let plan = Plan::new(p, cfg.sms)?;
     let t = plan.tiling;
-    let pairs = plan.multicast_pairs(p);
     let mut k = Kb::new(
-        Kernel {
-            cluster: if pairs {
-                Cluster { dims: [2, 1, 1] }
-            } else {
-                Cluster::NONE
-            },
-            ..Kernel::default()
-        },
+        Kernel::default(),
         &name(&format!(
             "fa3_{}x{}x{}_d{}{}",
             p.batch,
@@ -477,7 +460,7 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     let k_base = after(Q_BASE, q_bytes);
     let v_base = after(k_base, kv_bytes);
     let o_base = after(v_base, kv_bytes);
-    let mut maps = [
+    let maps = [
         bshd("Q", Q_BASE, p.batch, p.seqlen_q, p.heads, p.hdim, t.block_m),
         bshd(
             "K",
@@ -502,12 +485,6 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     // Shared memory: Q, the K and V rings (the output tile aliases V).
     let smem = maps[Q].full_box_bytes() + t.stages as u64 * 2 * maps[K].full_box_bytes();
     k.smem(smem as u32);
-    if pairs {
-        // Each CTA of a pair loads half of every K and V row for both.
-        for m in [K, V] {
-            maps[m].boxdim[0] = p.hdim / 2;
-        }
-    }
     for m in maps {
         k.map(m)?;
     }
@@ -518,10 +495,8 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
     let o_free = k.mbarriers("o_free", 1, 1)?;
     let c = t.consumers as u16;
     let q_empty = k.stages("q_empty", 1, c)?;
-    // A pair's K and V stages are released by the consumers of both CTAs.
-    let kv = if pairs { 2 * c } else { c };
-    let k_empty = k.stages("k_empty", st, kv)?;
-    let v_empty = k.stages("v_empty", st, kv)?;
+    let k_empty = k.stages("k_empty", st, c)?;
+    let v_empty = k.stages("v_empty", st, c)?;
     let mut g = Gen {
         k,
         p,
@@ -535,7 +510,6 @@ pub fn fa3(p: &Fa3Params, cfg: &GpuConfig) -> Result<(Kernel, Plan), GenError> {
         k_empty,
         v_empty,
         maps: [0, 1, 2, 3],
-        pairs,
     };
     if p.variant != Variant::NoWs {
         g.k.begin_role("producer", 1, t.producer_regs as u32)?;

@@ -54,9 +54,6 @@ pub(super) struct Gen<'a> {
     pub(super) k_empty: u8,
     pub(super) v_empty: u8,
     pub(super) maps: [u8; 4],
-    /// CTAs run in pairs that multicast K and V (see
-    /// [`super::Plan::multicast_pairs`]).
-    pub(super) pairs: bool,
 }
 
 pub(super) fn lin(k: i64) -> Expr {
@@ -264,25 +261,11 @@ impl Gen<'_> {
         let stage = self.at(empty, slot)?;
         self.op(Instr::StageAcquire { stage })?;
         let bar = self.at(full, slot)?;
-        let box_bytes = self.k.kernel().maps[self.maps[which] as usize].full_box_bytes() as u32;
-        // A pair's CTA loads the half of each K or V row of its rank for
-        // both; each expects the whole tile.
-        let shared = self.pairs && which != Q;
-        let (bytes, col, multicast) = if shared {
-            let half = Expr {
-                cta: 1,
-                rem: 2,
-                mul: self.p.hdim as i64 / 2,
-                ..lin(0)
-            };
-            (2 * box_bytes, half, 1)
-        } else {
-            (box_bytes, lin(0), 0)
-        };
+        let bytes = self.k.kernel().maps[self.maps[which] as usize].full_box_bytes() as u32;
         self.op(Instr::MbarExpectTx { bar, bytes })?;
         let zero = self.e(lin(0))?;
         let coords = [
-            self.e(col)?,
+            zero,
             self.e(head)?,
             self.e(row)?,
             self.e(self.batch())?,
@@ -292,7 +275,7 @@ impl Gen<'_> {
             map: self.maps[which],
             bar,
             coords,
-            multicast,
+            multicast: 0,
         })?;
         self.op(Instr::MbarArrive { bar })?;
         Ok(())
@@ -345,11 +328,9 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// Releases a K or V stage (in both CTAs of a pair).
     fn release(&mut self, empty: u8, ring: Ring) -> Result<(), GenError> {
         let stage = self.at(empty, ring.stage())?;
-        let cluster = if self.pairs { 1 } else { 0 };
-        self.op(Instr::StageRelease { stage, cluster })?;
+        self.op(Instr::StageRelease { stage, cluster: 0 })?;
         Ok(())
     }
 
