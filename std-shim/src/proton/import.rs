@@ -86,10 +86,17 @@ fn header_from_trace(other: Option<&serde_json::Value>, path: &str) -> Result<Ke
     })
 }
 
-/// Kernel `g`'s declarations with every role a stream role and no
+/// Kernel `g`'s declarations (its cluster shape included) with every role a stream role and no
 /// programs, rebuilt through the kernel builder (which checks them).
 pub fn streamed(g: Kernel) -> Result<Kernel, simfa_core::builder::BuilderError> {
-    let mut b = simfa_core::builder::Builder::new(Kernel::default(), g.name.as_str())?;
+    let cluster = g.cluster;
+    let mut b = simfa_core::builder::Builder::new(
+        Kernel {
+            cluster,
+            ..Kernel::default()
+        },
+        g.name.as_str(),
+    )?;
     b.grid(g.grid);
     b.order(g.order);
     b.smem(g.smem_bytes);

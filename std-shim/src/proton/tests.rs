@@ -74,7 +74,14 @@ fn kernels(cfg: &GpuConfig) -> Vec<Kernel> {
         ..Fa3Params::default()
     };
     let (fa, _) = fa3(&f, cfg).unwrap();
-    vec![pipelined, plain, fa]
+    // Clusters of 2 x 2 CTAs multicasting A and B: the header carries the
+    // cluster, each load's `args.op` its multicast.
+    let mut c = GemmParams::new(512, 512, 256);
+    c.stages = 3;
+    c.cluster_m = 2;
+    c.cluster_n = 2;
+    let clustered = gemm(&c).unwrap();
+    vec![pipelined, plain, fa, clustered]
 }
 
 #[test]
