@@ -343,3 +343,28 @@ proptest! {
         prop_assert_eq!(resume(&c, &k, &snap), want);
     }
 }
+
+/// A clustered GEMM (clusters of 2 x 2 CTAs multicasting A and B, 16 CTAs
+/// on 4 SMs, so that clusters retire and start again) resumes under every
+/// memory model: the CTAs' ranks and peers are saved.
+#[test]
+fn clustered_gemm_resumes() {
+    let p = GemmParams {
+        stages: 3,
+        consumers: 2,
+        cluster_m: 2,
+        cluster_n: 2,
+        ..GemmParams::new(512, 512, 256)
+    };
+    let k = gemm(&p).unwrap();
+    assert!(k.cluster.is_clustered());
+    for m in [
+        MemoryModel::Fixed,
+        MemoryModel::Line,
+        MemoryModel::Transaction,
+    ] {
+        let mut c = cfg(m);
+        c.sms = 4;
+        check_resumes(&c, &k);
+    }
+}
