@@ -141,6 +141,19 @@ fn uint(l: &mut Line<'_>, what: &str, max: u64) -> Result<u64, AsmError> {
     Ok(v)
 }
 
+/// Reads `X [Y [Z]]` (the sides of a grid or a cluster, each at most
+/// `max`); missing sides are 1.
+fn sides(l: &mut Line<'_>, what: &str, max: u64) -> Result<[u64; 3], AsmError> {
+    let mut out = [1u64; 3];
+    for (i, d) in out.iter_mut().enumerate() {
+        if i > 0 && l.peek(Mode::Name)?.tok == Tok::Eol {
+            break;
+        }
+        *d = uint(l, what, max)?;
+    }
+    Ok(out)
+}
+
 /// Reads a name (identifier of at most 24 bytes).
 fn name(l: &mut Line<'_>, what: &str) -> Result<(Name, usize), AsmError> {
     let t = l.next(Mode::Name)?;
@@ -317,26 +330,13 @@ impl Parser<'_> {
             }
             "grid" => {
                 dup(self.grid_pos)?;
-                let mut g = [1u32; 3];
-                for (i, d) in g.iter_mut().enumerate() {
-                    if i > 0 && l.peek(Mode::Name)?.tok == Tok::Eol {
-                        break;
-                    }
-                    *d = uint(l, "grid size", u32::MAX as u64)? as u32;
-                }
-                self.k.grid = g;
+                self.k.grid = sides(l, "grid size", u32::MAX as u64)?.map(|v| v as u32);
                 self.grid_pos = Some(pos);
             }
             "cluster" => {
                 dup(self.cluster_pos)?;
-                let mut c = [1u8; 3];
-                for (i, d) in c.iter_mut().enumerate() {
-                    if i > 0 && l.peek(Mode::Name)?.tok == Tok::Eol {
-                        break;
-                    }
-                    *d = uint(l, "cluster size", MAX_CLUSTER as u64)? as u8;
-                }
-                self.k.cluster = simfa_core::Cluster { dims: c };
+                let dims = sides(l, "cluster size", MAX_CLUSTER as u64)?.map(|v| v as u8);
+                self.k.cluster = simfa_core::Cluster { dims };
                 self.cluster_pos = Some(pos);
             }
             "order" => {
