@@ -519,28 +519,6 @@ impl GpuConfig {
         }
     }
 
-    /// Cycles of the SM's shared-memory bandwidth one m64nNk16 WGMMA's
-    /// operand reads take (A's 2048 bytes in SS mode and B's `32 * N`, at
-    /// `wgmma_smem_bytes_per_cycle`).
-    pub const fn wgmma_smem_cycles(&self, n: u16, mode: crate::isa::WgmmaMode) -> u64 {
-        let a = match mode {
-            crate::isa::WgmmaMode::Ss => 64 * 16 * 2,
-            crate::isa::WgmmaMode::Rs => 0,
-        };
-        self.smem_cycles(a + 32 * n as u64)
-    }
-
-    /// Cycles of the SM's shared-memory bandwidth (`wgmma_smem_bytes_per_cycle`)
-    /// that `bytes` take.
-    pub const fn smem_cycles(&self, bytes: u64) -> u64 {
-        let bw = if self.wgmma_smem_bytes_per_cycle == 0 {
-            1
-        } else {
-            self.wgmma_smem_bytes_per_cycle as u64
-        };
-        bytes.div_ceil(bw)
-    }
-
     /// Accumulator traffic of the tensor pipe relative to the N/2 law (1 on
     /// the H100, 40/79 on the H20's slower pipe), at most 1: what scales
     /// [`UnitThroughput::rf_share`].

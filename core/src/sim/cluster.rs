@@ -76,10 +76,6 @@ impl<S: StreamSource> Simulator<'_, S> {
     /// slot `ci` to its mbarrier in every destination CTA.
     pub(super) fn deliver(&mut self, ci: usize, code: u16, bytes: u64, obs: &mut impl Observer) {
         let (bar, mask) = split(code);
-        let occ = self.cfg.smem_cycles(bytes);
-        for p in self.cluster_slots(ci, mask) {
-            self.written(self.ctas[p].sm as usize, occ);
-        }
         if mask == 0 {
             self.mbars[ci * self.plan.nbar + bar as usize].tx -= bytes as i64;
             self.try_complete_phase(ci, bar as usize, obs);
@@ -89,15 +85,6 @@ impl<S: StreamSource> Simulator<'_, S> {
             self.mbars[p * self.plan.nbar + bar as usize].tx -= bytes as i64;
             self.try_complete_phase(p, bar as usize, obs);
         }
-    }
-
-    /// A load wrote `occ` cycles' worth of SM `sm`'s shared-memory
-    /// bandwidth by now: its lines were written as they arrived, so only
-    /// what the SM's bandwidth had not yet finished by then pushes its
-    /// commitment later.
-    fn written(&mut self, sm: usize, occ: u64) {
-        let s = &mut self.sms[sm];
-        s.smem_free = (s.smem_free + occ).max(self.now);
     }
 
     /// Releases stage `s` (CTA-wide index `stage`) of every CTA of thread

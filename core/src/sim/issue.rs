@@ -444,16 +444,10 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     return Ok(Outcome::Stall(WaitReason::TensorBuffer));
                 }
                 let lat = self.cfg.wgmma_cycles(n, mode);
-                let occ = self.cfg.wgmma_smem_cycles(n, mode);
                 let changed = self.before_wgmma(sm);
                 let s = &mut self.sms[sm];
                 let start = now.max(s.pipe_free);
-                // Its operand reads take their share of the SM's shared
-                // memory after what is already committed to it (earlier
-                // WGMMAs' reads, TMA landings).
-                let port = start.max(s.smem_free);
-                s.smem_free = port + occ;
-                let end = (start + lat).max(port + occ);
+                let end = start + lat;
                 s.pipe_free = end;
                 s.wgmma_inflight += 1;
                 self.ctas[ci].inflight += 1;

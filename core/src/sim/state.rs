@@ -204,9 +204,6 @@ pub(crate) struct Sm {
     pub unit_last: u64,
     /// First cycle the store path takes another `st.global`'s requests.
     pub store_free: u64,
-    /// Cycle up to which the SM's shared-memory bandwidth is committed
-    /// (WGMMA operand reads, TMA landings).
-    pub smem_free: u64,
 }
 
 impl Sm {
@@ -224,7 +221,6 @@ impl Sm {
         unit_n: [0; 4],
         unit_last: 0,
         store_free: 0,
-        smem_free: 0,
     };
 }
 
