@@ -17,7 +17,7 @@ use cortex_m_semihosting::{debug, hprintln};
 use heapless::{String, Vec};
 use simfa_core::samples::{self, SAMPLES};
 use simfa_core::config::MemoryModel;
-use simfa_core::{CtaOrder, Kernel, NoStream, Simulator};
+use simfa_core::{Cluster, CtaOrder, Kernel, NoStream, Simulator};
 
 /// Bytes of the static arena; every sample's `Simulator::arena_size` must
 /// fit (the host program prints the largest).
@@ -28,6 +28,7 @@ const EMPTY: Kernel = Kernel {
     name: String::new(),
     grid: [1, 1, 1],
     order: CtaOrder::Linear,
+    cluster: Cluster::NONE,
     smem_bytes: 0,
     roles: Vec::new(),
     maps: Vec::new(),
