@@ -622,3 +622,7 @@ mod tests;
 #[cfg(test)]
 #[path = "gemm_cluster_tests.rs"]
 mod cluster_tests;
+
+#[cfg(test)]
+#[path = "gemm_raster_tests.rs"]
+mod raster_tests;

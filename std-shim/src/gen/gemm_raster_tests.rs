@@ -1,0 +1,201 @@
+//! Tests of the GEMM generator's rasterisation and addresses: the tile each
+//! CTA and WarpGroup computes follows Triton's grouped order, and the CTAs
+//! of a row block load identical A lines (a child module of `gemm`).
+
+use super::*;
+use crate::gen::gemm_params::*;
+use simfa_core::isa::EvalCtx;
+
+fn variant(m: u32, n: u32, k: u32) -> GemmParams {
+    GemmParams::new(m, n, k)
+}
+
+/// Triton's grouped program-id mapping: (pid_m, pid_n) of program `pid`.
+fn triton(pid: u64, npm: u64, npn: u64, g: u64) -> (u64, u64) {
+    let in_group = g * npn;
+    let first = pid / in_group * g;
+    let size = (npm - first).min(g);
+    (first + pid % in_group % size, pid % in_group / size)
+}
+
+/// Global address of the box origin `coords` of map `m`.
+fn origin(m: &TensorMap, coords: &[i64]) -> u64 {
+    let mut a = m.base + coords[0] as u64 * m.elem_bytes as u64;
+    for (&c, &stride) in coords.iter().zip(&m.strides).take(m.rank as usize).skip(1) {
+        a += c as u64 * stride;
+    }
+    a
+}
+
+fn eval_coords(k: &Kernel, i: &Instr, ctx: &EvalCtx) -> (u8, Vec<i64>) {
+    let (map, c) = match *i {
+        Instr::TmaLoad { map, coords, .. } | Instr::TmaStore { map, coords } => (map, coords),
+        _ => unreachable!(),
+    };
+    let rank = k.maps[map as usize].rank as usize;
+    (
+        map,
+        c[..rank]
+            .iter()
+            .map(|&e| k.exprs[e as usize].eval(ctx))
+            .collect(),
+    )
+}
+
+/// (pid_m, pid_n, k offset) of every TMA load and the C rows stored, for
+/// the WarpGroup `wg` of the CTA `cta` at loop counters `l`, through the
+/// true row-major addresses.
+fn tiles_at(k: &Kernel, p: &GemmParams, cta: u32, wg: u8, l: [u32; 4]) -> Vec<(u8, u64, u64)> {
+    let ctx = EvalCtx {
+        cta,
+        c: k.cta_coords(cta),
+        wg,
+        l,
+    };
+    let [a_base, b_base, c_base] = tensor_bases(p);
+    let mut out = vec![];
+    for i in k.code.iter() {
+        if !matches!(i, Instr::TmaLoad { .. } | Instr::TmaStore { .. }) {
+            continue;
+        }
+        let (map, c) = eval_coords(k, i, &ctx);
+        let addr = origin(&k.maps[map as usize], &c);
+        // (row, col) of the origin in the row-major tensor
+        let (base, cols) = match map {
+            MAP_A => (a_base, p.k),
+            MAP_B => (b_base, p.n),
+            _ => (c_base, p.n),
+        };
+        let e = (addr - base) / 2;
+        out.push((map, e / cols as u64, e % cols as u64));
+    }
+    out
+}
+
+#[test]
+fn grouped_rasterisation_follows_triton() {
+    // 8 x 8 tiles, bands of 4 row blocks: CTAs 0..4 walk down column 0.
+    let p = GemmParams {
+        group_m: 4,
+        ..variant(1024, 1024, 128)
+    };
+    let k = gemm(&p).unwrap();
+    assert_eq!(k.order, CtaOrder::Grouped { rows: 4 });
+    let first: Vec<[u32; 3]> = (0..6).map(|i| k.cta_coords(i)).collect();
+    assert_eq!(
+        first,
+        [
+            [0, 0, 0],
+            [0, 1, 0],
+            [0, 2, 0],
+            [0, 3, 0],
+            [1, 0, 0],
+            [1, 1, 0]
+        ]
+    );
+    // Every variant, including a tail band (5 row blocks in bands of 2) and
+    // persistent kernels, maps CTA/iteration to Triton's tile, at the true
+    // row-major addresses of A, B and C.
+    let cases = [
+        p,
+        GemmParams {
+            group_m: 2,
+            ..variant(640, 512, 128)
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 6,
+            ..p
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 7,
+            stages: 2,
+            consumers: 2,
+            ..p
+        },
+        GemmParams {
+            persistent: true,
+            ctas: 3,
+            group_m: 1,
+            ..variant(512, 768, 128)
+        },
+    ];
+    for p in cases {
+        let k = gemm(&p).unwrap();
+        let (npm, npn) = (p.tiles_m() as u64, p.tiles_n() as u64);
+        let (bm, bn) = (p.block_m as u64, p.block_n as u64);
+        let mut seen = vec![false; p.tiles() as usize];
+        let ctas = k.ctas() as u32;
+        for cta in 0..ctas {
+            let per_cta = if p.persistent {
+                (p.tiles() as u32 - cta).div_ceil(ctas)
+            } else {
+                1
+            };
+            for t in 0..per_cta {
+                let pid = cta as u64 + t as u64 * ctas as u64;
+                let (pm, pn) = triton(pid, npm, npn, p.group_m as u64);
+                assert!(!seen[(pm * npn + pn) as usize]);
+                seen[(pm * npn + pn) as usize] = true;
+                for wg in 0..p.consumers as u8 {
+                    // K iteration 1 (l1 when persistent)
+                    let l = if p.persistent {
+                        [t, 1, 0, 0]
+                    } else {
+                        [1, 0, 0, 0]
+                    };
+                    let got = tiles_at(&k, &p, cta, wg, l);
+                    let h = p.rows_per_consumer() as u64;
+                    let want = vec![
+                        (MAP_A, pm * bm, p.block_k as u64),
+                        (MAP_B, p.block_k as u64, pn * bn),
+                        (MAP_C, pm * bm + wg as u64 * h, pn * bn),
+                    ];
+                    assert_eq!(got, want, "{p:?} cta {cta} tile {t} wg {wg}");
+                }
+            }
+            // The tile loop's trip count.
+            if p.persistent {
+                let ctx = EvalCtx {
+                    cta,
+                    ..EvalCtx::default()
+                };
+                let Instr::LoopBegin { count, .. } = k.code[0] else {
+                    panic!()
+                };
+                assert_eq!(k.exprs[count as usize].eval(&ctx), per_cta as i64);
+            }
+        }
+        assert!(seen.iter().all(|&s| s), "{p:?}");
+    }
+}
+
+#[test]
+fn real_addresses_share_a_row_block_of_a() {
+    // CTAs of one tile row load identical A boxes; those of one column
+    // identical B boxes; every map is the row-major layout of its tensor.
+    let p = variant(512, 512, 256);
+    let k = gemm(&p).unwrap();
+    let a0 = tiles_at(&k, &p, 0, 0, [2, 0, 0, 0]);
+    let a1 = tiles_at(&k, &p, 1, 0, [2, 0, 0, 0]);
+    let a4 = tiles_at(&k, &p, 4, 0, [2, 0, 0, 0]);
+    assert_eq!(a0[0], a1[0]);
+    assert_ne!(a0[0], a4[0]);
+    assert_eq!(a0[1], a4[1]);
+    for (m, cols) in k.maps.iter().zip([p.k, p.n, p.n]) {
+        assert_eq!(m.strides[1], cols as u64 * 2);
+    }
+    let pk = GemmParams {
+        persistent: true,
+        group_m: 2,
+        ..p
+    };
+    let k = gemm(&pk).unwrap();
+    let [a, _, c] = [&k.maps[0], &k.maps[1], &k.maps[2]];
+    assert_eq!(a.rank, 4);
+    assert_eq!(a.dims[..4], [256, 128, 2, 2]);
+    assert_eq!(a.strides[1..4], [512, 512 * 128, 512 * 256]);
+    assert_eq!(c.dims[..4], [512, 128, 2, 2]);
+    assert_eq!(c.full_box_bytes(), 128 * 128 * 2);
+}
