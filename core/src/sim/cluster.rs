@@ -43,6 +43,12 @@ impl<S: StreamSource> Simulator<'_, S> {
     pub(super) fn cluster_slots(&self, ci: usize, mask: u8) -> Vec<usize, MAX_CLUSTER> {
         let c = &self.ctas[ci];
         let mut out = Vec::new();
+        if mask == 0 {
+            // Along no dimension: the CTA alone (no rank walk on the
+            // landings and releases of unclustered kernels).
+            let _ = out.push(ci);
+            return out;
+        }
         for r in self.kernel.cluster.peers(c.rank as u32, mask) {
             // At most MAX_CLUSTER ranks (a validated kernel).
             let _ = out.push(c.peers[r as usize] as usize);
@@ -76,11 +82,6 @@ impl<S: StreamSource> Simulator<'_, S> {
     /// slot `ci` to its mbarrier in every destination CTA.
     pub(super) fn deliver(&mut self, ci: usize, code: u16, bytes: u64, obs: &mut impl Observer) {
         let (bar, mask) = split(code);
-        if mask == 0 {
-            self.mbars[ci * self.plan.nbar + bar as usize].tx -= bytes as i64;
-            self.try_complete_phase(ci, bar as usize, obs);
-            return;
-        }
         for p in self.cluster_slots(ci, mask) {
             self.mbars[p * self.plan.nbar + bar as usize].tx -= bytes as i64;
             self.try_complete_phase(p, bar as usize, obs);
@@ -98,12 +99,6 @@ impl<S: StreamSource> Simulator<'_, S> {
         obs: &mut impl Observer,
     ) {
         let ci = self.threads[ti].cta as usize;
-        if mask == 0 {
-            let st = &mut self.stages[ci * self.plan.nstage + s];
-            st.released = st.released.saturating_add(1);
-            self.wake_cta(ci, obs, |r| r == WaitReason::Stage { stage });
-            return;
-        }
         for p in self.cluster_slots(ci, mask) {
             let st = &mut self.stages[p * self.plan.nstage + s];
             st.released = st.released.saturating_add(1);

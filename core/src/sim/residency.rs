@@ -40,22 +40,20 @@ impl<S: StreamSource> Simulator<'_, S> {
         }
     }
 
-    /// Admits CTAs after SM `sm` freed room: onto that SM while it fits
-    /// one, or, in a clustered kernel, whole clusters onto the SMs that
-    /// fit one CTA each, looked for from `sm` on.
+    /// Admits CTAs after SM `sm` freed room: whole clusters (single CTAs
+    /// without clusters) onto SMs that fit one CTA each, looked for from
+    /// `sm` on. Only the SMs a retirement freed have room while CTAs wait,
+    /// so without clusters the search stops at `sm` itself.
     fn admit_from(&mut self, sm: usize, obs: &mut impl Observer) -> Result<(), SimError> {
         let size = self.kernel.cluster.size() as usize;
-        if size == 1 {
-            while self.next_cta < self.total_ctas && self.fits(sm) {
-                self.admit_cluster(&[sm as u16], obs)?;
-            }
-            return Ok(());
-        }
         while self.next_cta < self.total_ctas {
             let mut picked: Vec<u16, MAX_CLUSTER> = Vec::new();
             for i in 0..self.plan.sms {
+                if picked.len() == size {
+                    break;
+                }
                 let s = (sm + i) % self.plan.sms;
-                if picked.len() < size && self.fits(s) {
+                if self.fits(s) {
                     let _ = picked.push(s as u16);
                 }
             }
@@ -67,16 +65,15 @@ impl<S: StreamSource> Simulator<'_, S> {
         Ok(())
     }
 
-    /// Whether SM `sm` has room for one more CTA.
+    /// Whether SM `sm` has room for one more CTA (its live CTAs are
+    /// counted in `ctas`, so fewer than `cta_slots` leaves a slot free).
     fn fits(&self, sm: usize) -> bool {
         let k = self.kernel;
         let s = &self.sms[sm];
-        let base = sm * self.plan.cta_slots;
         s.smem + k.smem_bytes <= self.cfg.smem_per_sm
             && s.regs + k.regs_per_cta() <= self.cfg.regs_per_sm
             && s.warps as usize + 4 * self.plan.wgs <= self.cfg.warps_per_sm as usize
             && (s.ctas as usize) < self.plan.cta_slots
-            && (0..self.plan.cta_slots).any(|i| !self.ctas[base + i].live)
     }
 
     /// Admits the next cluster (the next CTA without clusters), rank `r`
@@ -189,17 +186,13 @@ impl<S: StreamSource> Simulator<'_, S> {
         obs: &mut impl Observer,
     ) -> Result<(), SimError> {
         let c = self.ctas[ci];
-        let size = self.kernel.cluster.size() as usize;
-        let peers = &c.peers[..size];
-        if !c.finished() || (size > 1 && !peers.iter().all(|&p| self.ctas[p as usize].finished())) {
+        // Without clusters the only peer is the CTA itself.
+        let peers = &c.peers[..self.kernel.cluster.size() as usize];
+        if !peers.iter().all(|&p| self.ctas[p as usize].finished()) {
             return Ok(());
         }
-        if size == 1 {
-            self.retire(ci, obs);
-        } else {
-            for p in c.peers[..size].iter() {
-                self.retire(*p as usize, obs);
-            }
+        for &p in peers {
+            self.retire(p as usize, obs);
         }
         self.admit_from(c.sm as usize, obs)
     }
