@@ -11,7 +11,11 @@
 //! HBM; to leave it out, the kernel runs twice, moving `T` and `2T` bytes
 //! (`T` at least four passes over the working set), and the bandwidth is
 //! the extra bytes over the extra cycles: the steady state, in bytes per
-//! SM cycle, which the data give at their clock.
+//! SM cycle. The data give bytes per clock at the clock each row names
+//! (the source's or the board's nominal boost), the simulation bytes per
+//! cycle of the preset's `clock_mhz`: the two are compared in bytes per
+//! second, the measured figure taken to the preset's clock
+//! ([`L2BwRow::at_clock`]).
 //!
 //! # The fit
 //!
@@ -51,6 +55,8 @@ pub struct L2BwRow {
     pub working_set: u64,
     /// Measured bytes per SM clock, every SM loading.
     pub bytes_per_clk: f64,
+    /// The clock `bytes_per_clk` counts, MHz.
+    pub clock_mhz: f64,
     /// Whether `--fit` may fit on it.
     pub fit: bool,
 }
@@ -80,8 +86,8 @@ pub fn l2_bw_rows() -> Result<Vec<L2BwRow>, CalibError> {
                     ),
                 });
             }
-            r.positive("clock_mhz")?;
             Ok(L2BwRow {
+                clock_mhz: r.positive("clock_mhz")?,
                 gpu,
                 benchmark: r.text("benchmark").to_string(),
                 working_set: kib << 10,
@@ -90,6 +96,14 @@ pub fn l2_bw_rows() -> Result<Vec<L2BwRow>, CalibError> {
             })
         })
         .collect()
+}
+
+impl L2BwRow {
+    /// The measured bandwidth in bytes per cycle of a `clock_mhz` clock:
+    /// the same bytes per second.
+    pub fn at_clock(&self, clock_mhz: u32) -> f64 {
+        self.bytes_per_clk * self.clock_mhz / clock_mhz.max(1) as f64
+    }
 }
 
 /// Options of an L2 bandwidth calibration.
@@ -182,7 +196,8 @@ pub struct L2BwPoint {
     pub working_set_kib: u64,
     /// `fit` or `check`.
     pub role: &'static str,
-    /// Measured bytes per clock.
+    /// Measured bytes per cycle of the preset's clock (the row's bytes
+    /// per second).
     pub measured: f64,
     /// Simulated bytes per cycle.
     pub simulated: f64,
@@ -246,19 +261,20 @@ fn evaluate(
     min_total: u64,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<L2BwPoint>, CalibError> {
-    let results: Vec<Result<L2Measure, BenchError>> = rows
+    let results: Vec<Result<(L2Measure, f64), BenchError>> = rows
         .par_iter()
         .with_max_len(1)
         .map(|r| {
-            let m = l2_bandwidth(&cfg_of(&r.gpu), r.working_set, min_total);
+            let cfg = cfg_of(&r.gpu);
+            let m = l2_bandwidth(&cfg, r.working_set, min_total);
             progress();
-            m
+            m.map(|m| (m, r.at_clock(cfg.clock_mhz)))
         })
         .collect();
     rows.iter()
         .zip(results)
         .map(|(r, m)| {
-            let m = m.map_err(|source| CalibError::Run {
+            let (m, measured) = m.map_err(|source| CalibError::Run {
                 what: format!("{} {} KiB", r.gpu, r.working_set >> 10),
                 source,
             })?;
@@ -267,9 +283,9 @@ fn evaluate(
                 benchmark: r.benchmark.clone(),
                 working_set_kib: r.working_set >> 10,
                 role: if r.fit { "fit" } else { "check" },
-                measured: r.bytes_per_clk,
+                measured,
                 simulated: m.bytes_per_clk,
-                error_percent: error_percent(r.bytes_per_clk, m.bytes_per_clk),
+                error_percent: error_percent(measured, m.bytes_per_clk),
                 dram_share: m.dram_share,
             })
         })
@@ -422,6 +438,18 @@ mod tests {
         assert!(rows.len() >= 6);
         assert!(rows.iter().any(|r| r.fit) && rows.iter().any(|r| !r.fit));
         assert!(rows.iter().all(|r| r.bytes_per_clk > 1000.0));
+    }
+
+    /// A row is compared in bytes per second: the H100 SXM's 4257 bytes
+    /// per 1980 MHz clock are 4606 per cycle of the preset's 1830 MHz.
+    #[test]
+    fn rows_are_compared_at_the_presets_clock() {
+        let rows = l2_bw_rows().unwrap();
+        let r = rows.iter().find(|r| r.gpu == "h100" && r.fit).unwrap();
+        assert_eq!((r.bytes_per_clk, r.clock_mhz), (4257.0, 1980.0));
+        let at = r.at_clock(GpuConfig::h100().clock_mhz);
+        assert!((at - 4257.0 * 1980.0 / 1830.0).abs() < 1e-9, "{at}");
+        assert_eq!(r.at_clock(1980), 4257.0);
     }
 
     /// A slice width caps the steady state: 16 SMs streaming a small
