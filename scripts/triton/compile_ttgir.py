@@ -1,8 +1,10 @@
-"""Compiles the project's two small Triton kernels to TTGIR for sm_90
-without a GPU: a TMA GEMM and a warp-specialised attention forward.
+"""Compiles the project's small Triton kernels to TTGIR for sm_90 without a
+GPU: a pipelined TMA GEMM, a persistent TMA GEMM (grouped tile order,
+runtime M, N, K) and a warp-specialised attention forward.
 
-Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/gemm.ttgir and
-OUT_DIR/attention.ttgir (only what compiles; prints what did not)."""
+Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/gemm.ttgir,
+OUT_DIR/persistent_gemm.ttgir and OUT_DIR/attention.ttgir (only what
+compiles; prints what did not)."""
 
 import sys
 from pathlib import Path
@@ -24,6 +26,30 @@ def tma_gemm(a_desc, b_desc, c_desc, K: tl.constexpr, BM: tl.constexpr,
         b = b_desc.load([k, pid_n * BN])
         acc = tl.dot(a, b, acc)
     c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
+@triton.jit
+def persistent_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
+                    BN: tl.constexpr, BK: tl.constexpr,
+                    GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr):
+    start_pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BM)
+    num_pid_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=False):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in tl.range(0, k_tiles, num_stages=3):
+            a = a_desc.load([pid_m * BM, ki * BK])
+            b = b_desc.load([ki * BK, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
 
 
 @triton.jit
@@ -65,6 +91,14 @@ def main():
             "c_desc": "tensordesc<fp16[128, 128]>",
             "K": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
         }, {"K": 1024, "BM": 128, "BN": 128, "BK": 64}, 4),
+        "persistent_gemm": (persistent_gemm, {
+            "a_desc": "tensordesc<fp16[128, 64]>",
+            "b_desc": "tensordesc<fp16[64, 256]>",
+            "c_desc": "tensordesc<fp16[128, 256]>",
+            "M": "i32", "N": "i32", "K": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+            "GROUP_M": "constexpr", "NUM_SMS": "constexpr",
+        }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}, 8),
         "attention": (attention_fwd, {
             "q_desc": "tensordesc<fp16[128, 128]>",
             "k_desc": "tensordesc<fp16[128, 128]>",

@@ -60,6 +60,29 @@ pub enum TtgirErrorKind {
         /// What is missing or inconsistent.
         why: String,
     },
+    /// The input's structure cannot be read as a module (a `}` closing no
+    /// region, a function never closed, a region of no op).
+    #[error("malformed TTGIR: {why}")]
+    Malformed {
+        /// What is wrong.
+        why: String,
+    },
+    /// Executing an op of the kernel failed for one CTA (a division by
+    /// zero, an operand of the wrong kind, a value never defined, the step
+    /// budget spent).
+    #[error("`{op}` in CTA ({x}, {y}, {z}): {why}")]
+    Exec {
+        /// The op's name.
+        op: String,
+        /// The CTA's coordinates.
+        x: u32,
+        /// See `x`.
+        y: u32,
+        /// See `x`.
+        z: u32,
+        /// What went wrong.
+        why: String,
+    },
 }
 
 /// Line and column (1-based) of byte `offset` in `text`; offsets past the

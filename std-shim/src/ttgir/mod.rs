@@ -22,12 +22,15 @@
 
 pub mod dtype;
 pub mod error;
+pub mod interp;
 pub mod lex;
 pub mod ops;
 pub mod pass;
 pub mod scope;
 pub mod stmt;
+pub mod tree;
 pub mod types;
+pub mod value;
 
 pub use error::{TtgirError, TtgirErrorKind};
 pub use ops::{KnownOp, KNOWN_OPS};
