@@ -476,14 +476,16 @@ impl<'m, 'a> Interp<'m, 'a> {
             ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c) => {
                 let desc = match self.get(n, &c.desc)? {
                     Value::Desc(d) => d,
-                    other => return Err(self.fail(
-                        n,
-                        format!(
+                    other => {
+                        return Err(self.fail(
+                            n,
+                            format!(
                             "the descriptor `{}` must be a tensor descriptor argument, and is {}",
                             c.desc,
                             kind(&other)
                         ),
-                    )),
+                        ))
+                    }
                 };
                 let coords = self.coords(n, c.coords as usize)?;
                 match s {

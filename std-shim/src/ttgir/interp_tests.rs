@@ -92,3 +92,154 @@ fn the_pipelined_gemm_walks_its_ring() {
         .count();
     assert_eq!(expects, 16);
 }
+
+/// Triton's persistent GEMM (128x256x64 tiles, groups of 8 row blocks,
+/// 132 programs) on M = N = 4096, K = 512: CTA 5 takes tiles 5, 137, 269
+/// and 401, each at the grouped order's row and column, with 8 k-steps.
+#[test]
+fn the_persistent_gemm_walks_its_tiles_in_groups() {
+    let src = compiled("persistent_gemm.ttgir");
+    let m = parse("persistent_gemm.ttgir", &src).unwrap();
+    let f = m.func(None).unwrap();
+    let names: Vec<&str> = f.args.iter().map(|a| a.0).collect();
+    assert_eq!(&names[15..18], ["%M", "%N", "%K"]);
+    let mut args = vec![int(4096); f.args.len()];
+    for (i, d) in [0usize, 5, 10].into_iter().enumerate() {
+        args[d] = Value::Desc(i as u16);
+    }
+    args[17] = int(512);
+    let e = effects(&m, [5, 0, 0], [132, 1, 1], &args).unwrap();
+    let stores: Vec<Vec<i64>> = e
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::TmaStore { coords, .. } => Some(coords.clone()),
+            _ => None,
+        })
+        .collect();
+    let (pid_m, pid_n) = (32i64, 16i64);
+    let expect: Vec<Vec<i64>> = [5i64, 137, 269, 401]
+        .iter()
+        .map(|&t| {
+            let in_group = 8 * pid_n;
+            let first = t / in_group * 8;
+            let size = (pid_m - first).min(8);
+            vec![(first + t % size) * 128, (t % in_group) / size * 256]
+        })
+        .collect();
+    assert_eq!(stores, expect);
+    let loads = e
+        .iter()
+        .filter(|(_, e)| matches!(e, Effect::TmaLoad { .. }))
+        .count();
+    assert_eq!(loads, 4 * 8 * 2);
+    let dots = e
+        .iter()
+        .filter(|(_, e)| matches!(e, Effect::Wgmma(_)))
+        .count();
+    assert_eq!(dots, 4 * 8);
+}
+
+/// A CTA past the last tile runs no iteration: a loop whose lower bound
+/// is not below its upper runs zero times.
+#[test]
+fn a_cta_without_tiles_stores_nothing() {
+    let src = compiled("persistent_gemm.ttgir");
+    let m = parse("persistent_gemm.ttgir", &src).unwrap();
+    let f = m.func(None).unwrap();
+    let mut args = vec![int(256); f.args.len()];
+    for d in [0usize, 5, 10] {
+        args[d] = Value::Desc(d as u16);
+    }
+    // 2 x 1 tiles: CTA 7 of 132 has none.
+    let e = effects(&m, [7, 0, 0], [132, 1, 1], &args).unwrap();
+    assert!(e
+        .iter()
+        .all(|(_, e)| !matches!(e, Effect::TmaLoad { .. } | Effect::TmaStore { .. })));
+}
+
+const CONTROL: &str = "#s = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>\n\
+#smem = #ttg.shared_memory\n\
+module {\n\
+  tt.func @twice(%x: i32) -> i32 {\n\
+    %r = arith.addi %x, %x : i32\n\
+    tt.return %r : i32\n\
+  }\n\
+  tt.func public @k(%n: i32, %lb: i32) {\n\
+    %c0 = arith.constant 0 : i32\n\
+    %c1 = arith.constant 1 : i32\n\
+    %c3 = arith.constant 3 : i32\n\
+    %bar = ttg.local_alloc : () -> !ttg.memdesc<4x1xi64, #s, #smem, mutable>\n\
+    %w:2 = scf.while (%i = %c0, %acc = %c0) : (i32, i32) -> (i32, i32) {\n\
+      %go = arith.cmpi slt, %i, %n : i32\n\
+      scf.condition(%go) %i, %acc : i32, i32\n\
+    } do {\n\
+    ^bb0(%i2: i32, %acc2: i32):\n\
+      %d = tt.call @twice(%i2) : (i32) -> i32\n\
+      %s = arith.addi %acc2, %d : i32\n\
+      %odd = arith.andi %i2, %c1 : i32\n\
+      %isodd = arith.cmpi ne, %odd, %c0 : i32\n\
+      %slot = scf.if %isodd -> (i32) {\n\
+        scf.yield %c3 : i32\n\
+      } else {\n\
+        scf.yield %c1 : i32\n\
+      }\n\
+      %b = ttg.memdesc_index %bar[%slot] : !ttg.memdesc<4x1xi64, #s, #smem, mutable> -> !ttg.memdesc<1xi64, #s, #smem, mutable>\n\
+      ttng.wait_barrier %b, %s : !ttg.memdesc<1xi64, #s, #smem, mutable>\n\
+      %i3 = arith.addi %i2, %c1 : i32\n\
+      scf.yield %i3, %s : i32, i32\n\
+    }\n\
+    scf.for %j = %lb to %c0 step %c1  : i32 {\n\
+      ttng.arrive_barrier %bar, 1 : !ttg.memdesc<4x1xi64, #s, #smem, mutable>\n\
+    }\n\
+    %q = arith.divsi %w#1, %lb : i32\n\
+    tt.return\n\
+  }\n\
+}\n";
+
+/// `scf.while`, `scf.if`, a call and grouped results: waits on slots 1
+/// and 3 by parity of `i`, at the parity of the running sum of `2 i`.
+#[test]
+fn while_if_and_calls_compute_exactly() {
+    let m = parse("control.mlir", CONTROL).unwrap();
+    let e = effects(&m, [0, 0, 0], [1, 1, 1], &[int(4), int(2)]).unwrap();
+    let waits: Vec<(i64, u32)> = e
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::Wait { bar, phase } => Some((bar.index, *phase)),
+            _ => None,
+        })
+        .collect();
+    // sums 0, 2, 6, 12: all even.
+    assert_eq!(waits, [(1, 0), (3, 0), (1, 0), (3, 0)]);
+    // The for loop from 2 to 0 runs zero times.
+    assert!(!e.iter().any(|(_, e)| matches!(e, Effect::Arrive { .. })));
+}
+
+/// A division by zero and a loop that never ends are errors naming the
+/// op, the CTA and the place.
+#[test]
+fn failures_name_the_op_and_the_cta() {
+    let m = parse("control.mlir", CONTROL).unwrap();
+    let err = effects(&m, [0, 0, 0], [1, 1, 1], &[int(1), int(0)]).unwrap_err();
+    let s = err.to_string();
+    assert!(
+        s.contains("`arith.divsi` in CTA (0, 0, 0): division by zero"),
+        "{s}"
+    );
+    assert!(s.starts_with("control.mlir:35:1:"), "{s}");
+    // A loop of 2^31 - 1 iterations runs out of a small budget.
+    let f = m.func(None).unwrap();
+    let mut out = Vec::new();
+    let err = Interp::new(&m, [0, 0, 0], [1, 1, 1], 10_000)
+        .run(f, &[int(i32::MAX as i64), int(1)], &mut out)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("step budget of 10000 ops"), "{err}");
+    // An argument never bound is a value used before it is defined.
+    let mut out = Vec::new();
+    let err = Interp::new(&m, [0, 0, 0], [1, 1, 1], 10_000)
+        .run(f, &[], &mut out)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`%n` is used before it is defined"), "{err}");
+}
