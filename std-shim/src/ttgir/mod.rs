@@ -23,6 +23,7 @@
 pub mod dtype;
 pub mod error;
 pub mod interp;
+pub mod launch;
 pub mod lex;
 pub mod ops;
 pub mod pass;
