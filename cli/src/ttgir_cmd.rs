@@ -1,12 +1,18 @@
 //! `simfa ttgir instrument` and `simfa ttgir sites`: the TTGIR
-//! instrumentation pass of paper section V-A2 on a file.
+//! instrumentation pass of paper section V-A2 on a file; `simfa ttgir run`
+//! and `simfa ttgir gen`: a Triton kernel's TTGIR executed for its launch,
+//! without a GPU.
 
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
+use simfa_std::proton::ops_file::{ops_path, OpsWriter};
+use simfa_std::ttgir::launch::Launch;
+use simfa_std::ttgir::lower::{Program, TtgirSource};
+use simfa_std::ttgir::tree::parse;
 use simfa_std::ttgir::{decode, instrument, sites, Site};
 
-use crate::{out, Failure};
+use crate::{out, run_and_report, save, Failure, Outputs, SimGpuArgs};
 
 /// `simfa ttgir ...`.
 #[derive(Debug, Subcommand)]
@@ -30,6 +36,41 @@ pub enum TtgirCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Simulate a Triton kernel from its TTGIR: every CTA's scalar code is
+    /// executed as the GPU would, and its TMA copies, WGMMAs and mbarrier
+    /// ops are simulated.
+    Run {
+        /// The TTGIR file (as `scripts/triton/compile_ttgir.py` writes it).
+        input: PathBuf,
+        /// The launch file: grid, arguments, tensors.
+        #[arg(long, value_name = "FILE")]
+        launch: PathBuf,
+        #[command(flatten)]
+        gpu: Box<SimGpuArgs>,
+        #[command(flatten)]
+        out: Box<Outputs>,
+    },
+    /// Write the kernel `ttgir run` simulates, with its op file beside it
+    /// (`OUTPUT.ops`), so that `simfa run OUTPUT` gives the same cycles.
+    Gen {
+        /// The TTGIR file.
+        input: PathBuf,
+        /// The launch file.
+        #[arg(long, value_name = "FILE")]
+        launch: PathBuf,
+        /// The kernel file to write (`.sfk` binary or `.sasm` text).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+}
+
+/// Reads a launch file; errors name it.
+fn read_launch(path: &Path) -> Result<(String, Launch), Failure> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::Input(format!("cannot read {name}: {e}")))?;
+    let l = Launch::parse(&name, &text).map_err(Failure::input)?;
+    Ok((name, l))
 }
 
 /// Reads `path` as text; errors name the file.
@@ -62,6 +103,52 @@ impl TtgirCmd {
                 } else {
                     out(&sites_table(&found))
                 }
+            }
+            TtgirCmd::Run {
+                input,
+                launch,
+                gpu,
+                out,
+            } => {
+                let cfg = gpu.resolve()?;
+                let (name, text) = read(&input)?;
+                let (lname, l) = read_launch(&launch)?;
+                let module = parse(&name, &text).map_err(Failure::input)?;
+                let program = Program::new(&module, &l, &lname).map_err(Failure::input)?;
+                let mut src = TtgirSource::new(&program);
+                let r = run_and_report(&cfg, &program.kernel, &mut src, &out, &mut (), None);
+                r.map_err(|f| match src.error() {
+                    Some(why) => f.within(&name).because(why),
+                    None => f.within(&name),
+                })
+            }
+            TtgirCmd::Gen {
+                input,
+                launch,
+                output,
+            } => {
+                let (name, text) = read(&input)?;
+                let (lname, l) = read_launch(&launch)?;
+                let module = parse(&name, &text).map_err(Failure::input)?;
+                let program = Program::new(&module, &l, &lname).map_err(Failure::input)?;
+                let ops = ops_path(&output);
+                let cannot = |e: simfa_std::proton::ops_file::OpsError| {
+                    Failure::Input(format!("cannot write {}: {e}", ops.display()))
+                };
+                let mut w = OpsWriter::create(&ops).map_err(cannot)?;
+                let k = &program.kernel;
+                let ctas: u32 = k.grid.iter().product();
+                for cta in 0..ctas {
+                    let streams = program.streams(cta).map_err(Failure::input)?;
+                    for (wg, s) in streams.iter().enumerate() {
+                        w.begin(cta, 0, wg as u8).map_err(cannot)?;
+                        for op in s {
+                            w.push(op).map_err(cannot)?;
+                        }
+                    }
+                }
+                w.finish().map_err(cannot)?;
+                save(k, &output)
             }
         }
     }

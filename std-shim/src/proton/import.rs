@@ -236,20 +236,7 @@ impl Translator<'_> {
         };
         match &scope.op {
             ScopeOp::Wgmma(w) => {
-                let per = |x: u32, d: u32| x.div_ceil(d.max(1)) as u64;
-                let count = per(w.m, w.instr_m * w.wgs.0)
-                    * per(w.n, w.instr_n * w.wgs.1)
-                    * per(w.k, w.instr_k);
-                let n = u16::try_from(w.instr_n).unwrap_or(0);
-                if !(8..=256).contains(&n) || n % 8 != 0 || count > 4096 {
-                    return Err(self.err(
-                        r,
-                        format!(
-                            "{count} WGMMAs of N = {} is not a Hopper WGMMA group",
-                            w.instr_n
-                        ),
-                    ));
-                }
+                let (count, n) = w.per_warpgroup().map_err(|why| self.err(r, why))?;
                 let mode = match w.mode {
                     crate::ttgir::WgmmaMode::Ss => WgmmaMode::Ss,
                     crate::ttgir::WgmmaMode::Rs => WgmmaMode::Rs,

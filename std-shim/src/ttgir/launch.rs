@@ -4,6 +4,7 @@
 //! ```toml
 //! kernel = "matmul_kernel"   # the tt.func; optional when the module has one public function
 //! grid = [64, 32, 1]         # program ids along x, y, z
+//! regs = 168                 # registers per thread (default 168)
 //!
 //! [args]                     # scalar arguments, by name without `%` or by position `argN`
 //! K = 8192
@@ -77,6 +78,10 @@ pub struct Launch {
     pub kernel: Option<String>,
     /// Program ids along x, y and z.
     pub grid: [u32; 3],
+    /// Registers per thread (168 if absent): with the shared memory, what
+    /// decides how many CTAs an SM holds.
+    #[serde(default)]
+    pub regs: Option<u32>,
     /// Scalar arguments.
     #[serde(default)]
     pub args: BTreeMap<String, i64>,
@@ -180,7 +185,7 @@ impl Launch {
                     .get(bare.as_str())
                     .or_else(|| self.args.get(&format!("arg{i}")))
                     .copied();
-                let v = match given.or_else(|| self.from_descriptor(f, bare)) {
+                let v = match given.or_else(|| self.descriptor_arg(f, bare)) {
                     Some(v) => v,
                     None => {
                         return Err(fail(format!(
@@ -204,7 +209,7 @@ impl Launch {
     }
 
     /// `%d.shape.j` or `%d.stride.j` of descriptor `%d`'s tensor.
-    fn from_descriptor(&self, f: &Func<'_>, bare: &str) -> Option<i64> {
+    fn descriptor_arg(&self, f: &Func<'_>, bare: &str) -> Option<i64> {
         let (desc, rest) = bare.split_once('.')?;
         let (what, j) = rest.split_once('.')?;
         let j: usize = j.parse().ok()?;

@@ -25,6 +25,7 @@ pub mod error;
 pub mod interp;
 pub mod launch;
 pub mod lex;
+pub mod lower;
 pub mod ops;
 pub mod pass;
 pub mod scope;

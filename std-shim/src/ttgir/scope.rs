@@ -75,6 +75,27 @@ pub struct Wgmma {
     pub wgs: (u32, u32),
 }
 
+impl Wgmma {
+    /// The WarpGroup instructions one WarpGroup issues for this dot, and
+    /// their N: `ceil(M / (instrM A)) x ceil(N / (instrN B)) x ceil(K /
+    /// instrK)` for `wgs = (A, B)`; an error when that is not a Hopper
+    /// WGMMA group (N not a multiple of 8 in 8..=256, or more than 4096).
+    pub fn per_warpgroup(&self) -> Result<(u64, u16), String> {
+        let per = |x: u32, d: u32| x.div_ceil(d.max(1)) as u64;
+        let count = per(self.m, self.instr_m * self.wgs.0)
+            * per(self.n, self.instr_n * self.wgs.1)
+            * per(self.k, self.instr_k);
+        let n = u16::try_from(self.instr_n).unwrap_or(0);
+        if !(8..=256).contains(&n) || n % 8 != 0 || count > 4096 {
+            return Err(format!(
+                "{count} WGMMAs of N = {} is not a Hopper WGMMA group",
+                self.instr_n
+            ));
+        }
+        Ok((count, n))
+    }
+}
+
 /// A TMA copy: its descriptor, box and barrier.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TmaCopy {

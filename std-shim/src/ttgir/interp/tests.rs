@@ -74,7 +74,7 @@ fn the_pipelined_gemm_walks_its_ring() {
     }
     let dots = e
         .iter()
-        .filter(|(_, e)| matches!(e, Effect::Wgmma(_)))
+        .filter(|(_, e)| matches!(e, Effect::Wgmma { .. }))
         .count();
     assert_eq!(dots, 16);
     let stores: Vec<&Effect> = e
@@ -134,7 +134,7 @@ fn the_persistent_gemm_walks_its_tiles_in_groups() {
     assert_eq!(loads, 4 * 8 * 2);
     let dots = e
         .iter()
-        .filter(|(_, e)| matches!(e, Effect::Wgmma(_)))
+        .filter(|(_, e)| matches!(e, Effect::Wgmma { .. }))
         .count();
     assert_eq!(dots, 4 * 8);
 }

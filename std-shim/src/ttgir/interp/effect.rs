@@ -1,0 +1,102 @@
+//! What the interpreter reports: the timing-visible ops a CTA reaches,
+//! with their operands' values.
+
+use super::super::scope::Wgmma;
+use super::super::value::MemRef;
+
+/// One timing-visible op reached by a CTA, with its operands' values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect<'m> {
+    /// `local_alloc` of `bytes` of shared memory.
+    Alloc {
+        /// The buffer.
+        mem: MemRef,
+        /// Its size.
+        bytes: u64,
+    },
+    /// `init_barrier` with an arrival count.
+    InitBarrier {
+        /// The barrier.
+        bar: MemRef,
+        /// Arrivals per phase.
+        count: u32,
+    },
+    /// `barrier_expect` of `bytes`.
+    Expect {
+        /// The barrier.
+        bar: MemRef,
+        /// Bytes of transactions expected.
+        bytes: u64,
+    },
+    /// `arrive_barrier`.
+    Arrive {
+        /// The barrier.
+        bar: MemRef,
+        /// Arrivals.
+        count: u32,
+    },
+    /// `wait_barrier` for a phase parity.
+    Wait {
+        /// The barrier.
+        bar: MemRef,
+        /// The phase parity waited for.
+        phase: u32,
+    },
+    /// A TMA copy from global memory (to shared memory, completing on
+    /// `bar`, or to registers).
+    TmaLoad {
+        /// The kernel argument of the descriptor.
+        desc: u16,
+        /// Coordinates, outermost first (as the kernel passes them).
+        coords: Vec<i64>,
+        /// The box, outermost dimension first.
+        box_shape: &'m [u32],
+        /// Bytes moved.
+        bytes: u64,
+        /// The barrier it completes on.
+        bar: Option<MemRef>,
+    },
+    /// A TMA copy to global memory.
+    TmaStore {
+        /// The kernel argument of the descriptor.
+        desc: u16,
+        /// Coordinates, outermost first.
+        coords: Vec<i64>,
+        /// The box, outermost dimension first.
+        box_shape: &'m [u32],
+        /// Bytes moved.
+        bytes: u64,
+    },
+    /// `async_tma_store_wait` until at most `pendings` stores are in flight.
+    StoreWait {
+        /// Stores allowed to remain in flight.
+        pendings: u32,
+    },
+    /// A `warp_group_dot`.
+    Wgmma {
+        /// Its shape.
+        shape: &'m Wgmma,
+        /// Whether it is synchronous (no `isAsync = true`): the
+        /// WarpGroup waits for it before going on.
+        sync: bool,
+    },
+    /// A `warp_group_dot_wait`.
+    WgmmaWait {
+        /// Dots allowed to remain in flight.
+        pendings: u32,
+    },
+    /// `fence_async_shared`.
+    Fence,
+}
+
+/// Where the effects of a CTA go; the op's byte offset comes with each.
+pub trait EffectSink<'m> {
+    /// One effect of the op at byte `at` of the input.
+    fn effect(&mut self, at: usize, e: Effect<'m>);
+}
+
+impl<'m> EffectSink<'m> for Vec<(usize, Effect<'m>)> {
+    fn effect(&mut self, at: usize, e: Effect<'m>) {
+        self.push((at, e));
+    }
+}

@@ -1,0 +1,493 @@
+//! The TTGIR interpreter: runs a kernel's scalar part for one CTA, exactly
+//! as the GPU computes it, and reports the timing-visible ops it reaches
+//! with their operands' values ([`Effect`]).
+//!
+//! Integer `arith` ops (at their widths, [`super::value`]), `scf.for` (a
+//! trip count of zero when the lower bound is not below the upper),
+//! `scf.while`, `scf.if`, `scf.yield`, `scf.condition`,
+//! `tt.get_program_id`, `tt.get_num_programs`, `tt.call` and `tt.return`
+//! are evaluated, so tile indices, loop bounds, TMA coordinates, ring slots
+//! and barrier phases come out as the kernel computes them. Tensor values
+//! in registers, floats and pointers are opaque: an op that reads one gives
+//! an opaque result, and a branch or loop bound that needs one is an error.
+//! Shared-memory buffers are named by their `local_alloc` and the indices
+//! `memdesc_index` takes. A predicated op whose `i1` operand is false has
+//! no effect. Every op counts against a step budget, so a kernel that
+//! never ends is an error, not a hang.
+//!
+//! The interpreter keeps its place in an explicit stack of frames (a
+//! block, the next op in it, and what the block is the body of), so a run
+//! can stop after some effects and go on later ([`Interp::resume`]): the
+//! simulator's pulls drive it, and a CTA's effects never need to be held
+//! all at once.
+
+mod effect;
+mod ops;
+
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use fnv::FnvHasher;
+
+pub use effect::{Effect, EffectSink};
+
+use super::error::{TtgirError, TtgirErrorKind};
+use super::tree::{Block, Func, Module, Node, Region};
+use super::value::{wrap, Value};
+
+/// How a block ended.
+enum Flow {
+    /// It ran to its end without a terminator.
+    Next,
+    /// `scf.yield` (or a partition's terminator) with values.
+    Yield(Vec<Value>),
+    /// `scf.condition(%c) values`.
+    Condition(bool, Vec<Value>),
+    /// `tt.return` with values.
+    Return(Vec<Value>),
+}
+
+/// Values by SSA name and result index (`%r#1` is `("%r", 1)`, `%x` is
+/// `("%x", 0)`).
+type Values<'a> = HashMap<(&'a str, u32), Value, BuildHasherDefault<FnvHasher>>;
+
+/// `%r#1` as `("%r", 1)`.
+fn key(name: &str) -> (&str, u32) {
+    match name.split_once('#') {
+        Some((base, i)) => (base, i.parse().unwrap_or(u32::MAX)),
+        None => (name, 0),
+    }
+}
+
+/// What a frame's block is the body of.
+enum Kind<'m, 'a> {
+    /// The function the run started with.
+    Entry,
+    /// A called function: the caller's values wait here.
+    Call {
+        node: &'m Node<'a>,
+        caller: Values<'a>,
+    },
+    /// An iteration of `scf.for`.
+    For {
+        node: &'m Node<'a>,
+        iv: &'a str,
+        i: i64,
+        ub: i64,
+        step: i64,
+        bits: u8,
+        names: Vec<&'a str>,
+    },
+    /// The before (`true`) or do region of `scf.while`.
+    While {
+        node: &'m Node<'a>,
+        before: bool,
+        args: Vec<&'a str>,
+    },
+    /// A branch of `scf.if`.
+    If { node: &'m Node<'a> },
+}
+
+/// A block being run.
+struct Frame<'m, 'a> {
+    block: &'m Block<'a>,
+    next: usize,
+    kind: Kind<'m, 'a>,
+}
+
+/// A CTA's run of one kernel.
+pub struct Interp<'m, 'a> {
+    module: &'m Module<'a>,
+    vals: Values<'a>,
+    cta: [u32; 3],
+    grid: [u32; 3],
+    steps: u64,
+    budget: u64,
+    stack: Vec<Frame<'m, 'a>>,
+    returned: Option<Vec<Value>>,
+}
+
+/// The deepest chain of calls and nested regions a kernel may make.
+const MAX_DEPTH: usize = 256;
+
+/// An empty block, the body of a function or region without ops.
+static EMPTY: Block<'static> = Block {
+    args: Vec::new(),
+    ops: Vec::new(),
+};
+
+impl<'m, 'a> Interp<'m, 'a> {
+    /// An interpreter for CTA `cta` of a `grid` launch of `module`, which
+    /// may execute at most `budget` ops.
+    pub fn new(module: &'m Module<'a>, cta: [u32; 3], grid: [u32; 3], budget: u64) -> Self {
+        Interp {
+            module,
+            vals: Values::default(),
+            cta,
+            grid,
+            steps: 0,
+            budget,
+            stack: Vec::new(),
+            returned: None,
+        }
+    }
+
+    /// Ops executed so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Whether the run has ended.
+    pub fn finished(&self) -> bool {
+        self.stack.is_empty()
+    }
+
+    fn fail(&self, n: &Node<'a>, why: impl Into<String>) -> TtgirError {
+        self.module.error(
+            n.stmt.start,
+            TtgirErrorKind::Exec {
+                op: n.view.name.to_string(),
+                x: self.cta[0],
+                y: self.cta[1],
+                z: self.cta[2],
+                why: why.into(),
+            },
+        )
+    }
+
+    /// Starts `f` with its arguments bound to `args` (one per argument);
+    /// nothing runs until [`Interp::resume`].
+    pub fn start(&mut self, f: &'m Func<'a>, args: &[Value]) {
+        for ((name, _), v) in f.args.iter().zip(args) {
+            self.vals.insert(key(name), *v);
+        }
+        self.stack.push(Frame {
+            block: entry(&f.body).unwrap_or(&EMPTY),
+            next: 0,
+            kind: Kind::Entry,
+        });
+    }
+
+    /// Runs `f` to its end; returns what it returns.
+    pub fn run(
+        &mut self,
+        f: &'m Func<'a>,
+        args: &[Value],
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<Vec<Value>, TtgirError> {
+        self.start(f, args);
+        self.resume(sink, &mut |_| false)?;
+        Ok(self.returned.take().unwrap_or_default())
+    }
+
+    /// Runs on until the run ends (`true`) or `pause` says to stop after
+    /// an op (`false`); `pause` sees the sink.
+    pub fn resume<S: EffectSink<'m>>(
+        &mut self,
+        sink: &mut S,
+        pause: &mut impl FnMut(&S) -> bool,
+    ) -> Result<bool, TtgirError> {
+        while let Some(top) = self.stack.last_mut() {
+            let Some(n) = top.block.ops.get(top.next) else {
+                self.end(None, Flow::Next)?;
+                continue;
+            };
+            top.next += 1;
+            self.steps += 1;
+            if self.steps > self.budget {
+                return Err(self.fail(
+                    n,
+                    format!(
+                        "the step budget of {} ops is spent (a loop that never ends?)",
+                        self.budget
+                    ),
+                ));
+            }
+            if self.stack.len() > MAX_DEPTH {
+                return Err(self.fail(n, format!("calls and regions nest deeper than {MAX_DEPTH}")));
+            }
+            self.op(n, sink)?;
+            if pause(sink) {
+                return Ok(self.stack.is_empty());
+            }
+        }
+        Ok(true)
+    }
+
+    /// Executes op `n`: control flow moves the stack, anything else is
+    /// [`Interp::simple`].
+    fn op(&mut self, n: &'m Node<'a>, sink: &mut impl EffectSink<'m>) -> Result<(), TtgirError> {
+        if n.scope.is_some() {
+            return self.simple(n, sink);
+        }
+        match n.view.name {
+            "scf.for" => self.enter_for(n),
+            "scf.if" => {
+                let c = Self::ssa(n)
+                    .first()
+                    .copied()
+                    .ok_or_else(|| self.fail(n, "no condition operand"))?;
+                let (c, _) = self.int(n, c)?;
+                let r = if c != 0 {
+                    n.regions.first()
+                } else {
+                    n.regions.get(1)
+                };
+                match r.and_then(entry) {
+                    Some(block) => self.push(block, Kind::If { node: n }),
+                    None => self.define(&n.view, &[]),
+                }
+                Ok(())
+            }
+            "scf.while" => {
+                let (names, inits) = self.iter_args(n, 0)?;
+                let (Some(before), Some(_)) = (n.regions.first(), n.regions.get(1)) else {
+                    return Err(self.fail(n, "a while loop needs a before and a do region"));
+                };
+                let block = entry(before).unwrap_or(&EMPTY);
+                let args = if block.args.is_empty() {
+                    names
+                } else {
+                    block.args.clone()
+                };
+                self.bind(&args, &inits);
+                self.push(
+                    block,
+                    Kind::While {
+                        node: n,
+                        before: true,
+                        args,
+                    },
+                );
+                Ok(())
+            }
+            "tt.call" => self.enter_call(n),
+            "scf.yield" | "ttg.warp_yield" | "tt.reduce.return" => {
+                let v = self.values(n, &Self::ssa(n))?;
+                self.end(Some(n), Flow::Yield(v))
+            }
+            "scf.condition" => {
+                let ssa = Self::ssa(n);
+                let (&c, rest) = ssa
+                    .split_first()
+                    .ok_or_else(|| self.fail(n, "no condition operand"))?;
+                let (c, _) = self.int(n, c)?;
+                let v = self.values(n, rest)?;
+                self.end(Some(n), Flow::Condition(c != 0, v))
+            }
+            "tt.return" | "ttg.warp_return" => {
+                let v = self.values(n, &Self::ssa(n))?;
+                self.end(Some(n), Flow::Return(v))
+            }
+            _ => self.simple(n, sink),
+        }
+    }
+
+    fn push(&mut self, block: &'m Block<'a>, kind: Kind<'m, 'a>) {
+        self.stack.push(Frame {
+            block,
+            next: 0,
+            kind,
+        });
+    }
+
+    /// `scf.for %iv = %lb to %ub step %st iter_args(%a = %x, ...)`: its
+    /// first iteration, or its results when it runs none.
+    fn enter_for(&mut self, n: &'m Node<'a>) -> Result<(), TtgirError> {
+        let ops = &n.view.operands;
+        let text = |i: usize| ops.get(i).map(|o| o.text).unwrap_or("");
+        if text(2) != "to" || text(4) != "step" {
+            return Err(self.fail(n, "not `scf.for %iv = %lb to %ub step %step`"));
+        }
+        let bound = |s: &str| -> Result<(i64, u8), TtgirError> {
+            match s.parse::<i64>() {
+                Ok(x) => Ok((x, 64)),
+                Err(_) => self.int(n, s),
+            }
+        };
+        let (lb, bits) = bound(text(1))?;
+        let (ub, _) = bound(text(3))?;
+        let (step, _) = bound(text(5))?;
+        if step <= 0 {
+            return Err(self.fail(n, format!("a loop step of {step} (it must be positive)")));
+        }
+        let (names, inits) = self.iter_args(n, 6)?;
+        let body = n
+            .regions
+            .first()
+            .and_then(entry)
+            .ok_or_else(|| self.fail(n, "a loop without a body"))?;
+        if lb >= ub {
+            self.define(&n.view, &inits);
+            return Ok(());
+        }
+        let iv = text(0);
+        self.bind(&[iv], &[Value::Int { v: lb, bits }]);
+        self.bind(&names, &inits);
+        self.push(
+            body,
+            Kind::For {
+                node: n,
+                iv,
+                i: lb,
+                ub,
+                step,
+                bits,
+                names,
+            },
+        );
+        Ok(())
+    }
+
+    /// `tt.call @f(%a, ...)`: `f` runs with the operands as its
+    /// arguments, in values of its own.
+    fn enter_call(&mut self, n: &'m Node<'a>) -> Result<(), TtgirError> {
+        let module = self.module;
+        let head = module.src.get(n.stmt.start..n.stmt.end).unwrap_or("");
+        let callee = head
+            .split('@')
+            .nth(1)
+            .and_then(|s| s.split(|c: char| c == '(' || c.is_whitespace()).next())
+            .unwrap_or("")
+            .trim_matches('"');
+        let f = module
+            .funcs
+            .iter()
+            .find(|f| f.name == callee)
+            .ok_or_else(|| {
+                self.fail(
+                    n,
+                    format!("calls `@{callee}`, which the module does not define"),
+                )
+            })?;
+        let args = self.values(n, &Self::ssa(n))?;
+        let caller = std::mem::take(&mut self.vals);
+        for ((name, _), v) in f.args.iter().zip(&args) {
+            self.vals.insert(key(name), *v);
+        }
+        self.push(
+            entry(&f.body).unwrap_or(&EMPTY),
+            Kind::Call { node: n, caller },
+        );
+        Ok(())
+    }
+
+    /// The top frame's block ended with `flow` (at op `at`): what its
+    /// construct does next.
+    fn end(&mut self, at: Option<&'m Node<'a>>, flow: Flow) -> Result<(), TtgirError> {
+        if let Flow::Return(v) = flow {
+            // Out of every region up to the function.
+            while let Some(f) = self.stack.pop() {
+                match f.kind {
+                    Kind::Entry => {
+                        self.returned = Some(v);
+                        return Ok(());
+                    }
+                    Kind::Call { node, caller } => {
+                        self.vals = caller;
+                        self.define(&node.view, &v);
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+            }
+            return Ok(());
+        }
+        let Some(f) = self.stack.pop() else {
+            return Ok(());
+        };
+        let (values, cond) = match flow {
+            Flow::Yield(v) => (Some(v), None),
+            Flow::Condition(c, v) => (None, Some((c, v))),
+            _ => (None, None),
+        };
+        match f.kind {
+            Kind::Entry => self.returned = Some(values.unwrap_or_default()),
+            Kind::Call { node, caller } => {
+                self.vals = caller;
+                self.define(&node.view, &values.unwrap_or_default());
+            }
+            Kind::If { node } => self.define(&node.view, &values.unwrap_or_default()),
+            Kind::For {
+                node,
+                iv,
+                i,
+                ub,
+                step,
+                bits,
+                names,
+            } => {
+                let carried = values.unwrap_or_default();
+                let next = i
+                    .checked_add(step)
+                    .filter(|&x| wrap(x, bits) == x && x < ub);
+                match next {
+                    Some(i) => {
+                        self.bind(&[iv], &[Value::Int { v: i, bits }]);
+                        self.bind(&names, &carried);
+                        self.stack.push(Frame {
+                            block: f.block,
+                            next: 0,
+                            kind: Kind::For {
+                                node,
+                                iv,
+                                i,
+                                ub,
+                                step,
+                                bits,
+                                names,
+                            },
+                        });
+                    }
+                    None => self.define(&node.view, &carried),
+                }
+            }
+            Kind::While { node, before, args } => match (before, cond) {
+                (true, Some((true, v))) => {
+                    let block = node.regions.get(1).and_then(entry).unwrap_or(&EMPTY);
+                    self.bind(&block.args, &v);
+                    self.push(
+                        block,
+                        Kind::While {
+                            node,
+                            before: false,
+                            args,
+                        },
+                    );
+                }
+                (true, Some((false, v))) => self.define(&node.view, &v),
+                (true, None) => {
+                    return Err(self.fail(
+                        at.unwrap_or(node),
+                        "the before region of a while loop ends without `scf.condition`",
+                    ))
+                }
+                (false, _) => {
+                    // The do region yielded: back to the before region.
+                    let block = node.regions.first().and_then(entry).unwrap_or(&EMPTY);
+                    self.bind(&args, &values.unwrap_or_default());
+                    self.push(
+                        block,
+                        Kind::While {
+                            node,
+                            before: true,
+                            args,
+                        },
+                    );
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+/// The entry block of `r`: its first block with ops (a region printed
+/// with a label starts with an empty block before it).
+fn entry<'m, 'a>(r: &'m Region<'a>) -> Option<&'m Block<'a>> {
+    r.blocks
+        .iter()
+        .find(|b| !b.ops.is_empty() || !b.args.is_empty())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,447 @@
+//! The semantics of one op that is not control flow: integer `arith`,
+//! program ids, shared-memory buffers and barriers, and the TMA, WGMMA and
+//! mbarrier ops the interpreter reports ([`Effect`]).
+
+use super::super::error::TtgirError;
+use super::super::scope::ScopeOp;
+use super::super::stmt::OpView;
+use super::super::tree::{Module, Node};
+use super::super::types::{find_int, parse_type};
+use super::super::value::{binary, compare, int_bits, wrap, MemRef, Value};
+use super::{key, Effect, EffectSink, Interp};
+
+impl<'m, 'a> Interp<'m, 'a> {
+    /// The value of operand `name`.
+    pub(super) fn get(&self, n: &Node<'a>, name: &str) -> Result<Value, TtgirError> {
+        self.vals
+            .get(&key(name))
+            .copied()
+            .ok_or_else(|| self.fail(n, format!("`{name}` is used before it is defined")))
+    }
+
+    /// Operand `name` as an integer of its width.
+    pub(super) fn int(&self, n: &Node<'a>, name: &str) -> Result<(i64, u8), TtgirError> {
+        match self.get(n, name)? {
+            Value::Int { v, bits } => Ok((v, bits)),
+            other => Err(self.fail(
+                n,
+                format!("`{name}` must be an integer here, and is {}", kind(&other)),
+            )),
+        }
+    }
+
+    /// Operand `name` as a shared-memory buffer.
+    pub(super) fn mem(&self, n: &Node<'a>, name: &str) -> Result<MemRef, TtgirError> {
+        match self.get(n, name)? {
+            Value::Mem(m) => Ok(m),
+            other => Err(self.fail(
+                n,
+                format!(
+                    "`{name}` must be a shared-memory buffer, and is {}",
+                    kind(&other)
+                ),
+            )),
+        }
+    }
+
+    /// Binds the op's results to `values` (missing ones are opaque).
+    pub(super) fn define(&mut self, v: &OpView<'a>, values: &[Value]) {
+        let mut it = values.iter();
+        for &(name, count) in &v.results {
+            for i in 0..count {
+                let val = it.next().copied().unwrap_or(Value::Opaque);
+                self.vals.insert((name, i), val);
+            }
+        }
+    }
+
+    /// Binds names to values (block arguments, loop variables).
+    pub(super) fn bind(&mut self, names: &[&'a str], values: &[Value]) {
+        for (name, v) in names.iter().zip(values) {
+            self.vals.insert(key(name), *v);
+        }
+    }
+
+    /// Whether the op's `i1` operands (its predicates) all hold.
+    pub(super) fn enabled(&self, n: &Node<'a>) -> bool {
+        n.view
+            .operands
+            .iter()
+            .filter(|o| o.is_ssa() && o.group == 0)
+            .all(|o| {
+                !matches!(
+                    self.vals.get(&key(o.text)),
+                    Some(Value::Int { v: 0, bits: 1 })
+                )
+            })
+    }
+
+    /// The SSA operands at top level, in order.
+    pub(super) fn ssa(n: &Node<'a>) -> Vec<&'a str> {
+        n.view
+            .operands
+            .iter()
+            .filter(|o| o.is_ssa() && o.group == 0)
+            .map(|o| o.text)
+            .collect()
+    }
+
+    /// The values of `names`.
+    pub(super) fn values(&self, n: &Node<'a>, names: &[&str]) -> Result<Vec<Value>, TtgirError> {
+        names.iter().map(|s| self.get(n, s)).collect()
+    }
+
+    /// Executes op `n`, which is not control flow.
+    pub(super) fn simple(
+        &mut self,
+        n: &'m Node<'a>,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let name = v.name;
+        if let Some(s) = &n.scope {
+            self.scoped(n, s, sink)?;
+            self.define(v, &[]);
+            return Ok(());
+        }
+        let (dialect, op) = name.split_once('.').unwrap_or(("", name));
+        match (dialect, op) {
+            ("tt", "get_program_id") | ("tt", "get_num_programs") => {
+                let axis = v
+                    .operands
+                    .iter()
+                    .find_map(|o| match o.text {
+                        "x" => Some(0),
+                        "y" => Some(1),
+                        "z" => Some(2),
+                        _ => None,
+                    })
+                    .or_else(|| {
+                        v.attrs
+                            .iter()
+                            .find_map(|a| find_int(a, "axis"))
+                            .map(|a| a as usize)
+                    })
+                    .filter(|&a| a < 3)
+                    .ok_or_else(|| self.fail(n, "no axis x, y or z"))?;
+                let of = if op == "get_program_id" {
+                    self.cta
+                } else {
+                    self.grid
+                };
+                self.define(
+                    v,
+                    &[Value::Int {
+                        v: of[axis] as i64,
+                        bits: 32,
+                    }],
+                );
+            }
+            ("arith", _) => {
+                let r = self.arith(n, op)?;
+                self.define(v, &[r]);
+            }
+            ("ttg", "local_alloc") | ("triton_gpu", "local_alloc") => {
+                let mem = MemRef {
+                    alloc: n.stmt.start as u32,
+                    index: 0,
+                };
+                let bytes = v
+                    .outs
+                    .first()
+                    .and_then(|t| self.module.type_bytes(t))
+                    .unwrap_or(0);
+                sink.effect(n.stmt.start, Effect::Alloc { mem, bytes });
+                self.define(v, &[Value::Mem(mem)]);
+            }
+            ("ttg", "memdesc_index")
+            | ("ttg", "memdesc_subview")
+            | ("triton_gpu", "memdesc_subview") => {
+                let ssa = Self::ssa(n);
+                let base = self.mem(n, ssa.first().copied().unwrap_or(""))?;
+                let lead = v
+                    .ins
+                    .first()
+                    .and_then(|t| self.module.type_shape(t))
+                    .and_then(|s| s.first().copied())
+                    .unwrap_or(1) as i64;
+                let idx = v
+                    .operands
+                    .iter()
+                    .find(|o| o.is_ssa() && o.group == 1)
+                    .map(|o| self.int(n, o.text).map(|(i, _)| i))
+                    .transpose()?
+                    .unwrap_or(0);
+                let mem = MemRef {
+                    alloc: base.alloc,
+                    index: base.index.wrapping_mul(lead).wrapping_add(idx),
+                };
+                self.define(v, &[Value::Mem(mem)]);
+            }
+            ("ttng", "init_barrier") | ("triton_nvidia_gpu", "init_barrier") => {
+                let ssa = Self::ssa(n);
+                let bar = self.mem(n, ssa.first().copied().unwrap_or(""))?;
+                let count = v.operands.iter().find_map(|o| o.int()).unwrap_or(1);
+                let count = u32::try_from(count).map_err(|_| self.fail(n, "a negative count"))?;
+                sink.effect(n.stmt.start, Effect::InitBarrier { bar, count });
+            }
+            ("ttng", "async_tma_store_wait") | ("triton_nvidia_gpu", "async_tma_store_wait") => {
+                let pendings = v
+                    .attrs
+                    .iter()
+                    .find_map(|a| find_int(a, "pendings"))
+                    .unwrap_or(0);
+                let pendings =
+                    u32::try_from(pendings).map_err(|_| self.fail(n, "negative pendings"))?;
+                sink.effect(n.stmt.start, Effect::StoreWait { pendings });
+            }
+            ("ttng", "fence_async_shared") | ("triton_nvidia_gpu", "fence_async_shared") => {
+                sink.effect(n.stmt.start, Effect::Fence);
+            }
+            _ => {
+                // Tensor math, conversions, layouts, loads and stores
+                // through registers: their results do not steer the
+                // schedule.
+                self.define(v, &[]);
+            }
+        }
+        Ok(())
+    }
+
+    /// A recognised TMA, WGMMA or mbarrier op.
+    fn scoped(
+        &mut self,
+        n: &'m Node<'a>,
+        s: &'m ScopeOp,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        if !self.enabled(n) {
+            return Ok(());
+        }
+        let at = n.stmt.start;
+        let e = match s {
+            ScopeOp::Wgmma(w) => Effect::Wgmma {
+                shape: w,
+                sync: !n.view.attrs.iter().any(|a| a.contains("isAsync = true")),
+            },
+            ScopeOp::WgmmaWait { pendings } => Effect::WgmmaWait {
+                pendings: *pendings,
+            },
+            ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c) => {
+                let desc = match self.get(n, &c.desc)? {
+                    Value::Desc(d) => d,
+                    other => {
+                        return Err(self.fail(
+                            n,
+                            format!(
+                            "the descriptor `{}` must be a tensor descriptor argument, and is {}",
+                            c.desc,
+                            kind(&other)
+                        ),
+                        ))
+                    }
+                };
+                let coords = self.coords(n, c.coords as usize)?;
+                match s {
+                    ScopeOp::TmaLoad(_) => Effect::TmaLoad {
+                        desc,
+                        coords,
+                        box_shape: &c.box_shape,
+                        bytes: c.bytes,
+                        bar: c.bar.as_deref().map(|b| self.mem(n, b)).transpose()?,
+                    },
+                    _ => Effect::TmaStore {
+                        desc,
+                        coords,
+                        box_shape: &c.box_shape,
+                        bytes: c.bytes,
+                    },
+                }
+            }
+            ScopeOp::MbWait { bar, phase } => {
+                let bar = self.mem(n, bar)?;
+                let phase = match phase.parse::<i64>() {
+                    Ok(p) => p,
+                    Err(_) => self.int(n, phase)?.0,
+                };
+                Effect::Wait {
+                    bar,
+                    phase: (phase & 1) as u32,
+                }
+            }
+            ScopeOp::MbArrive { bar, count } => Effect::Arrive {
+                bar: self.mem(n, bar)?,
+                count: *count,
+            },
+            ScopeOp::MbExpect { bar, bytes } => Effect::Expect {
+                bar: self.mem(n, bar)?,
+                bytes: *bytes,
+            },
+        };
+        sink.effect(at, e);
+        Ok(())
+    }
+
+    /// A TMA copy's `count` coordinates: the operands in its `[...]` in
+    /// custom syntax, the ones after the descriptor in generic syntax.
+    fn coords(&self, n: &Node<'a>, count: usize) -> Result<Vec<i64>, TtgirError> {
+        let names: Vec<&str> = if n.view.generic {
+            Self::ssa(n).into_iter().skip(1).take(count).collect()
+        } else {
+            n.view
+                .operands
+                .iter()
+                .filter(|o| o.group == 1)
+                .map(|o| o.text)
+                .collect()
+        };
+        names
+            .iter()
+            .map(|s| match s.parse::<i64>() {
+                Ok(i) => Ok(i),
+                Err(_) => self.int(n, s).map(|(v, _)| v),
+            })
+            .collect()
+    }
+
+    /// An integer `arith` op (anything on tensors, floats or opaque values
+    /// is opaque).
+    fn arith(&self, n: &Node<'a>, op: &str) -> Result<Value, TtgirError> {
+        let v = &n.view;
+        let ty = v.ins.first().copied().unwrap_or("");
+        if op == "constant" {
+            let bits = match int_bits(ty) {
+                Some(b) => b,
+                None if ty.is_empty() => 1,
+                None => return Ok(Value::Opaque),
+            };
+            let lit = v.operands.first().map(|o| o.text).unwrap_or("");
+            let x = match lit {
+                "true" => 1,
+                "false" => 0,
+                l => match l.parse::<i64>() {
+                    Ok(x) => x,
+                    Err(_) => return Ok(Value::Opaque),
+                },
+            };
+            return Ok(Value::Int {
+                v: wrap(x, bits),
+                bits,
+            });
+        }
+        let ssa = Self::ssa(n);
+        let vals = self.values(n, &ssa)?;
+        if vals.iter().any(|x| !matches!(x, Value::Int { .. })) {
+            return Ok(Value::Opaque);
+        }
+        let ints: Vec<(i64, u8)> = vals
+            .iter()
+            .map(|x| match x {
+                Value::Int { v, bits } => (*v, *bits),
+                _ => (0, 0),
+            })
+            .collect();
+        let need = |k: usize| -> Result<(), TtgirError> {
+            if ints.len() < k {
+                Err(self.fail(n, format!("{k} operands needed, {} given", ints.len())))
+            } else {
+                Ok(())
+            }
+        };
+        match op {
+            "cmpi" => {
+                need(2)?;
+                let pred = v
+                    .operands
+                    .iter()
+                    .find(|o| !o.is_ssa())
+                    .map(|o| o.text)
+                    .unwrap_or("");
+                let bits = ints[0].1;
+                let r = compare(pred, ints[0].0, ints[1].0, bits).map_err(|w| self.fail(n, w))?;
+                Ok(Value::Int {
+                    v: -(r as i64),
+                    bits: 1,
+                })
+            }
+            "select" => {
+                need(3)?;
+                Ok(if ints[0].0 != 0 { vals[1] } else { vals[2] })
+            }
+            "extsi" | "extui" | "trunci" | "index_cast" | "index_castui" | "bitcast" => {
+                need(1)?;
+                let to = ty
+                    .split_once(" to ")
+                    .map(|(_, t)| t)
+                    .or_else(|| v.outs.first().copied())
+                    .and_then(int_bits)
+                    .ok_or_else(|| self.fail(n, "no integer result type"))?;
+                let (x, from) = ints[0];
+                let x = match op {
+                    "extui" | "index_castui" => super::super::value::unsigned(x, from) as i64,
+                    _ => x,
+                };
+                Ok(Value::Int {
+                    v: wrap(x, to),
+                    bits: to,
+                })
+            }
+            _ => {
+                need(2)?;
+                let bits = ints[0].1;
+                let r = binary(op, ints[0].0, ints[1].0, bits).map_err(|w| self.fail(n, w))?;
+                Ok(Value::Int { v: r, bits })
+            }
+        }
+    }
+
+    /// The `iter_args(%a = %x, ...)` (or a `while`'s `(%a = %x, ...)`)
+    /// among the operands from `from` on: the names and their initial values.
+    pub(super) fn iter_args(
+        &self,
+        n: &Node<'a>,
+        from: usize,
+    ) -> Result<(Vec<&'a str>, Vec<Value>), TtgirError> {
+        let ssa: Vec<&'a str> = n.view.operands[from.min(n.view.operands.len())..]
+            .iter()
+            .filter(|o| o.is_ssa())
+            .map(|o| o.text)
+            .collect();
+        let mut names = Vec::new();
+        let mut inits = Vec::new();
+        for pair in ssa.chunks(2) {
+            if let [name, init] = pair {
+                names.push(*name);
+                inits.push(self.get(n, init)?);
+            }
+        }
+        Ok((names, inits))
+    }
+}
+
+/// What a value is, for errors.
+pub(super) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Int { .. } => "an integer",
+        Value::Desc(_) => "a tensor descriptor",
+        Value::Mem(_) => "a shared-memory buffer",
+        Value::Opaque => "a tensor, float or pointer",
+    }
+}
+
+impl Module<'_> {
+    /// The shape of type `text`.
+    pub fn type_shape(&self, text: &str) -> Option<Vec<u64>> {
+        parse_type(text).map(|t| t.shape)
+    }
+
+    /// The bytes a `memdesc` or tensor type `text` holds.
+    pub fn type_bytes(&self, text: &str) -> Option<u64> {
+        let t = parse_type(text)?;
+        let elem = match t.elem {
+            "i1" => 1,
+            e => super::super::dtype::Dtype::from_mlir(e)?.bytes(),
+        };
+        t.shape.iter().try_fold(elem, |a, &d| a.checked_mul(d))
+    }
+}

@@ -1,0 +1,511 @@
+//! A TTGIR kernel and its launch as a simfa kernel: the declarations from
+//! the module and a probe of CTA 0, and each CTA's WarpGroup streams from
+//! the interpreter's effects, made as the simulator pulls them
+//! ([`TtgirSource`]).
+//!
+//! # The kernel
+//!
+//! - **Grid** from the launch; CTA `i` runs with the program ids
+//!   [`Kernel::cta_coords`] gives it (x fastest).
+//! - **WarpGroups**: one stream role of `num-warps / 4` WarpGroups (at
+//!   least one), with the launch's `regs` (168 by default).
+//! - **Tensor maps**: one per descriptor argument a TMA op uses, its box
+//!   from that op's type, its tensor from the launch.
+//! - **MBarriers**: one array per barrier buffer CTA 0 initialises, of the
+//!   buffer's length, with the count its `init_barrier` gives.
+//! - **Shared memory**: the sum of the buffers CTA 0 allocates.
+//!
+//! # The streams (a kernel without warp specialisation)
+//!
+//! Every WarpGroup runs the body. A barrier initialisation, a TMA copy, a
+//! store wait, an expect and an arrive are issued once per CTA, by
+//! WarpGroup 0 (initialisations are followed by a CTA-wide `bar.sync`, as
+//! Triton's lowering publishes them, when the CTA has several
+//! WarpGroups); every WarpGroup
+//! waits on mbarriers, and issues its share of each `warp_group_dot`
+//! ([`super::Wgmma::per_warpgroup`]) and its dot waits; a synchronous dot
+//! is followed by a wait for it. `barrier_expect` is PTX's
+//! `mbarrier.arrive.expect_tx`: an expect and an arrive. Coordinates are
+//! reversed to simfa's innermost-first order.
+
+use std::collections::{HashMap, VecDeque};
+
+use simfa_core::builder::Builder;
+use simfa_core::source::SourceError;
+use simfa_core::{Kernel, Op, StreamSource, WgmmaMode};
+
+use super::error::TtgirError;
+use super::interp::{Effect, EffectSink, Interp};
+use super::launch::{Launch, LaunchError};
+use super::scope::ScopeOp;
+use super::tree::{Func, Module, Node};
+use super::value::Value;
+
+/// Ops one CTA may execute in the interpreter before it is taken for a
+/// kernel that never ends.
+pub const STEP_BUDGET: u64 = 1 << 32;
+
+/// Registers per thread when the launch does not say.
+pub const DEFAULT_REGS: u32 = 168;
+
+/// Why a TTGIR kernel cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    /// The TTGIR cannot be read or executed.
+    #[error(transparent)]
+    Ttgir(#[from] TtgirError),
+    /// The launch file does not fit the kernel.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// The kernel has a feature simfa cannot build (yet), or its
+    /// declarations do not fit simfa's limits.
+    #[error("{file}: {why}")]
+    Kernel {
+        /// The TTGIR file.
+        file: String,
+        /// What does not fit.
+        why: String,
+    },
+}
+
+/// A TTGIR kernel ready to run: its simfa kernel and what turns a CTA's
+/// effects into instructions.
+pub struct Program<'m, 'a> {
+    module: &'m Module<'a>,
+    func: &'m Func<'a>,
+    args: Vec<Value>,
+    /// The simfa kernel (every role a stream role).
+    pub kernel: Kernel,
+    wgs: u8,
+    /// Tensor map of each descriptor argument position.
+    maps: HashMap<u16, u8>,
+    /// First CTA-wide index and length of each barrier buffer.
+    bars: HashMap<u32, (u16, u16)>,
+    budget: u64,
+}
+
+impl<'m, 'a> Program<'m, 'a> {
+    /// The kernel `launch` (read from `launch_file`) runs in `module`.
+    pub fn new(
+        module: &'m Module<'a>,
+        launch: &Launch,
+        launch_file: &str,
+    ) -> Result<Self, LowerError> {
+        let fail = |why: String| LowerError::Kernel {
+            file: module.file.clone(),
+            why,
+        };
+        let func = module.func(launch.kernel.as_deref()).ok_or_else(|| {
+            fail(match &launch.kernel {
+                Some(k) => format!("the module has no function `@{k}`"),
+                None => "the module does not have exactly one public function; name one with `kernel = ...` in the launch file".into(),
+            })
+        })?;
+        let args = launch.bind(launch_file, func)?;
+        let warps = module
+            .attr_int("ttg.num-warps")
+            .or_else(|| module.attr_int("triton_gpu.num-warps"))
+            .unwrap_or(4);
+        let wgs = u8::try_from((warps / 4).max(1)).map_err(|_| {
+            fail(format!(
+                "num-warps {warps} is more WarpGroups than a CTA has"
+            ))
+        })?;
+
+        let mut b = Builder::new(Kernel::default(), func.name)
+            .or_else(|_| Builder::new(Kernel::default(), &func.name[..func.name.len().min(24)]))
+            .map_err(|e| fail(e.to_string()))?;
+        b.grid(launch.grid);
+
+        // Tensor maps: every descriptor a TMA op names, with its box.
+        let mut maps = HashMap::new();
+        let mut boxes: Vec<(u16, Vec<u32>)> = Vec::new();
+        walk(&func.body.blocks, &mut |n| {
+            if let Some(ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c)) = &n.scope {
+                if let Some(pos) = func.args.iter().position(|(a, _)| *a == c.desc) {
+                    if !boxes.iter().any(|(p, _)| *p == pos as u16) {
+                        boxes.push((pos as u16, c.box_shape.clone()));
+                    }
+                }
+            }
+        });
+        boxes.sort();
+        for (pos, shape) in &boxes {
+            let (name, _) = func.args[*pos as usize];
+            let t = launch
+                .tensor(name, *pos as usize)
+                .ok_or_else(|| fail(format!("the descriptor `{name}` has no tensor")))?;
+            let m = Launch::map(name, t, shape).map_err(|why| {
+                LowerError::Launch(LaunchError {
+                    file: launch_file.to_string(),
+                    why: format!("tensor `{}`: {why}", name.trim_start_matches('%')),
+                })
+            })?;
+            let i = b.map(m).map_err(|e| fail(e.to_string()))?;
+            maps.insert(*pos, i);
+        }
+
+        // Barriers and shared memory, from CTA 0's run (which keeps only
+        // the allocations and initialisations).
+        let mut decls = Decls::default();
+        let mut probe = Interp::new(module, [0, 0, 0], launch.grid, STEP_BUDGET);
+        probe.run(func, &args, &mut decls)?;
+        let Decls { allocs, inits } = decls;
+        let smem: u64 = allocs.iter().map(|a| a.1).sum();
+        b.smem(u32::try_from(smem).map_err(|_| fail(format!("{smem} bytes of shared memory")))?);
+        let mut bars = HashMap::new();
+        for &(alloc, bytes) in &allocs {
+            let mine: Vec<&(u32, i64, u32)> = inits.iter().filter(|i| i.0 == alloc).collect();
+            let Some(first) = mine.first() else { continue };
+            let len = u16::try_from((bytes / 8).max(1))
+                .map_err(|_| fail("a barrier buffer of more than 65535 barriers".into()))?;
+            let count = u16::try_from(first.2)
+                .map_err(|_| fail(format!("an arrival count of {}", first.2)))?;
+            if mine.iter().any(|i| i.2 != first.2) {
+                return Err(fail(
+                    "barriers of one buffer initialised with different counts".into(),
+                ));
+            }
+            let d = b
+                .mbarriers(&format!("bar{}", bars.len()), len, count)
+                .map_err(|e| fail(e.to_string()))?;
+            bars.insert(alloc, (b.kernel().mbar_base(d), len));
+        }
+        let regs = launch.regs.unwrap_or(DEFAULT_REGS);
+        b.stream_role("body", wgs as u32, regs)
+            .map_err(|e| fail(e.to_string()))?;
+        let kernel = b.finish().map_err(|e| fail(e.to_string()))?;
+        Ok(Program {
+            module,
+            func,
+            args,
+            kernel,
+            wgs,
+            maps,
+            bars,
+            budget: STEP_BUDGET,
+        })
+    }
+
+    /// A smaller step budget per CTA (for tests and fuzzing).
+    pub fn with_budget(mut self, budget: u64) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The WarpGroup streams of CTA `cta`, whole.
+    pub fn streams(&self, cta: u32) -> Result<Vec<Vec<Op>>, LowerError> {
+        let mut run = CtaRun::new(self, cta);
+        while !run.done() {
+            run.step()?;
+        }
+        Ok(run.queues.into_iter().map(Vec::from).collect())
+    }
+
+    /// The ops of one effect (of the op at byte `at`, in the CTA at
+    /// `coords`) appended to the WarpGroups' queues; `unsynced` says
+    /// whether barriers were initialised since the last CTA-wide barrier.
+    fn lower(
+        &self,
+        coords: [u32; 3],
+        at: usize,
+        e: Effect<'_>,
+        unsynced: &mut bool,
+        out: &mut [VecDeque<Op>],
+    ) -> Result<(), LowerError> {
+        let fail = |why: String| {
+            LowerError::Ttgir(self.module.error(
+                at,
+                super::error::TtgirErrorKind::Exec {
+                    op: "lowering".into(),
+                    x: coords[0],
+                    y: coords[1],
+                    z: coords[2],
+                    why,
+                },
+            ))
+        };
+        if *unsynced && !matches!(e, Effect::InitBarrier { .. }) {
+            *unsynced = false;
+            if self.wgs > 1 {
+                let threads = self.wgs as u16 * 128;
+                for s in out.iter_mut() {
+                    s.push_back(Op::BarSync { id: 0, threads });
+                }
+            }
+        }
+        let bar = |m: super::value::MemRef| -> Result<u16, LowerError> {
+            match self.bars.get(&m.alloc) {
+                Some(&(base, len)) if (0..len as i64).contains(&m.index) => {
+                    Ok(base + m.index as u16)
+                }
+                Some(_) => Err(fail(format!(
+                    "barrier index {} is outside its buffer",
+                    m.index
+                ))),
+                None => Err(fail("a barrier CTA 0 never initialises".into())),
+            }
+        };
+        let map = |d: u16| {
+            self.maps
+                .get(&d)
+                .copied()
+                .ok_or_else(|| fail(format!("descriptor argument {d} has no tensor map")))
+        };
+        let coords5 = |c: &[i64]| {
+            let mut x = [0i64; 5];
+            for (i, v) in c.iter().rev().take(5).enumerate() {
+                x[i] = *v;
+            }
+            x
+        };
+        let all = |out: &mut [VecDeque<Op>], op: Op| {
+            for s in out.iter_mut() {
+                s.push_back(op);
+            }
+        };
+        match e {
+            Effect::Alloc { .. } | Effect::Fence => {}
+            Effect::InitBarrier { bar: m, count } => {
+                let bar = bar(m)?;
+                let count = u16::try_from(count)
+                    .map_err(|_| fail(format!("an arrival count of {count}")))?;
+                out[0].push_back(Op::MbarInit { bar, count });
+                *unsynced = true;
+            }
+            Effect::Expect { bar: m, bytes } => {
+                let bar = bar(m)?;
+                let bytes = u32::try_from(bytes)
+                    .map_err(|_| fail(format!("{bytes} bytes do not fit an mbarrier")))?;
+                out[0].push_back(Op::MbarExpectTx { bar, bytes });
+                out[0].push_back(Op::MbarArrive { bar });
+            }
+            Effect::Arrive { bar: m, count } => {
+                let bar = bar(m)?;
+                out[0].extend((0..count.min(4096)).map(|_| Op::MbarArrive { bar }));
+            }
+            Effect::Wait { bar: m, phase } => {
+                let op = Op::MbarWait {
+                    bar: bar(m)?,
+                    parity: phase as u8,
+                };
+                all(out, op);
+            }
+            Effect::TmaLoad {
+                desc,
+                coords,
+                bar: m,
+                ..
+            } => {
+                let Some(m) = m else {
+                    return Err(fail(
+                        "a descriptor load into registers is not simulated yet".into(),
+                    ));
+                };
+                out[0].push_back(Op::TmaLoad {
+                    map: map(desc)?,
+                    bar: bar(m)?,
+                    coords: coords5(&coords),
+                    multicast: 0,
+                });
+            }
+            Effect::TmaStore { desc, coords, .. } => out[0].push_back(Op::TmaStore {
+                map: map(desc)?,
+                coords: coords5(&coords),
+            }),
+            Effect::StoreWait { pendings } => out[0].push_back(Op::StoreWait {
+                n: pendings.min(255) as u8,
+            }),
+            Effect::Wgmma { shape, sync } => {
+                let (count, n) = shape.per_warpgroup().map_err(fail)?;
+                let mode = match shape.mode {
+                    super::WgmmaMode::Ss => WgmmaMode::Ss,
+                    super::WgmmaMode::Rs => WgmmaMode::Rs,
+                };
+                for s in out.iter_mut() {
+                    s.extend((0..count).map(|_| Op::Wgmma { n, mode }));
+                    s.push_back(Op::WgmmaCommit);
+                    if sync {
+                        s.push_back(Op::WgmmaWait { n: 0 });
+                    }
+                }
+            }
+            Effect::WgmmaWait { pendings } => all(
+                out,
+                Op::WgmmaWait {
+                    n: pendings.min(255) as u8,
+                },
+            ),
+        }
+        Ok(())
+    }
+}
+
+/// The allocations and barrier initialisations of a run, in order.
+#[derive(Default)]
+struct Decls {
+    /// Each buffer once: its allocation and bytes.
+    allocs: Vec<(u32, u64)>,
+    /// Each initialisation: the buffer, the index and the count.
+    inits: Vec<(u32, i64, u32)>,
+}
+
+impl<'m> EffectSink<'m> for Decls {
+    fn effect(&mut self, _: usize, e: Effect<'m>) {
+        match e {
+            Effect::Alloc { mem, bytes } if !self.allocs.iter().any(|a| a.0 == mem.alloc) => {
+                self.allocs.push((mem.alloc, bytes));
+            }
+            Effect::InitBarrier { bar, count } => self.inits.push((bar.alloc, bar.index, count)),
+            _ => {}
+        }
+    }
+}
+
+/// Effects a CTA's interpreter produces between two looks at its queues.
+const EFFECTS_PER_STEP: usize = 64;
+
+/// One CTA being interpreted: its suspended run and the ops lowered from
+/// it that its WarpGroups have not pulled yet.
+struct CtaRun<'p, 'm, 'a> {
+    program: &'p Program<'m, 'a>,
+    coords: [u32; 3],
+    interp: Interp<'m, 'a>,
+    effects: Vec<(usize, Effect<'m>)>,
+    queues: Vec<VecDeque<Op>>,
+    unsynced: bool,
+    finished: bool,
+}
+
+impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
+    fn new(program: &'p Program<'m, 'a>, cta: u32) -> Self {
+        let coords = program.kernel.cta_coords(cta);
+        let mut interp = Interp::new(program.module, coords, program.kernel.grid, program.budget);
+        interp.start(program.func, &program.args);
+        CtaRun {
+            program,
+            coords,
+            interp,
+            effects: Vec::new(),
+            queues: vec![VecDeque::new(); program.wgs as usize],
+            unsynced: false,
+            finished: false,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.finished
+    }
+
+    /// Interprets on until a few effects are out (or the run ends), and
+    /// lowers them into the queues.
+    fn step(&mut self) -> Result<(), LowerError> {
+        self.finished = self
+            .interp
+            .resume(&mut self.effects, &mut |e| e.len() >= EFFECTS_PER_STEP)?;
+        for (at, e) in self.effects.drain(..) {
+            self.program
+                .lower(self.coords, at, e, &mut self.unsynced, &mut self.queues)?;
+        }
+        Ok(())
+    }
+
+    /// The next op of WarpGroup `wg`, or `None` at the end of its stream.
+    fn next(&mut self, wg: usize) -> Result<Option<Op>, LowerError> {
+        while self.queues[wg].is_empty() && !self.finished {
+            self.step()?;
+        }
+        Ok(self.queues[wg].pop_front())
+    }
+}
+
+/// Calls `f` on every op of `blocks`, nested regions included.
+fn walk<'m, 'a>(blocks: &'m [super::tree::Block<'a>], f: &mut impl FnMut(&'m Node<'a>)) {
+    for b in blocks {
+        for n in &b.ops {
+            f(n);
+            for r in &n.regions {
+                walk(&r.blocks, f);
+            }
+        }
+    }
+}
+
+/// One CTA's run while its WarpGroups pull from it.
+struct Cta<'p, 'm, 'a> {
+    run: CtaRun<'p, 'm, 'a>,
+    /// The position each WarpGroup pulls next.
+    pos: Vec<u64>,
+    /// WarpGroups that have pulled the end of their stream.
+    done: u64,
+}
+
+/// The streams of a [`Program`] as the simulator pulls them: a CTA is
+/// interpreted as its WarpGroups pull, a few effects ahead of the furthest
+/// one, and dropped when every WarpGroup has reached its end, so memory
+/// holds the resident CTAs' next few ops, not their streams.
+pub struct TtgirSource<'p, 'm, 'a> {
+    program: &'p Program<'m, 'a>,
+    ctas: HashMap<u32, Cta<'p, 'm, 'a>>,
+    error: Option<String>,
+}
+
+impl<'p, 'm, 'a> TtgirSource<'p, 'm, 'a> {
+    /// A source of `program`'s streams.
+    pub fn new(program: &'p Program<'m, 'a>) -> Self {
+        TtgirSource {
+            program,
+            ctas: HashMap::new(),
+            error: None,
+        }
+    }
+
+    /// Why the last pull failed, if one did.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn pull_op(&mut self, cta: u32, wg: u8, pos: u64) -> Result<Option<Op>, LowerError> {
+        let program = self.program;
+        let fresh = || Cta {
+            run: CtaRun::new(program, cta),
+            pos: vec![0; program.wgs as usize],
+            done: 0,
+        };
+        let c = self.ctas.entry(cta).or_insert_with(fresh);
+        let w = wg as usize;
+        if pos < c.pos[w] {
+            // A run resumed from a snapshot pulls from an earlier place:
+            // start the CTA again.
+            *c = fresh();
+        }
+        while c.pos[w] < pos {
+            if c.run.next(w)?.is_none() {
+                break;
+            }
+            c.pos[w] += 1;
+        }
+        let op = c.run.next(w)?;
+        c.pos[w] += 1;
+        if op.is_none() {
+            c.done |= 1 << w;
+            if c.done.count_ones() == program.wgs as u32 {
+                self.ctas.remove(&cta);
+            }
+        }
+        Ok(op)
+    }
+}
+
+impl StreamSource for TtgirSource<'_, '_, '_> {
+    fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
+        if role != 0 || wg >= self.program.wgs {
+            self.error = Some(format!("no stream for role {role}, WarpGroup {wg}"));
+            return Err(SourceError);
+        }
+        self.pull_op(cta, wg, pos).map_err(|e| {
+            self.error = Some(e.to_string());
+            SourceError
+        })
+    }
+}
