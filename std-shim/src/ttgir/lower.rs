@@ -26,13 +26,15 @@
 //! ([`super::Wgmma::per_warpgroup`]) and its dot waits; a synchronous dot
 //! is followed by a wait for it. `barrier_expect` is PTX's
 //! `mbarrier.arrive.expect_tx`: an expect and an arrive. Coordinates are
-//! reversed to simfa's innermost-first order.
+//! reversed to simfa's innermost-first order. Element-wise tensor math is
+//! `compute` work, each WarpGroup taking its share of the CTA's
+//! ([`super::interp`]'s work table); consecutive work is one `compute`.
 
 use std::collections::{HashMap, VecDeque};
 
 use simfa_core::builder::Builder;
 use simfa_core::source::SourceError;
-use simfa_core::{Kernel, Op, StreamSource, WgmmaMode};
+use simfa_core::{Kernel, Op, StreamSource, WgmmaMode, Work};
 
 use super::error::TtgirError;
 use super::interp::{Effect, EffectSink, Interp};
@@ -266,6 +268,29 @@ impl<'m, 'a> Program<'m, 'a> {
         };
         match e {
             Effect::Alloc { .. } | Effect::Fence => {}
+            Effect::Compute {
+                fp32,
+                mufu,
+                fp16,
+                int,
+            } => {
+                // Each WarpGroup's share, added to a compute op it has not
+                // pulled yet when there is one.
+                let wgs = self.wgs as u64;
+                let share = |x: u64| u32::try_from(x.div_ceil(wgs)).unwrap_or(u32::MAX);
+                let add = Work {
+                    fp32: share(fp32),
+                    mufu: share(mufu),
+                    fp16: share(fp16),
+                    int: share(int),
+                };
+                for s in out.iter_mut() {
+                    match s.back_mut() {
+                        Some(Op::Compute { work }) => *work = work.plus(add),
+                        _ => s.push_back(Op::Compute { work: add }),
+                    }
+                }
+            }
             Effect::InitBarrier { bar: m, count } => {
                 let bar = bar(m)?;
                 let count = u16::try_from(count)

@@ -87,6 +87,18 @@ pub enum Effect<'m> {
     },
     /// `fence_async_shared`.
     Fence,
+    /// Element-wise work in registers, for the whole CTA, in operations
+    /// per unit class ([`super::work`]).
+    Compute {
+        /// FP32 operations.
+        fp32: u64,
+        /// MUFU operations.
+        mufu: u64,
+        /// 16-bit operations and conversions.
+        fp16: u64,
+        /// Integer operations.
+        int: u64,
+    },
 }
 
 /// Where the effects of a CTA go; the op's byte offset comes with each.

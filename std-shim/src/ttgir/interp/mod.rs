@@ -23,6 +23,7 @@
 
 mod effect;
 mod ops;
+mod work;
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;

@@ -139,6 +139,11 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             ("arith", _) => {
                 let r = self.arith(n, op)?;
+                if r == Value::Opaque {
+                    if let Some(w) = super::work::tensor_work(v) {
+                        sink.effect(n.stmt.start, w);
+                    }
+                }
                 self.define(v, &[r]);
             }
             ("ttg", "local_alloc") | ("triton_gpu", "local_alloc") => {
@@ -201,7 +206,15 @@ impl<'m, 'a> Interp<'m, 'a> {
             _ => {
                 // Tensor math, conversions, layouts, loads and stores
                 // through registers: their results do not steer the
-                // schedule.
+                // schedule; element-wise math costs its work.
+                let w = if name == "tt.reduce" {
+                    super::work::reduce_work(n.tail)
+                } else {
+                    super::work::tensor_work(v)
+                };
+                if let Some(w) = w {
+                    sink.effect(n.stmt.start, w);
+                }
                 self.define(v, &[]);
             }
         }

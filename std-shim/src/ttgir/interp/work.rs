@@ -1,0 +1,168 @@
+//! The element-wise work of a tensor op in registers: how many operations
+//! of each SM unit class it costs the CTA, from its tensor's shape and
+//! element type. The interpreter reports it as [`Effect::Compute`]; the
+//! lowering spreads it over the CTA's WarpGroups as `compute` work, which
+//! runs on the SM's shared units as the generators' does.
+//!
+//! One operation per element, by class:
+//!
+//! | ops | class |
+//! |---|---|
+//! | float `arith` (add, sub, mul, max, min, neg, abs, cmp, select, fma) | `fp32` on `f32`, `fp16` on 16-bit floats |
+//! | `arith.divf` | `fp32` and `mufu` (a reciprocal) |
+//! | `math.exp2`, `log2`, `sqrt`, `rsqrt`, `sin`, `cos`, `tanh`, `erf` | `mufu` |
+//! | `math.exp`, `math.log` | `mufu` and `fp32` (the base change) |
+//! | conversions (`truncf`, `extf`, `sitofp`, `fptosi`, ...) | `fp16` |
+//! | integer `arith` on tensors | `int` |
+//! | `tt.reduce` | `fp32` per element of its input |
+//!
+//! Shape-only ops (`tt.splat`, `tt.broadcast`, `tt.expand_dims`,
+//! `tt.reshape`, `tt.trans`, `tt.make_range`, dense constants) cost
+//! nothing; layout conversions and shared-memory loads and stores of
+//! tensors are not timed yet.
+
+use super::super::stmt::OpView;
+use super::super::types::parse_type;
+use super::Effect;
+
+/// The work of op `v` if it is element-wise math on a tensor: its
+/// [`Effect::Compute`].
+pub(super) fn tensor_work(v: &OpView<'_>) -> Option<Effect<'static>> {
+    let (dialect, op) = v.name.split_once('.')?;
+    // The tensor the op works on: its result (or its only type).
+    let ty = v.outs.first().or(v.ins.first())?;
+    let ty = ty.split(" to ").last().unwrap_or(ty);
+    let t = parse_type(ty.trim())?;
+    if !t.is_tensor() {
+        return None;
+    }
+    let elems: u64 = t.shape.iter().product();
+    let float16 = matches!(t.elem, "f16" | "bf16");
+    let float = t.elem.starts_with('f') || t.elem == "bf16";
+    let mut w = [0u64; 4];
+    let [fp32, mufu, fp16, int] = [0usize, 1, 2, 3];
+    match (dialect, op) {
+        ("math", "exp2" | "log2" | "sqrt" | "rsqrt" | "sin" | "cos" | "tanh" | "erf") => {
+            w[mufu] = elems
+        }
+        ("math", "exp" | "log") => {
+            w[mufu] = elems;
+            w[fp32] = elems;
+        }
+        ("math", "fma" | "absf") => w[if float16 { fp16 } else { fp32 }] = elems,
+        ("arith", "divf") => {
+            w[fp32] = elems;
+            w[mufu] = elems;
+        }
+        ("arith", "truncf" | "extf" | "sitofp" | "uitofp" | "fptosi" | "fptoui") => w[fp16] = elems,
+        (
+            "arith",
+            "addf" | "subf" | "mulf" | "maxnumf" | "minnumf" | "maximumf" | "minimumf" | "negf"
+            | "cmpf",
+        ) => w[if float16 { fp16 } else { fp32 }] = elems,
+        ("arith", "select") if float => w[if float16 { fp16 } else { fp32 }] = elems,
+        (
+            "arith",
+            "addi" | "subi" | "muli" | "andi" | "ori" | "xori" | "shli" | "shrsi" | "shrui"
+            | "cmpi" | "select" | "divsi" | "remsi" | "divui" | "remui" | "maxsi" | "minsi"
+            | "maxui" | "minui" | "extsi" | "extui" | "trunci",
+        ) => w[int] = elems,
+        _ => return None,
+    }
+    Some(Effect::Compute {
+        fp32: w[fp32],
+        mufu: w[mufu],
+        fp16: w[fp16],
+        int: w[int],
+    })
+}
+
+/// The work of a `tt.reduce` whose closing line is `tail` (`}) : (T) ->
+/// U`): one `fp32` operation per element of its first input.
+pub(super) fn reduce_work(tail: &str) -> Option<Effect<'static>> {
+    let start = tail.find("tensor<")?;
+    let mut depth = 0i32;
+    let mut end = None;
+    for (i, ch) in tail[start..].char_indices() {
+        match ch {
+            '<' => depth += 1,
+            '>' => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(start + i + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let t = parse_type(&tail[start..end?])?;
+    Some(Effect::Compute {
+        fp32: t.shape.iter().product(),
+        mufu: 0,
+        fp16: 0,
+        int: 0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ttgir::lex::tokenize;
+    use crate::ttgir::stmt::{op_view, statements};
+
+    fn work(line: &str) -> Option<Effect<'static>> {
+        let toks = tokenize("t", line).unwrap();
+        let st = statements(line, &toks);
+        let v = op_view(line, &toks, &st[0]).unwrap();
+        tensor_work(&v)
+    }
+
+    fn c(fp32: u64, mufu: u64, fp16: u64, int: u64) -> Option<Effect<'static>> {
+        Some(Effect::Compute {
+            fp32,
+            mufu,
+            fp16,
+            int,
+        })
+    }
+
+    #[test]
+    fn classes_follow_the_table() {
+        assert_eq!(
+            work("%p = math.exp2 %s : tensor<128x64xf32, #mma>"),
+            c(0, 8192, 0, 0)
+        );
+        assert_eq!(
+            work("%p = arith.mulf %a, %b : tensor<128x64xf32, #mma>"),
+            c(8192, 0, 0, 0)
+        );
+        assert_eq!(
+            work("%p = arith.addf %a, %b : tensor<64xbf16, #l>"),
+            c(0, 0, 64, 0)
+        );
+        assert_eq!(
+            work("%p = arith.truncf %a : tensor<128x64xf32, #mma> to tensor<128x64xf16, #mma>"),
+            c(0, 0, 8192, 0)
+        );
+        assert_eq!(
+            work("%d = arith.divf %a, %b : tensor<128xf32, #l>"),
+            c(128, 128, 0, 0)
+        );
+        assert_eq!(
+            work("%i = arith.addi %a, %b : tensor<128xi32, #l>"),
+            c(0, 0, 0, 128)
+        );
+        assert_eq!(
+            work("%m = \"tt.reduce\"(%s) <{axis = 1 : i32}> ({"),
+            None,
+            "a reduction's type comes with its closing line"
+        );
+        assert_eq!(
+            reduce_work(") : (tensor<128x64xf32, #mma>) -> tensor<128xf32, #s>"),
+            c(8192, 0, 0, 0)
+        );
+        assert_eq!(work("%x = arith.addi %a, %b : i32"), None);
+        assert_eq!(work("%x = tt.splat %a : f32 -> tensor<128xf32, #l>"), None);
+    }
+}
