@@ -117,8 +117,10 @@ impl TtgirCmd {
                 let program = Program::new(&module, &l, &lname).map_err(Failure::input)?;
                 let mut src = TtgirSource::new(&program);
                 let r = run_and_report(&cfg, &program.kernel, &mut src, &out, &mut (), None);
+                // A CTA the interpreter could not run is bad input; its
+                // message names the file, line and CTA.
                 r.map_err(|f| match src.error() {
-                    Some(why) => f.within(&name).because(why),
+                    Some(why) => Failure::Input(why.to_string()),
                     None => f.within(&name),
                 })
             }

@@ -1,7 +1,8 @@
 //! Every malformed input in `tests/hostile/` through the real `simfa`
 //! binary (kernels through `run` and `convert`, configurations through
 //! `run --config`, TTGIR files through `ttgir sites` and `ttgir
-//! instrument`, Proton traces through `import proton`, FA3 event logs through
+//! instrument`, TTGIR kernels and launch files through `ttgir run` and
+//! `ttgir gen`, Proton traces through `import proton`, FA3 event logs through
 //! `import fa3-log`, SCALE-Sim traces and configurations through `check
 //! scalesim`): the exit status and message that `tests/hostile/expect.toml`
 //! gives, the file named in the message, no panic, no hang, and no output
@@ -129,6 +130,15 @@ fn check(case: &Case, what: &str, args: &[&str], path: &str, out_dir: &Path) -> 
     Ok(())
 }
 
+/// A file of `tests/fixtures/ttgir-compiled/`.
+fn ttgir_compiled(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/ttgir-compiled")
+        .join(name)
+        .canonicalize()
+        .expect("the compiled TTGIR fixture exists")
+}
+
 /// The valid SCALE-Sim layer that hostile traces are dropped into.
 fn scalesim_clean() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -175,6 +185,19 @@ fn run_case(case: &Case) -> Result<(), String> {
         let out = scratch.path("out.mlir");
         let args = ["ttgir", "instrument", p, "-o", s(&out)];
         return check(case, "ttgir instrument", &args, p, &scratch.0);
+    }
+    if case.file.ends_with(".ttgir") {
+        let launch = ttgir_compiled("hostile.launch.toml");
+        let args = ["ttgir", "run", p, "--launch", s(&launch)];
+        check(case, "ttgir run", &args, p, &scratch.0)?;
+        let out = scratch.path("out.sfk");
+        let args = ["ttgir", "gen", p, "--launch", s(&launch), "-o", s(&out)];
+        return check(case, "ttgir gen", &args, p, &scratch.0);
+    }
+    if case.file.ends_with(".launch") {
+        let kernel = ttgir_compiled("tma_gemm.ttgir");
+        let args = ["ttgir", "run", s(&kernel), "--launch", p];
+        return check(case, "ttgir run --launch", &args, p, &scratch.0);
     }
     if case.file.ends_with(".log") {
         let out = scratch.path("out.sfk");

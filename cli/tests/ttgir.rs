@@ -58,3 +58,34 @@ fn a_missing_input_is_named() {
         stderr(&o)
     );
 }
+
+fn compiled(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/ttgir-compiled")
+        .join(name)
+        .canonicalize()
+        .expect("the compiled TTGIR fixture exists")
+}
+
+/// Triton's GEMM runs from its TTGIR, and `ttgir gen` writes a kernel and
+/// op file that `simfa run` simulates to the same cycles and digest.
+#[test]
+fn run_and_gen_then_run_agree() {
+    let k = compiled("tma_gemm.ttgir");
+    let l = compiled("tma_gemm.launch.toml");
+    let o = simfa(&["ttgir", "run", s(&k), "--launch", s(&l), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let direct: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(direct["ctas"], 64);
+    assert_eq!(direct["wgmmas"], 64 * 16 * 8);
+    let scratch = Scratch::new("ttgir-gen");
+    let out = scratch.path("gemm.sfk");
+    let g = simfa(&["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)]);
+    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
+    assert!(scratch.path("gemm.sfk.ops").exists());
+    let r = simfa(&["run", s(&out), "--json"]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    let replayed: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(direct["cycles"], replayed["cycles"]);
+    assert_eq!(direct["digest"], replayed["digest"]);
+}

@@ -5,6 +5,7 @@
 //! kernel = "matmul_kernel"   # the tt.func; optional when the module has one public function
 //! grid = [64, 32, 1]         # program ids along x, y, z
 //! regs = 168                 # registers per thread (default 168)
+//! max_steps = 268435456      # ops one CTA may execute before it is taken for a hang
 //!
 //! [args]                     # scalar arguments, by name without `%` or by position `argN`
 //! K = 8192
@@ -82,6 +83,10 @@ pub struct Launch {
     /// decides how many CTAs an SM holds.
     #[serde(default)]
     pub regs: Option<u32>,
+    /// Ops one CTA may execute in the interpreter before it is taken for
+    /// a kernel that never ends (default [`DEFAULT_MAX_STEPS`]).
+    #[serde(default)]
+    pub max_steps: Option<u64>,
     /// Scalar arguments.
     #[serde(default)]
     pub args: BTreeMap<String, i64>,
@@ -89,6 +94,11 @@ pub struct Launch {
     #[serde(default)]
     pub tensors: BTreeMap<String, Tensor>,
 }
+
+/// Ops a CTA may execute when the launch does not say: 2^28, a quarter of
+/// a minute of interpretation; the persistent 8192^3 GEMM's CTAs take
+/// under 2^18 each.
+pub const DEFAULT_MAX_STEPS: u64 = 1 << 28;
 
 /// The most CTAs a launch may have (CUDA's grid limit along x).
 pub const MAX_CTAS: u64 = (1 << 31) - 1;

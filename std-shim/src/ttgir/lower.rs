@@ -43,10 +43,6 @@ use super::scope::ScopeOp;
 use super::tree::{Func, Module, Node};
 use super::value::Value;
 
-/// Ops one CTA may execute in the interpreter before it is taken for a
-/// kernel that never ends.
-pub const STEP_BUDGET: u64 = 1 << 32;
-
 /// Registers per thread when the launch does not say.
 pub const DEFAULT_REGS: u32 = 168;
 
@@ -97,12 +93,17 @@ impl<'m, 'a> Program<'m, 'a> {
             file: module.file.clone(),
             why,
         };
-        let func = module.func(launch.kernel.as_deref()).ok_or_else(|| {
-            fail(match &launch.kernel {
-                Some(k) => format!("the module has no function `@{k}`"),
-                None => "the module does not have exactly one public function; name one with `kernel = ...` in the launch file".into(),
-            })
-        })?;
+        let func = module
+            .func(launch.kernel.as_deref())
+            .ok_or_else(|| match &launch.kernel {
+                Some(k) => LowerError::Launch(LaunchError {
+                    file: launch_file.to_string(),
+                    why: format!("kernel = \"{k}\": {} has no function `@{k}`", module.file),
+                }),
+                None => fail(
+                    "the module does not have exactly one public function; name one with `kernel = ...` in the launch file".into(),
+                ),
+            })?;
         let args = launch.bind(launch_file, func)?;
         let warps = module
             .attr_int("ttg.num-warps")
@@ -150,7 +151,8 @@ impl<'m, 'a> Program<'m, 'a> {
         // Barriers and shared memory, from CTA 0's run (which keeps only
         // the allocations and initialisations).
         let mut decls = Decls::default();
-        let mut probe = Interp::new(module, [0, 0, 0], launch.grid, STEP_BUDGET);
+        let budget = launch.max_steps.unwrap_or(super::launch::DEFAULT_MAX_STEPS);
+        let mut probe = Interp::new(module, [0, 0, 0], launch.grid, budget);
         probe.run(func, &args, &mut decls)?;
         let Decls { allocs, inits } = decls;
         let smem: u64 = allocs.iter().map(|a| a.1).sum();
@@ -185,7 +187,7 @@ impl<'m, 'a> Program<'m, 'a> {
             wgs,
             maps,
             bars,
-            budget: STEP_BUDGET,
+            budget,
         })
     }
 
@@ -219,7 +221,7 @@ impl<'m, 'a> Program<'m, 'a> {
             LowerError::Ttgir(self.module.error(
                 at,
                 super::error::TtgirErrorKind::Exec {
-                    op: "lowering".into(),
+                    op: op_name_at(self.module.src, at).into(),
                     x: coords[0],
                     y: coords[1],
                     z: coords[2],
@@ -444,6 +446,15 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
     }
 }
 
+/// The name of the op whose statement starts at byte `at` of `src`
+/// (`ttng.wait_barrier` in `%x = ttng.wait_barrier ...`).
+fn op_name_at(src: &str, at: usize) -> &str {
+    let line = src.get(at..).unwrap_or("").lines().next().unwrap_or("");
+    line.split(|c: char| c.is_whitespace() || c == '(' || c == '"')
+        .find(|w| w.contains('.') && !w.starts_with('%'))
+        .unwrap_or("an op")
+}
+
 /// Calls `f` on every op of `blocks`, nested regions included.
 fn walk<'m, 'a>(blocks: &'m [super::tree::Block<'a>], f: &mut impl FnMut(&'m Node<'a>)) {
     for b in blocks {
@@ -534,3 +545,7 @@ impl StreamSource for TtgirSource<'_, '_, '_> {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "lower_tests.rs"]
+mod tests;

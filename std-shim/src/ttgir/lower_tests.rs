@@ -1,0 +1,245 @@
+//! Tests of the lowering ([`super`]): a hand-written two-WarpGroup kernel
+//! whose streams are derived by hand, pulled streams against whole ones,
+//! and runs of Triton's GEMM through the source and through an op file.
+
+use simfa_core::{GpuConfig, Op, StreamSource, WgmmaMode, Work};
+
+use super::*;
+use crate::proton::ops_file::{OpsFile, OpsWriter};
+use crate::ttgir::tree::parse;
+
+const RING: &str = "#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [8, 1], instrShape = [16, 64, 16]}>
+#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#bar = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>
+#smem = #ttg.shared_memory
+module attributes {\"ttg.num-warps\" = 8 : i32} {
+  tt.func public @ring(%a: !tt.tensordesc<128x64xf16, #shared>, %n: i32) {
+    %true = arith.constant true
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %c2 = arith.constant 2 : i32
+    %c64 = arith.constant 64 : i32
+    %c128 = arith.constant 128 : i32
+    %acc0 = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %c128 : i32
+    %buf = ttg.local_alloc : () -> !ttg.memdesc<2x128x64xf16, #shared, #smem, mutable>
+    %bb = ttg.local_alloc : () -> !ttg.memdesc<64x64xf16, #shared, #smem, mutable>
+    %bars = ttg.local_alloc : () -> !ttg.memdesc<2x1xi64, #bar, #smem, mutable>
+    %b0 = ttg.memdesc_index %bars[%c0] : !ttg.memdesc<2x1xi64, #bar, #smem, mutable> -> !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    ttng.init_barrier %b0, 1 : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    %b1 = ttg.memdesc_index %bars[%c1] : !ttg.memdesc<2x1xi64, #bar, #smem, mutable> -> !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    ttng.init_barrier %b1, 1 : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %acc0) -> (tensor<128x64xf32, #mma>)  : i32 {
+      %slot = arith.remsi %i, %c2 : i32
+      %ph = arith.divsi %i, %c2 : i32
+      %b = ttg.memdesc_index %bars[%slot] : !ttg.memdesc<2x1xi64, #bar, #smem, mutable> -> !ttg.memdesc<1xi64, #bar, #smem, mutable>
+      %s = ttg.memdesc_index %buf[%slot] : !ttg.memdesc<2x128x64xf16, #shared, #smem, mutable> -> !ttg.memdesc<128x64xf16, #shared, #smem, mutable>
+      %k = arith.muli %i, %c64 : i32
+      ttng.barrier_expect %b, 16384, %true : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+      ttng.async_tma_copy_global_to_local %a[%row, %k] %s, %b, %true : !tt.tensordesc<128x64xf16, #shared>, !ttg.memdesc<1xi64, #bar, #smem, mutable> -> !ttg.memdesc<128x64xf16, #shared, #smem, mutable>
+      ttng.wait_barrier %b, %ph : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+      %d = ttng.warp_group_dot %s, %bb, %acc {inputPrecision = 0 : i32, isAsync = true} : !ttg.memdesc<128x64xf16, #shared, #smem, mutable> * !ttg.memdesc<64x64xf16, #shared, #smem, mutable> -> tensor<128x64xf32, #mma>
+      %w = ttng.warp_group_dot_wait %d {pendings = 0 : i32} : tensor<128x64xf32, #mma>
+      %e = math.exp2 %w : tensor<128x64xf32, #mma>
+      scf.yield %e : tensor<128x64xf32, #mma>
+    }
+    tt.return
+  }
+}
+";
+
+const RING_LAUNCH: &str =
+    "grid = [2, 1, 1]\n[args]\nn = 3\n[tensors.a]\nbase = 0x10000\nelem = 2\ndims = [1024, 256]\n";
+
+fn ring_module(src: &str) -> Module<'_> {
+    parse("ring.mlir", src).unwrap()
+}
+
+fn launch() -> Launch {
+    Launch::parse("ring.toml", RING_LAUNCH).unwrap()
+}
+
+/// The declarations and CTA 1's two streams, derived by hand: WarpGroup 0
+/// initialises the two barriers, both meet at a CTA-wide barrier, then
+/// per iteration WarpGroup 0 expects, arrives and loads, both wait at the
+/// slot's parity, issue their half of the dot (4 m64n64k16 WGMMAs each),
+/// wait for it and do their half of the exponentials (4096 MUFU ops).
+#[test]
+fn a_two_warpgroup_ring_lowers_as_derived() {
+    let m = ring_module(RING);
+    let p = Program::new(&m, &launch(), "ring.toml").unwrap();
+    let k = &p.kernel;
+    assert_eq!(k.grid, [2, 1, 1]);
+    assert_eq!(k.smem_bytes, 2 * 128 * 64 * 2 + 64 * 64 * 2 + 16);
+    assert_eq!(k.maps.len(), 1);
+    assert_eq!(k.maps[0].boxdim[..2], [64, 128]);
+    assert_eq!(k.mbarriers.len(), 1);
+    assert_eq!((k.mbarriers[0].len, k.mbarriers[0].count), (2, 1));
+    assert_eq!((k.roles.len(), k.roles[0].count), (1, 2));
+    let s = p.streams(1).unwrap();
+    let sync = Op::BarSync {
+        id: 0,
+        threads: 256,
+    };
+    let dot = Op::Wgmma {
+        n: 64,
+        mode: WgmmaMode::Ss,
+    };
+    let exp = Op::Compute {
+        work: Work {
+            mufu: 4096,
+            ..Work::default()
+        },
+    };
+    let mut wg0 = vec![
+        Op::MbarInit { bar: 0, count: 1 },
+        Op::MbarInit { bar: 1, count: 1 },
+        sync,
+    ];
+    let mut wg1 = vec![sync];
+    for i in 0..3u16 {
+        let bar = i % 2;
+        let wait = Op::MbarWait {
+            bar,
+            parity: (i / 2 % 2) as u8,
+        };
+        wg0.extend([
+            Op::MbarExpectTx { bar, bytes: 16384 },
+            Op::MbarArrive { bar },
+            Op::TmaLoad {
+                map: 0,
+                bar,
+                coords: [64 * i as i64, 128, 0, 0, 0],
+                multicast: 0,
+            },
+        ]);
+        for w in [&mut wg0, &mut wg1] {
+            w.push(wait);
+            w.extend([dot; 4]);
+            w.extend([Op::WgmmaCommit, Op::WgmmaWait { n: 0 }, exp]);
+        }
+    }
+    assert_eq!(s[0], wg0);
+    assert_eq!(s[1], wg1);
+}
+
+/// Pulling the streams one op at a time, one WarpGroup wholly before the
+/// other, gives the whole streams, and the CTA is dropped at the end.
+#[test]
+fn pulled_streams_are_the_whole_streams() {
+    let m = ring_module(RING);
+    let p = Program::new(&m, &launch(), "ring.toml").unwrap();
+    let whole = p.streams(0).unwrap();
+    let mut src = TtgirSource::new(&p);
+    for wg in [1u8, 0] {
+        let mut got = Vec::new();
+        let mut pos = 0;
+        while let Some(op) = src.pull(0, 0, wg, pos).unwrap() {
+            got.push(op);
+            pos += 1;
+        }
+        assert_eq!(got, whole[wg as usize]);
+    }
+    assert!(src.ctas.is_empty());
+    // A pull from an earlier place (a resumed run) starts the CTA again.
+    assert_eq!(src.pull(0, 0, 0, 2).unwrap(), Some(whole[0][2]));
+    assert_eq!(src.pull(0, 0, 0, 1).unwrap(), Some(whole[0][1]));
+    assert!(src.pull(0, 1, 0, 0).is_err());
+    assert!(src.error().unwrap().contains("no stream for role 1"));
+}
+
+/// A CTA that spends its step budget fails the pull, and the error names
+/// the op and the CTA.
+#[test]
+fn a_runaway_cta_fails_its_pull() {
+    let m = ring_module(RING);
+    let l = Launch::parse("ring.toml", &RING_LAUNCH.replace("n = 3", "n = 2000000")).unwrap();
+    let p = Program::new(&m, &l, "ring.toml").unwrap().with_budget(1000);
+    let mut src = TtgirSource::new(&p);
+    let mut pos = 0;
+    let err = loop {
+        match src.pull(1, 0, 0, pos) {
+            Ok(Some(_)) => pos += 1,
+            Ok(None) => panic!("the stream ended"),
+            Err(_) => break src.error().unwrap().to_string(),
+        }
+    };
+    assert!(
+        err.contains("in CTA (1, 0, 0): the step budget of 1000 ops"),
+        "{err}"
+    );
+}
+
+fn compiled(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/ttgir-compiled")
+        .join(name);
+    std::fs::read_to_string(p).expect("fixture exists")
+}
+
+/// Triton's GEMM simulates to the same cycles and digest twice through
+/// the source, and through an op file of its streams (`ttgir gen`).
+#[test]
+fn runs_are_deterministic_and_match_the_op_file() {
+    let src = compiled("tma_gemm.ttgir");
+    let text = compiled("tma_gemm.launch.toml");
+    let m = parse("tma_gemm.ttgir", &src).unwrap();
+    let l = Launch::parse("tma_gemm.launch.toml", &text).unwrap();
+    let p = Program::new(&m, &l, "tma_gemm.launch.toml").unwrap();
+    let cfg = GpuConfig::h100();
+    let run = |s: &mut dyn FnMut() -> simfa_core::Summary| s();
+    let a = run(&mut || {
+        crate::run::simulate_from(
+            &cfg,
+            &p.kernel,
+            TtgirSource::new(&p),
+            &mut (),
+            |_, _, _| {},
+            &Default::default(),
+        )
+        .unwrap()
+        .summary
+    });
+    let b = run(&mut || {
+        crate::run::simulate_from(
+            &cfg,
+            &p.kernel,
+            TtgirSource::new(&p),
+            &mut (),
+            |_, _, _| {},
+            &Default::default(),
+        )
+        .unwrap()
+        .summary
+    });
+    assert_eq!((a.cycles, a.digest), (b.cycles, b.digest));
+    let dir = std::env::temp_dir().join(format!("simfa-ttgir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("k.ops");
+    let mut w = OpsWriter::create(&path).unwrap();
+    for cta in 0..64 {
+        for (wg, s) in p.streams(cta).unwrap().iter().enumerate() {
+            w.begin(cta, 0, wg as u8).unwrap();
+            for op in s {
+                w.push(op).unwrap();
+            }
+        }
+    }
+    w.finish().unwrap();
+    let mut file = OpsFile::open(&path).unwrap();
+    let c = crate::run::simulate_from(
+        &cfg,
+        &p.kernel,
+        &mut file,
+        &mut (),
+        |_, _, _| {},
+        &Default::default(),
+    )
+    .unwrap()
+    .summary;
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!((a.cycles, a.digest), (c.cycles, c.digest));
+    // 64 CTAs of 16 k-steps of 8 m64n128k16 WGMMAs.
+    assert_eq!(a.stats.wgmmas, 64 * 16 * 8);
+}
