@@ -1,7 +1,16 @@
-//! The TTGIR front end: a source-to-source pass that instruments Triton
-//! GPU IR (MLIR text) with Proton records, the first half of the paper's
-//! operator-agnostic path from a real Triton or Gluon kernel to a
-//! simulation (section V-A2).
+//! The TTGIR front end, two ways from a Triton or Gluon kernel to a
+//! simulation.
+//!
+//! - **Executing the TTGIR** ([`tree`], [`interp`], [`launch`], [`lower`]):
+//!   `simfa ttgir run` parses the module into functions and regions, runs
+//!   every CTA's scalar code exactly with the host's arguments (a launch
+//!   file), and turns the TMA copies, WGMMAs, mbarrier ops and element-wise
+//!   work it reaches into a simfa kernel's WarpGroup streams, made as the
+//!   simulator pulls them. No GPU and no trace.
+//! - **Instrumenting it** for a trace: a source-to-source pass that wraps
+//!   the timing-visible ops of Triton GPU IR (MLIR text) in Proton records,
+//!   the first half of the paper's operator-agnostic path (section V-A2);
+//!   the recorded trace is imported by [`crate::proton`].
 //!
 //! [`instrument`] wraps every TMA copy, WGMMA and WGMMA wait, and mbarrier
 //! wait, arrive and expect in `proton.record start "<scope>"` /

@@ -88,7 +88,8 @@ pub enum Effect<'m> {
     /// `fence_async_shared`.
     Fence,
     /// Element-wise work in registers, for the whole CTA, in operations
-    /// per unit class ([`super::work`]).
+    /// per unit class (one per element of its class; the table is in
+    /// `std-shim/src/ttgir/interp/work.rs`).
     Compute {
         /// FP32 operations.
         fp32: u64,
