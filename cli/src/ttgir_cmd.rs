@@ -141,11 +141,13 @@ impl TtgirCmd {
                 let k = &program.kernel;
                 let ctas: u32 = k.grid.iter().product();
                 for cta in 0..ctas {
-                    let streams = program.streams(cta).map_err(Failure::input)?;
-                    for (wg, s) in streams.iter().enumerate() {
-                        w.begin(cta, 0, wg as u8).map_err(cannot)?;
-                        for op in s {
-                            w.push(op).map_err(cannot)?;
+                    for role in 0..program.roles() as u8 {
+                        let streams = program.streams(cta, role).map_err(Failure::input)?;
+                        for (wg, s) in streams.iter().enumerate() {
+                            w.begin(cta, role, wg as u8).map_err(cannot)?;
+                            for op in s {
+                                w.push(op).map_err(cannot)?;
+                            }
                         }
                     }
                 }

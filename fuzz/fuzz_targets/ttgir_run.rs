@@ -46,7 +46,9 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(p) = Program::new(&module, &launch, "fuzz.toml") {
         for cta in 0..2 {
-            let _ = p.streams(cta);
+            for role in 0..p.roles() as u8 {
+                let _ = p.streams(cta, role);
+            }
         }
     }
 });

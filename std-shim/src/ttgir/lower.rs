@@ -37,7 +37,7 @@ use simfa_core::source::SourceError;
 use simfa_core::{Kernel, Op, StreamSource, WgmmaMode, Work};
 
 use super::error::TtgirError;
-use super::interp::{Effect, EffectSink, Interp};
+use super::interp::{Effect, EffectSink, Interp, Role};
 use super::launch::{Launch, LaunchError};
 use super::scope::ScopeOp;
 use super::tree::{Func, Module, Node};
@@ -74,7 +74,9 @@ pub struct Program<'m, 'a> {
     args: Vec<Value>,
     /// The simfa kernel (every role a stream role).
     pub kernel: Kernel,
-    wgs: u8,
+    /// WarpGroups of each role: the function's own warps, then each
+    /// worker partition's.
+    wgs: Vec<u8>,
     /// Tensor map of each descriptor argument position.
     maps: HashMap<u16, u8>,
     /// First CTA-wide index and length of each barrier buffer.
@@ -114,6 +116,7 @@ impl<'m, 'a> Program<'m, 'a> {
                 "num-warps {warps} is more WarpGroups than a CTA has"
             ))
         })?;
+        let workers = partitions(module, func).map_err(fail)?;
 
         let mut b = Builder::new(Kernel::default(), func.name)
             .or_else(|_| Builder::new(Kernel::default(), &func.name[..func.name.len().min(24)]))
@@ -123,15 +126,24 @@ impl<'m, 'a> Program<'m, 'a> {
         // Tensor maps: every descriptor a TMA op names, with its box.
         let mut maps = HashMap::new();
         let mut boxes: Vec<(u16, Vec<u32>)> = Vec::new();
-        walk(&func.body.blocks, &mut |n| {
-            if let Some(ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c)) = &n.scope {
-                if let Some(pos) = func.args.iter().position(|(a, _)| *a == c.desc) {
-                    if !boxes.iter().any(|(p, _)| *p == pos as u16) {
-                        boxes.push((pos as u16, c.box_shape.clone()));
+        walk(
+            module.src,
+            &func.body.blocks,
+            &HashMap::new(),
+            &mut |n, alias| {
+                if let Some(ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c)) = &n.scope {
+                    let desc = alias
+                        .get(c.desc.as_str())
+                        .copied()
+                        .unwrap_or(c.desc.as_str());
+                    if let Some(pos) = func.args.iter().position(|(a, _)| *a == desc) {
+                        if !boxes.iter().any(|(p, _)| *p == pos as u16) {
+                            boxes.push((pos as u16, c.box_shape.clone()));
+                        }
                     }
                 }
-            }
-        });
+            },
+        );
         boxes.sort();
         for (pos, shape) in &boxes {
             let (name, _) = func.args[*pos as usize];
@@ -178,13 +190,19 @@ impl<'m, 'a> Program<'m, 'a> {
         let regs = launch.regs.unwrap_or(DEFAULT_REGS);
         b.stream_role("body", wgs as u32, regs)
             .map_err(|e| fail(e.to_string()))?;
+        let mut all = vec![wgs];
+        for (i, w) in workers.iter().enumerate() {
+            b.stream_role(&format!("partition{i}"), w.0 as u32, w.1.unwrap_or(regs))
+                .map_err(|e| fail(e.to_string()))?;
+            all.push(w.0);
+        }
         let kernel = b.finish().map_err(|e| fail(e.to_string()))?;
         Ok(Program {
             module,
             func,
             args,
             kernel,
-            wgs,
+            wgs: all,
             maps,
             bars,
             budget,
@@ -197,9 +215,15 @@ impl<'m, 'a> Program<'m, 'a> {
         self
     }
 
-    /// The WarpGroup streams of CTA `cta`, whole.
-    pub fn streams(&self, cta: u32) -> Result<Vec<Vec<Op>>, LowerError> {
-        let mut run = CtaRun::new(self, cta);
+    /// Roles of the kernel: the function's own warps, then each worker
+    /// partition.
+    pub fn roles(&self) -> usize {
+        self.wgs.len()
+    }
+
+    /// The WarpGroup streams of role `role` in CTA `cta`, whole.
+    pub fn streams(&self, cta: u32, role: u8) -> Result<Vec<Vec<Op>>, LowerError> {
+        let mut run = CtaRun::new(self, cta, role);
         while !run.done() {
             run.step()?;
         }
@@ -212,6 +236,7 @@ impl<'m, 'a> Program<'m, 'a> {
     fn lower(
         &self,
         coords: [u32; 3],
+        role: u8,
         at: usize,
         e: Effect<'_>,
         unsynced: &mut bool,
@@ -229,10 +254,11 @@ impl<'m, 'a> Program<'m, 'a> {
                 },
             ))
         };
+        let wgs = self.wgs[role as usize];
         if *unsynced && !matches!(e, Effect::InitBarrier { .. }) {
             *unsynced = false;
-            if self.wgs > 1 {
-                let threads = self.wgs as u16 * 128;
+            if wgs > 1 {
+                let threads = wgs as u16 * 128;
                 for s in out.iter_mut() {
                     s.push_back(Op::BarSync { id: 0, threads });
                 }
@@ -270,6 +296,19 @@ impl<'m, 'a> Program<'m, 'a> {
         };
         match e {
             Effect::Alloc { .. } | Effect::Fence => {}
+            Effect::Partition => {
+                // Every partition's warps meet at the warp_specialize.
+                let total: u16 = self.wgs.iter().map(|&w| w as u16).sum();
+                if total > 1 {
+                    all(
+                        out,
+                        Op::BarSync {
+                            id: 1,
+                            threads: total * 128,
+                        },
+                    );
+                }
+            }
             Effect::Compute {
                 fp32,
                 mufu,
@@ -278,7 +317,7 @@ impl<'m, 'a> Program<'m, 'a> {
             } => {
                 // Each WarpGroup's share, added to a compute op it has not
                 // pulled yet when there is one.
-                let wgs = self.wgs as u64;
+                let wgs = wgs as u64;
                 let share = |x: u64| u32::try_from(x.div_ceil(wgs)).unwrap_or(u32::MAX);
                 let add = Work {
                     fp32: share(fp32),
@@ -397,6 +436,7 @@ const EFFECTS_PER_STEP: usize = 64;
 struct CtaRun<'p, 'm, 'a> {
     program: &'p Program<'m, 'a>,
     coords: [u32; 3],
+    role: u8,
     interp: Interp<'m, 'a>,
     effects: Vec<(usize, Effect<'m>)>,
     queues: Vec<VecDeque<Op>>,
@@ -405,16 +445,22 @@ struct CtaRun<'p, 'm, 'a> {
 }
 
 impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
-    fn new(program: &'p Program<'m, 'a>, cta: u32) -> Self {
+    fn new(program: &'p Program<'m, 'a>, cta: u32, role: u8) -> Self {
         let coords = program.kernel.cta_coords(cta);
-        let mut interp = Interp::new(program.module, coords, program.kernel.grid, program.budget);
+        let as_role = match role {
+            0 => Role::Default,
+            r => Role::Worker(r - 1),
+        };
+        let mut interp = Interp::new(program.module, coords, program.kernel.grid, program.budget)
+            .as_role(as_role);
         interp.start(program.func, &program.args);
         CtaRun {
             program,
             coords,
+            role,
             interp,
             effects: Vec::new(),
-            queues: vec![VecDeque::new(); program.wgs as usize],
+            queues: vec![VecDeque::new(); program.wgs[role as usize] as usize],
             unsynced: false,
             finished: false,
         }
@@ -431,8 +477,14 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
             .interp
             .resume(&mut self.effects, &mut |e| e.len() >= EFFECTS_PER_STEP)?;
         for (at, e) in self.effects.drain(..) {
-            self.program
-                .lower(self.coords, at, e, &mut self.unsynced, &mut self.queues)?;
+            self.program.lower(
+                self.coords,
+                self.role,
+                at,
+                e,
+                &mut self.unsynced,
+                &mut self.queues,
+            )?;
         }
         Ok(())
     }
@@ -455,16 +507,93 @@ fn op_name_at(src: &str, at: usize) -> &str {
         .unwrap_or("an op")
 }
 
-/// Calls `f` on every op of `blocks`, nested regions included.
-fn walk<'m, 'a>(blocks: &'m [super::tree::Block<'a>], f: &mut impl FnMut(&'m Node<'a>)) {
+/// Calls `f` on every op of `blocks`, nested regions included, with the
+/// names a worker partition's arguments stand for (`%arg18` is the
+/// `warp_specialize` operand `%a_desc` it captures).
+fn walk<'m, 'a>(
+    src: &'a str,
+    blocks: &'m [super::tree::Block<'a>],
+    alias: &HashMap<&'a str, &'a str>,
+    f: &mut impl FnMut(&'m Node<'a>, &HashMap<&'a str, &'a str>),
+) {
     for b in blocks {
         for n in &b.ops {
-            f(n);
-            for r in &n.regions {
-                walk(&r.blocks, f);
+            f(n, alias);
+            for (i, r) in n.regions.iter().enumerate() {
+                let mut inner = alias.clone();
+                if n.view.name == "ttg.warp_specialize" && i > 0 {
+                    let operands: Vec<&'a str> = n
+                        .view
+                        .operands
+                        .iter()
+                        .filter(|o| o.is_ssa() && o.group == 0)
+                        .map(|o| o.text)
+                        .collect();
+                    let names = super::interp::partition_args(src, &n.region_heads[i]);
+                    for (k, v) in names.into_iter().zip(operands) {
+                        let v = alias.get(v).copied().unwrap_or(v);
+                        inner.insert(k, v);
+                    }
+                }
+                walk(src, &r.blocks, &inner, f);
             }
         }
     }
+}
+
+/// The worker partitions of the kernel's `ttg.warp_specialize` (none
+/// without one): each one's WarpGroups (`num_warps(W)`, a WarpGroup per
+/// four warps, at least one) and requested registers.
+fn partitions(module: &Module<'_>, func: &Func<'_>) -> Result<Vec<(u8, Option<u32>)>, String> {
+    let mut found: Vec<&Node<'_>> = Vec::new();
+    walk(
+        module.src,
+        &func.body.blocks,
+        &HashMap::new(),
+        &mut |n, _| {
+            if n.view.name == "ttg.warp_specialize" {
+                found.push(n);
+            }
+        },
+    );
+    let Some(ws) = found.first() else {
+        return Ok(Vec::new());
+    };
+    if found.len() > 1 {
+        return Err("more than one ttg.warp_specialize (simfa runs one per kernel)".into());
+    }
+    let regs: Vec<i64> = ws
+        .view
+        .attrs
+        .iter()
+        .find_map(|a| {
+            let i = a.find("requestedRegisters = array<i32:")?;
+            let rest = &a[i + "requestedRegisters = array<i32:".len()..];
+            let end = rest.find('>')?;
+            Some(
+                rest[..end]
+                    .split(',')
+                    .filter_map(|x| x.trim().parse().ok())
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, head) in ws.region_heads.iter().enumerate().skip(1) {
+        let text = module.src.get(head.start..head.end).unwrap_or("");
+        let warps: i64 = text
+            .find("num_warps(")
+            .and_then(|k| {
+                let rest = &text[k + "num_warps(".len()..];
+                rest[..rest.find(')')?].trim().parse().ok()
+            })
+            .ok_or_else(|| format!("partition{} has no num_warps(N)", i - 1))?;
+        let wgs = u8::try_from((warps.max(1) + 3) / 4)
+            .map_err(|_| format!("partition{} has {warps} warps", i - 1))?;
+        let r = regs.get(i - 1).map(|&r| r.clamp(24, 255) as u32);
+        out.push((wgs, r));
+    }
+    Ok(out)
 }
 
 /// One CTA's run while its WarpGroups pull from it.
@@ -482,7 +611,7 @@ struct Cta<'p, 'm, 'a> {
 /// holds the resident CTAs' next few ops, not their streams.
 pub struct TtgirSource<'p, 'm, 'a> {
     program: &'p Program<'m, 'a>,
-    ctas: HashMap<u32, Cta<'p, 'm, 'a>>,
+    ctas: HashMap<(u32, u8), Cta<'p, 'm, 'a>>,
     error: Option<String>,
 }
 
@@ -501,14 +630,15 @@ impl<'p, 'm, 'a> TtgirSource<'p, 'm, 'a> {
         self.error.as_deref()
     }
 
-    fn pull_op(&mut self, cta: u32, wg: u8, pos: u64) -> Result<Option<Op>, LowerError> {
+    fn pull_op(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, LowerError> {
         let program = self.program;
+        let wgs = program.wgs[role as usize];
         let fresh = || Cta {
-            run: CtaRun::new(program, cta),
-            pos: vec![0; program.wgs as usize],
+            run: CtaRun::new(program, cta, role),
+            pos: vec![0; wgs as usize],
             done: 0,
         };
-        let c = self.ctas.entry(cta).or_insert_with(fresh);
+        let c = self.ctas.entry((cta, role)).or_insert_with(fresh);
         let w = wg as usize;
         if pos < c.pos[w] {
             // A run resumed from a snapshot pulls from an earlier place:
@@ -525,8 +655,8 @@ impl<'p, 'm, 'a> TtgirSource<'p, 'm, 'a> {
         c.pos[w] += 1;
         if op.is_none() {
             c.done |= 1 << w;
-            if c.done.count_ones() == program.wgs as u32 {
-                self.ctas.remove(&cta);
+            if c.done.count_ones() == wgs as u32 {
+                self.ctas.remove(&(cta, role));
             }
         }
         Ok(op)
@@ -535,11 +665,16 @@ impl<'p, 'm, 'a> TtgirSource<'p, 'm, 'a> {
 
 impl StreamSource for TtgirSource<'_, '_, '_> {
     fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
-        if role != 0 || wg >= self.program.wgs {
+        if self
+            .program
+            .wgs
+            .get(role as usize)
+            .map_or(true, |&n| wg >= n)
+        {
             self.error = Some(format!("no stream for role {role}, WarpGroup {wg}"));
             return Err(SourceError);
         }
-        self.pull_op(cta, wg, pos).map_err(|e| {
+        self.pull_op(cta, role, wg, pos).map_err(|e| {
             self.error = Some(e.to_string());
             SourceError
         })

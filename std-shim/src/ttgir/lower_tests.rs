@@ -77,7 +77,7 @@ fn a_two_warpgroup_ring_lowers_as_derived() {
     assert_eq!(k.mbarriers.len(), 1);
     assert_eq!((k.mbarriers[0].len, k.mbarriers[0].count), (2, 1));
     assert_eq!((k.roles.len(), k.roles[0].count), (1, 2));
-    let s = p.streams(1).unwrap();
+    let s = p.streams(1, 0).unwrap();
     let sync = Op::BarSync {
         id: 0,
         threads: 256,
@@ -130,7 +130,7 @@ fn a_two_warpgroup_ring_lowers_as_derived() {
 fn pulled_streams_are_the_whole_streams() {
     let m = ring_module(RING);
     let p = Program::new(&m, &launch(), "ring.toml").unwrap();
-    let whole = p.streams(0).unwrap();
+    let whole = p.streams(0, 0).unwrap();
     let mut src = TtgirSource::new(&p);
     for wg in [1u8, 0] {
         let mut got = Vec::new();
@@ -219,7 +219,7 @@ fn runs_are_deterministic_and_match_the_op_file() {
     let path = dir.join("k.ops");
     let mut w = OpsWriter::create(&path).unwrap();
     for cta in 0..64 {
-        for (wg, s) in p.streams(cta).unwrap().iter().enumerate() {
+        for (wg, s) in p.streams(cta, 0).unwrap().iter().enumerate() {
             w.begin(cta, 0, wg as u8).unwrap();
             for op in s {
                 w.push(op).unwrap();
@@ -242,4 +242,68 @@ fn runs_are_deterministic_and_match_the_op_file() {
     assert_eq!((a.cycles, a.digest), (c.cycles, c.digest));
     // 64 CTAs of 16 k-steps of 8 m64n128k16 WGMMAs.
     assert_eq!(a.stats.wgmmas, 64 * 16 * 8);
+}
+
+/// Gluon's warp-specialised GEMM: two roles, the one-warp producer
+/// partition (24 registers requested) with every TMA load and expect of
+/// the CTA, the default partition with every WGMMA; both meet at the
+/// `warp_specialize` before anything else of theirs.
+#[test]
+fn warp_specialize_partitions_become_roles() {
+    let src = compiled("gluon_ws_gemm.ttgir");
+    let text = compiled("gluon_ws_gemm.launch.toml");
+    let m = parse("gluon_ws_gemm.ttgir", &src).unwrap();
+    let l = Launch::parse("gluon_ws_gemm.launch.toml", &text).unwrap();
+    let p = Program::new(&m, &l, "gluon_ws_gemm.launch.toml").unwrap();
+    assert_eq!(p.roles(), 2);
+    let k = &p.kernel;
+    assert_eq!(
+        (k.roles[0].count, k.roles[1].count, k.roles[1].regs),
+        (1, 1, 24)
+    );
+    // CTA 3 of 132 has tiles 3 and 135 of the 16 x 16 tiles, 32 k-steps
+    // each.
+    let consumer = p.streams(3, 0).unwrap();
+    let producer = p.streams(3, 1).unwrap();
+    let count = |s: &[Op], f: fn(&Op) -> bool| s.iter().filter(|o| f(o)).count();
+    let loads = |o: &Op| matches!(o, Op::TmaLoad { .. });
+    let dots = |o: &Op| matches!(o, Op::Wgmma { .. });
+    assert_eq!(count(&producer[0], loads), 2 * 32 * 2);
+    assert_eq!(count(&consumer[0], loads), 0);
+    assert_eq!(count(&producer[0], dots), 0);
+    assert_eq!(count(&consumer[0], dots), 2 * 32 * 8);
+    let meet = Op::BarSync {
+        id: 1,
+        threads: 256,
+    };
+    assert_eq!(producer[0][0], meet);
+    let first_meet = consumer[0].iter().position(|o| *o == meet).unwrap();
+    assert!(consumer[0][..first_meet]
+        .iter()
+        .all(|o| matches!(o, Op::MbarInit { .. })));
+    // Tile 3 of a row-major 16 x 16 walk is at row 0, column 3: the
+    // producer's first loads are A at (0, 0) and B at (0, 384)
+    // (innermost first: [k, row] and [column, k]).
+    assert!(
+        matches!(
+            producer[0][4],
+            Op::TmaLoad {
+                coords: [0, 0, ..],
+                ..
+            }
+        ),
+        "{:?}",
+        &producer[0][..6]
+    );
+    assert!(
+        matches!(
+            producer[0][5],
+            Op::TmaLoad {
+                coords: [384, 0, ..],
+                ..
+            }
+        ),
+        "{:?}",
+        &producer[0][..6]
+    );
 }

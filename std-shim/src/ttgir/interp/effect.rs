@@ -87,6 +87,9 @@ pub enum Effect<'m> {
     },
     /// `fence_async_shared`.
     Fence,
+    /// The run enters its partition of `ttg.warp_specialize` (the default
+    /// region, or a worker's): every partition's warps meet there.
+    Partition,
     /// Element-wise work in registers, for the whole CTA, in operations
     /// per unit class (one per element of its class; the table is in
     /// `std-shim/src/ttgir/interp/work.rs`).

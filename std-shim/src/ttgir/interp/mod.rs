@@ -106,6 +106,26 @@ pub struct Interp<'m, 'a> {
     budget: u64,
     stack: Vec<Frame<'m, 'a>>,
     returned: Option<Vec<Value>>,
+    /// Which warps this run is: the default partition (the function's
+    /// own warps) or worker partition `p` of `ttg.warp_specialize`.
+    role: Role,
+    /// An effect of a control-flow op, reported after it.
+    pending: Option<(usize, Effect<'m>)>,
+    /// Whether effects are reported: a worker partition's run goes
+    /// through the function's code before the `warp_specialize` without
+    /// reporting it (those warps sit idle there).
+    loud: bool,
+}
+
+/// The warps a run stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// The function's own warps: its code, and the default region of a
+    /// `ttg.warp_specialize`.
+    Default,
+    /// Worker partition `p` (`partitionP`) of the kernel's
+    /// `ttg.warp_specialize`: its region, and nothing else.
+    Worker(u8),
 }
 
 /// The deepest chain of calls and nested regions a kernel may make.
@@ -130,6 +150,24 @@ impl<'m, 'a> Interp<'m, 'a> {
             budget,
             stack: Vec::new(),
             returned: None,
+            role: Role::Default,
+            pending: None,
+            loud: true,
+        }
+    }
+
+    /// The same interpreter running as `role`'s warps.
+    pub fn as_role(mut self, role: Role) -> Self {
+        self.role = role;
+        self.loud = role == Role::Default;
+        self
+    }
+
+    /// Reports effect `e` of the op at byte `at`, unless this run is a
+    /// worker's before its partition.
+    fn emit(&self, sink: &mut impl EffectSink<'m>, at: usize, e: Effect<'m>) {
+        if self.loud {
+            sink.effect(at, e);
         }
     }
 
@@ -208,6 +246,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                 return Err(self.fail(n, format!("calls and regions nest deeper than {MAX_DEPTH}")));
             }
             self.op(n, sink)?;
+            if let Some((at, e)) = self.pending.take() {
+                sink.effect(at, e);
+            }
             if pause(sink) {
                 return Ok(self.stack.is_empty());
             }
@@ -263,6 +304,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 Ok(())
             }
             "tt.call" => self.enter_call(n),
+            "ttg.warp_specialize" => self.enter_partition(n),
             "scf.yield" | "ttg.warp_yield" | "tt.reduce.return" => {
                 let v = self.values(n, &Self::ssa(n))?;
                 self.end(Some(n), Flow::Yield(v))
@@ -338,6 +380,45 @@ impl<'m, 'a> Interp<'m, 'a> {
             },
         );
         Ok(())
+    }
+
+    /// `ttg.warp_specialize`: the default partition runs its default region
+    /// (whose `warp_yield` gives the op's results); worker partition `p`
+    /// runs region `p + 1` with its block arguments bound to the op's
+    /// operands, and ends with it.
+    fn enter_partition(&mut self, n: &'m Node<'a>) -> Result<(), TtgirError> {
+        match self.role {
+            Role::Default => {
+                self.emit_partition(n);
+                match n.regions.first().and_then(entry) {
+                    Some(block) => self.push(block, Kind::If { node: n }),
+                    None => self.define(&n.view, &[]),
+                }
+                Ok(())
+            }
+            Role::Worker(p) => {
+                let i = p as usize + 1;
+                let (Some(r), Some(head)) = (n.regions.get(i), n.region_heads.get(i)) else {
+                    return Err(self.fail(n, format!("the kernel has no partition{p}")));
+                };
+                let values = self.values(n, &Self::ssa(n))?;
+                let names = partition_args(self.module.src, head);
+                // Only the partition's captures are visible in it.
+                self.vals.clear();
+                self.bind(&names, &values);
+                self.stack.clear();
+                self.loud = true;
+                self.emit_partition(n);
+                self.push(entry(r).unwrap_or(&EMPTY), Kind::Entry);
+                Ok(())
+            }
+        }
+    }
+
+    /// Notes the partition's start for the sink (held until the next
+    /// resume reports it).
+    fn emit_partition(&mut self, n: &'m Node<'a>) {
+        self.pending = Some((n.stmt.start, Effect::Partition));
     }
 
     /// `tt.call @f(%a, ...)`: `f` runs with the operands as its
@@ -480,6 +561,43 @@ impl<'m, 'a> Interp<'m, 'a> {
         }
         Ok(())
     }
+}
+
+/// The argument names of a partition's header `partition0(%a: T, %b: U)
+/// num_warps(4) {`.
+pub fn partition_args<'a>(src: &'a str, head: &super::stmt::Stmt) -> Vec<&'a str> {
+    let text = src.get(head.start..head.end).unwrap_or("");
+    let Some(open) = text.find('(') else {
+        return Vec::new();
+    };
+    let mut depth = 0i32;
+    let mut out = Vec::new();
+    let mut at_name = true;
+    let bytes = text.as_bytes();
+    let mut i = open;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'(' | b'<' | b'[' | b'{' => depth += 1,
+            b')' | b'>' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            b',' if depth == 1 => at_name = true,
+            b'%' if depth == 1 && at_name => {
+                let rest = &text[i..];
+                let end = rest
+                    .find(|c: char| c == ':' || c == ',' || c == ')' || c.is_whitespace())
+                    .unwrap_or(rest.len());
+                out.push(&rest[..end]);
+                at_name = false;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 /// The entry block of `r`: its first block with ops (a region printed

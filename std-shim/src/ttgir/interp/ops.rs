@@ -141,7 +141,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let r = self.arith(n, op)?;
                 if r == Value::Opaque {
                     if let Some(w) = super::work::tensor_work(v) {
-                        sink.effect(n.stmt.start, w);
+                        self.emit(sink, n.stmt.start, w);
                     }
                 }
                 self.define(v, &[r]);
@@ -156,7 +156,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     .first()
                     .and_then(|t| self.module.type_bytes(t))
                     .unwrap_or(0);
-                sink.effect(n.stmt.start, Effect::Alloc { mem, bytes });
+                self.emit(sink, n.stmt.start, Effect::Alloc { mem, bytes });
                 self.define(v, &[Value::Mem(mem)]);
             }
             ("ttg", "memdesc_index")
@@ -188,7 +188,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let bar = self.mem(n, ssa.first().copied().unwrap_or(""))?;
                 let count = v.operands.iter().find_map(|o| o.int()).unwrap_or(1);
                 let count = u32::try_from(count).map_err(|_| self.fail(n, "a negative count"))?;
-                sink.effect(n.stmt.start, Effect::InitBarrier { bar, count });
+                self.emit(sink, n.stmt.start, Effect::InitBarrier { bar, count });
             }
             ("ttng", "async_tma_store_wait") | ("triton_nvidia_gpu", "async_tma_store_wait") => {
                 let pendings = v
@@ -198,10 +198,10 @@ impl<'m, 'a> Interp<'m, 'a> {
                     .unwrap_or(0);
                 let pendings =
                     u32::try_from(pendings).map_err(|_| self.fail(n, "negative pendings"))?;
-                sink.effect(n.stmt.start, Effect::StoreWait { pendings });
+                self.emit(sink, n.stmt.start, Effect::StoreWait { pendings });
             }
             ("ttng", "fence_async_shared") | ("triton_nvidia_gpu", "fence_async_shared") => {
-                sink.effect(n.stmt.start, Effect::Fence);
+                self.emit(sink, n.stmt.start, Effect::Fence);
             }
             _ => {
                 // Tensor math, conversions, layouts, loads and stores
@@ -213,7 +213,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     super::work::tensor_work(v)
                 };
                 if let Some(w) = w {
-                    sink.effect(n.stmt.start, w);
+                    self.emit(sink, n.stmt.start, w);
                 }
                 self.define(v, &[]);
             }
@@ -291,7 +291,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 bytes: *bytes,
             },
         };
-        sink.effect(at, e);
+        self.emit(sink, at, e);
         Ok(())
     }
 
