@@ -139,3 +139,31 @@ fn a_warp_specialised_gluon_gemm_matches_the_generator() {
     assert!((a / b - 1.0).abs() < 0.03, "ttgir {a} cycles, gemm {b}");
     assert_eq!(t["wgmmas"], g["wgmmas"]);
 }
+
+/// A GEMM that makes its descriptors in the kernel runs, checks clean,
+/// and replays through `ttgir gen` to the same cycles and digest.
+#[test]
+fn descriptors_made_in_the_kernel_run_and_replay() {
+    let k = compiled("device_desc_gemm.ttgir");
+    let l = compiled("device_desc_gemm.launch.toml");
+    let o = simfa(&[
+        "ttgir",
+        "run",
+        s(&k),
+        "--launch",
+        s(&l),
+        "--json",
+        "--check",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let direct: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // 16 x 16 tiles of 32 k-steps, 8 m64n128k16 WGMMAs each.
+    assert_eq!(direct["wgmmas"], 256 * 32 * 8);
+    let scratch = Scratch::new("ttgir-made");
+    let out = scratch.path("k.sfk");
+    let g = simfa(&["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)]);
+    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
+    let r = simfa(&["run", s(&out), "--json"]);
+    let replayed: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(direct["digest"], replayed["digest"]);
+}

@@ -1,9 +1,11 @@
 """Compiles the project's small Triton kernels to TTGIR for sm_90 without a
 GPU: a pipelined TMA GEMM, a persistent TMA GEMM (grouped tile order,
-runtime M, N, K) and a warp-specialised attention forward.
+runtime M, N, K), a persistent GEMM whose descriptors are made in the
+kernel, and a warp-specialised attention forward.
 
 Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/gemm.ttgir,
-OUT_DIR/persistent_gemm.ttgir and OUT_DIR/attention.ttgir (only what
+OUT_DIR/persistent_gemm.ttgir, OUT_DIR/device_desc_gemm.ttgir and
+OUT_DIR/attention.ttgir (only what
 compiles; prints what did not)."""
 
 import sys
@@ -46,6 +48,32 @@ def persistent_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
         pid_n = (tile_id % num_pid_in_group) // group_size_m
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in tl.range(0, k_tiles, num_stages=3):
+            a = a_desc.load([pid_m * BM, ki * BK])
+            b = b_desc.load([ki * BK, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
+@triton.jit
+def device_desc_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
+                     BN: tl.constexpr, BK: tl.constexpr,
+                     NUM_SMS: tl.constexpr):
+    # Descriptors made in the kernel from pointers, as the persistent
+    # matmul tutorial's device-descriptor variant does.
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BM, BN])
+    num_pid_n = tl.cdiv(N, BN)
+    num_tiles = tl.cdiv(M, BM) * num_pid_n
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS,
+                            flatten=False):
+        pid_m = tile_id // num_pid_n
+        pid_n = tile_id % num_pid_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in tl.range(0, tl.cdiv(K, BK), num_stages=3):
             a = a_desc.load([pid_m * BM, ki * BK])
             b = b_desc.load([ki * BK, pid_n * BN])
             acc = tl.dot(a, b, acc)
@@ -99,6 +127,12 @@ def main():
             "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
             "GROUP_M": "constexpr", "NUM_SMS": "constexpr",
         }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}, 8),
+        "device_desc_gemm": (device_desc_gemm, {
+            "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+            "M": "i32", "N": "i32", "K": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+            "NUM_SMS": "constexpr",
+        }, {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132}, 4),
         "attention": (attention_fwd, {
             "q_desc": "tensordesc<fp16[128, 128]>",
             "k_desc": "tensordesc<fp16[128, 128]>",

@@ -50,7 +50,9 @@ pub struct Tensor {
     pub base: u64,
     /// Bytes per element.
     pub elem: u8,
-    /// Elements per dimension, innermost first.
+    /// Elements per dimension, innermost first (a pointer argument that
+    /// the kernel makes descriptors from needs none: the kernel gives them).
+    #[serde(default)]
     pub dims: Vec<u64>,
     /// Bytes between rows of dimensions 1.., innermost first.
     #[serde(default)]
@@ -126,10 +128,10 @@ impl Launch {
             if !matches!(t.elem, 1 | 2 | 4 | 8) {
                 return Err(bad("elem must be 1, 2, 4 or 8 bytes"));
             }
-            if t.dims.is_empty() || t.dims.len() > 5 || t.dims.contains(&0) {
+            if t.dims.len() > 5 || t.dims.contains(&0) {
                 return Err(bad("dims must be 1 to 5 non-zero sizes"));
             }
-            if t.strides.len() > t.dims.len() - 1 {
+            if t.strides.len() > t.dims.len().saturating_sub(1) {
                 return Err(bad("more strides than dimensions past the first"));
             }
             if t.strides.iter().any(|s| s % 16 != 0) {
@@ -182,12 +184,18 @@ impl Launch {
         for (i, (name, ty)) in f.args.iter().enumerate() {
             let bare = &names[i];
             let v = if ty.starts_with("!tt.tensordesc") {
-                if self.tensor(name, i).is_none() {
-                    return Err(fail(format!(
-                        "the descriptor `{bare}` (argument {i}) has no [tensors.{bare}]"
-                    )));
+                match self.tensor(name, i) {
+                    None => {
+                        return Err(fail(format!(
+                            "the descriptor `{bare}` (argument {i}) has no [tensors.{bare}]"
+                        )))
+                    }
+                    Some(t) if t.dims.is_empty() => {
+                        return Err(fail(format!("tensor `{bare}`: a descriptor needs dims")))
+                    }
+                    Some(_) => {}
                 }
-                let i = u16::try_from(i).map_err(|_| fail("too many arguments".into()))?;
+                let i = u32::try_from(i).map_err(|_| fail("too many arguments".into()))?;
                 Value::Desc(i)
             } else if let Some(bits) = int_bits(ty) {
                 let given = self
@@ -210,6 +218,9 @@ impl Launch {
                     v: wrap(v, bits),
                     bits,
                 }
+            } else if ty.starts_with("!tt.ptr") && self.tensor(name, i).is_some() {
+                let i = u16::try_from(i).map_err(|_| fail("too many arguments".into()))?;
+                Value::Ptr(i)
             } else {
                 Value::Opaque
             };

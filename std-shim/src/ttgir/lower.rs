@@ -77,8 +77,12 @@ pub struct Program<'m, 'a> {
     /// WarpGroups of each role: the function's own warps, then each
     /// worker partition's.
     wgs: Vec<u8>,
-    /// Tensor map of each descriptor argument position.
-    maps: HashMap<u16, u8>,
+    /// Tensor map of each descriptor key (an argument position, or a
+    /// descriptor made in the kernel).
+    maps: HashMap<u32, u8>,
+    /// What each descriptor made in the kernel was made as in CTA 0: box,
+    /// dims and strides (every CTA must make the same).
+    made: HashMap<u32, (Vec<u32>, Vec<u64>, Vec<u64>)>,
     /// First CTA-wide index and length of each barrier buffer.
     bars: HashMap<u32, (u16, u16)>,
     budget: u64,
@@ -146,18 +150,25 @@ impl<'m, 'a> Program<'m, 'a> {
         );
         boxes.sort();
         for (pos, shape) in &boxes {
-            let (name, _) = func.args[*pos as usize];
+            let (name, ty) = func.args[*pos as usize];
             let t = launch
                 .tensor(name, *pos as usize)
                 .ok_or_else(|| fail(format!("the descriptor `{name}` has no tensor")))?;
-            let m = Launch::map(name, t, shape).map_err(|why| {
+            // The hardware box is no wider than the layout's swizzle span;
+            // a wider block is several copies (see `lower`).
+            let mut hw = shape.clone();
+            if let (Some(span), Some(inner)) = (module.swizzle_bytes(ty, func.at), hw.last_mut()) {
+                let cap = (span / t.elem.max(1) as u64).max(1) as u32;
+                *inner = (*inner).min(cap);
+            }
+            let m = Launch::map(name, t, &hw).map_err(|why| {
                 LowerError::Launch(LaunchError {
                     file: launch_file.to_string(),
                     why: format!("tensor `{}`: {why}", name.trim_start_matches('%')),
                 })
             })?;
             let i = b.map(m).map_err(|e| fail(e.to_string()))?;
-            maps.insert(*pos, i);
+            maps.insert(*pos as u32, i);
         }
 
         // Barriers and shared memory, from CTA 0's run (which keeps only
@@ -166,7 +177,40 @@ impl<'m, 'a> Program<'m, 'a> {
         let budget = launch.max_steps.unwrap_or(super::launch::DEFAULT_MAX_STEPS);
         let mut probe = Interp::new(module, [0, 0, 0], launch.grid, budget);
         probe.run(func, &args, &mut decls)?;
-        let Decls { allocs, inits } = decls;
+        let Decls {
+            allocs,
+            inits,
+            made: made_list,
+        } = decls;
+        let mut made = HashMap::new();
+        for (key, ptr, boxdim, dims, strides) in made_list {
+            if made.contains_key(&key) {
+                continue;
+            }
+            let (name, _) = func.args[ptr as usize];
+            let base = launch
+                .tensor(name, ptr as usize)
+                .ok_or_else(|| fail(format!("the pointer `{name}` has no tensor")))?;
+            if boxdim.len() != dims.len() || dims.is_empty() || dims.len() > 5 {
+                return Err(fail(format!(
+                    "a descriptor over `{name}` with a box of {} and {} dimensions",
+                    boxdim.len(),
+                    dims.len()
+                )));
+            }
+            let t = super::launch::Tensor {
+                base: base.base,
+                elem: base.elem,
+                dims: dims.clone(),
+                strides: strides.clone(),
+            };
+            let shape: Vec<u32> = boxdim.iter().rev().copied().collect();
+            let m = Launch::map(name, &t, &shape)
+                .map_err(|why| fail(format!("the descriptor made over `{name}`: {why}")))?;
+            let i = b.map(m).map_err(|e| fail(e.to_string()))?;
+            maps.insert(key, i);
+            made.insert(key, (boxdim, dims, strides));
+        }
         let smem: u64 = allocs.iter().map(|a| a.1).sum();
         b.smem(u32::try_from(smem).map_err(|_| fail(format!("{smem} bytes of shared memory")))?);
         let mut bars = HashMap::new();
@@ -204,6 +248,7 @@ impl<'m, 'a> Program<'m, 'a> {
             kernel,
             wgs: all,
             maps,
+            made,
             bars,
             budget,
         })
@@ -228,6 +273,45 @@ impl<'m, 'a> Program<'m, 'a> {
             run.step()?;
         }
         Ok(run.queues.into_iter().map(Vec::from).collect())
+    }
+
+    /// The hardware copies of a TMA copy of a `block` (outermost first) at
+    /// `coords` (outermost first) through tensor map `map`: one per box of
+    /// the map along each dimension the block is wider than the box (a
+    /// block wider than the swizzle span), in simfa's innermost-first
+    /// coordinates.
+    fn copies(&self, map: u8, block: &[u32], coords: &[i64]) -> Result<Vec<[i64; 5]>, String> {
+        let m = &self.kernel.maps[map as usize];
+        let rank = m.rank as usize;
+        if block.len() != rank || coords.len() != rank {
+            return Err(format!(
+                "a copy of a {}-dimensional block at {} coordinates through a {rank}-dimensional tensor map",
+                block.len(),
+                coords.len()
+            ));
+        }
+        let mut origin = [0i64; 5];
+        let mut per = [1u32; 5];
+        for i in 0..rank {
+            origin[i] = coords[rank - 1 - i];
+            let b = block[rank - 1 - i];
+            per[i] = b.div_ceil(m.boxdim[i].max(1));
+        }
+        let total: u32 = per.iter().product();
+        if total > 256 {
+            return Err(format!("a block of {total} hardware copies"));
+        }
+        let mut out = Vec::with_capacity(total as usize);
+        for k in 0..total {
+            let mut c = origin;
+            let mut r = k;
+            for i in 0..rank {
+                c[i] += (r % per[i]) as i64 * m.boxdim[i] as i64;
+                r /= per[i];
+            }
+            out.push(c);
+        }
+        Ok(out)
     }
 
     /// The ops of one effect (of the op at byte `at`, in the CTA at
@@ -276,18 +360,11 @@ impl<'m, 'a> Program<'m, 'a> {
                 None => Err(fail("a barrier CTA 0 never initialises".into())),
             }
         };
-        let map = |d: u16| {
+        let map = |d: u32| {
             self.maps
                 .get(&d)
                 .copied()
                 .ok_or_else(|| fail(format!("descriptor argument {d} has no tensor map")))
-        };
-        let coords5 = |c: &[i64]| {
-            let mut x = [0i64; 5];
-            for (i, v) in c.iter().rev().take(5).enumerate() {
-                x[i] = *v;
-            }
-            x
         };
         let all = |out: &mut [VecDeque<Op>], op: Op| {
             for s in out.iter_mut() {
@@ -296,6 +373,20 @@ impl<'m, 'a> Program<'m, 'a> {
         };
         match e {
             Effect::Alloc { .. } | Effect::Fence => {}
+            Effect::MakeDesc {
+                key,
+                boxdim,
+                dims,
+                strides,
+                ..
+            } => {
+                if self.made.get(&key) != Some(&(boxdim, dims, strides)) {
+                    return Err(fail(
+                        "this CTA makes a descriptor unlike CTA 0's (simfa declares tensor maps once per kernel)"
+                            .into(),
+                    ));
+                }
+            }
             Effect::Partition => {
                 // Every partition's warps meet at the warp_specialize.
                 let total: u16 = self.wgs.iter().map(|&w| w as u16).sum();
@@ -360,6 +451,7 @@ impl<'m, 'a> Program<'m, 'a> {
             Effect::TmaLoad {
                 desc,
                 coords,
+                box_shape,
                 bar: m,
                 ..
             } => {
@@ -368,17 +460,28 @@ impl<'m, 'a> Program<'m, 'a> {
                         "a descriptor load into registers is not simulated yet".into(),
                     ));
                 };
-                out[0].push_back(Op::TmaLoad {
-                    map: map(desc)?,
-                    bar: bar(m)?,
-                    coords: coords5(&coords),
-                    multicast: 0,
-                });
+                let map = map(desc)?;
+                let bar = bar(m)?;
+                for coords in self.copies(map, box_shape, &coords).map_err(fail)? {
+                    out[0].push_back(Op::TmaLoad {
+                        map,
+                        bar,
+                        coords,
+                        multicast: 0,
+                    });
+                }
             }
-            Effect::TmaStore { desc, coords, .. } => out[0].push_back(Op::TmaStore {
-                map: map(desc)?,
-                coords: coords5(&coords),
-            }),
+            Effect::TmaStore {
+                desc,
+                coords,
+                box_shape,
+                ..
+            } => {
+                let map = map(desc)?;
+                for coords in self.copies(map, box_shape, &coords).map_err(fail)? {
+                    out[0].push_back(Op::TmaStore { map, coords });
+                }
+            }
             Effect::StoreWait { pendings } => out[0].push_back(Op::StoreWait {
                 n: pendings.min(255) as u8,
             }),
@@ -414,6 +517,8 @@ struct Decls {
     allocs: Vec<(u32, u64)>,
     /// Each initialisation: the buffer, the index and the count.
     inits: Vec<(u32, i64, u32)>,
+    /// Each descriptor made: key, pointer argument, box, dims, strides.
+    made: Vec<(u32, u16, Vec<u32>, Vec<u64>, Vec<u64>)>,
 }
 
 impl<'m> EffectSink<'m> for Decls {
@@ -423,6 +528,13 @@ impl<'m> EffectSink<'m> for Decls {
                 self.allocs.push((mem.alloc, bytes));
             }
             Effect::InitBarrier { bar, count } => self.inits.push((bar.alloc, bar.index, count)),
+            Effect::MakeDesc {
+                key,
+                ptr,
+                boxdim,
+                dims,
+                strides,
+            } => self.made.push((key, ptr, boxdim, dims, strides)),
             _ => {}
         }
     }

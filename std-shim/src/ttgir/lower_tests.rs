@@ -268,7 +268,10 @@ fn warp_specialize_partitions_become_roles() {
     let count = |s: &[Op], f: fn(&Op) -> bool| s.iter().filter(|o| f(o)).count();
     let loads = |o: &Op| matches!(o, Op::TmaLoad { .. });
     let dots = |o: &Op| matches!(o, Op::Wgmma { .. });
-    assert_eq!(count(&producer[0], loads), 2 * 32 * 2);
+    // A's 128x64 block is one copy; B's 64x128 block is two: its rows of
+    // 256 bytes are twice the layout's 128-byte swizzle span.
+    assert_eq!(k.maps[1].boxdim[..2], [64, 64]);
+    assert_eq!(count(&producer[0], loads), 2 * 32 * 3);
     assert_eq!(count(&consumer[0], loads), 0);
     assert_eq!(count(&producer[0], dots), 0);
     assert_eq!(count(&consumer[0], dots), 2 * 32 * 8);
@@ -282,8 +285,8 @@ fn warp_specialize_partitions_become_roles() {
         .iter()
         .all(|o| matches!(o, Op::MbarInit { .. })));
     // Tile 3 of a row-major 16 x 16 walk is at row 0, column 3: the
-    // producer's first loads are A at (0, 0) and B at (0, 384)
-    // (innermost first: [k, row] and [column, k]).
+    // producer's first loads are A at (0, 0) and B's two halves at (0,
+    // 384) and (0, 448) (innermost first: [k, row] and [column, k]).
     assert!(
         matches!(
             producer[0][4],

@@ -81,6 +81,8 @@ pub struct Module<'a> {
     pub attrs: &'a str,
     /// Its functions, in order.
     pub funcs: Vec<Func<'a>>,
+    /// Its `#name = ...` and `!name = ...` definitions.
+    pub aliases: Aliases<'a>,
 }
 
 impl<'a> Module<'a> {
@@ -102,6 +104,19 @@ impl<'a> Module<'a> {
                 }
             }
         }
+    }
+
+    /// The swizzle span, in bytes, of the shared layout a tensor or
+    /// descriptor type `ty` (at byte `at`) names: its `#alias`'s
+    /// `swizzlingByteWidth` (`None` without one).
+    pub fn swizzle_bytes(&self, ty: &str, at: usize) -> Option<u64> {
+        let start = ty.find('#')?;
+        let name = ty[start..]
+            .split(|c: char| c == ',' || c == '>' || c.is_whitespace())
+            .next()?;
+        let value = self.aliases.get(name, at)?;
+        let w = super::types::find_int(value, "swizzlingByteWidth")?;
+        u64::try_from(w).ok().filter(|&w| w > 0)
     }
 
     /// The integer module attribute `key` (`"ttg.num-warps" = 8 : i32`).
@@ -313,6 +328,7 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
         src,
         attrs: module_attrs,
         funcs,
+        aliases,
     })
 }
 

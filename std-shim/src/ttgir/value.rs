@@ -17,6 +17,9 @@ pub struct MemRef {
     pub index: i64,
 }
 
+/// The bit that marks a descriptor key as made in the kernel.
+pub const MADE_DESC: u32 = 1 << 31;
+
 /// One SSA value as the interpreter sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Value {
@@ -27,8 +30,14 @@ pub enum Value {
         /// Its width in bits.
         bits: u8,
     },
-    /// A host tensor descriptor: the kernel argument it was passed as.
-    Desc(u16),
+    /// A tensor descriptor: a host one (the position of the kernel
+    /// argument it was passed as) or one made in the kernel
+    /// ([`MADE_DESC`] with the byte offset of its `tensormap_create`).
+    Desc(u32),
+    /// A pointer argument the launch gives a tensor for (its position).
+    Ptr(u16),
+    /// A global scratch buffer (the byte offset of its allocating op).
+    Scratch(u32),
     /// A shared-memory buffer.
     Mem(MemRef),
     /// Anything whose value does not change the schedule: tensors in

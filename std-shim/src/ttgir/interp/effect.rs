@@ -46,7 +46,7 @@ pub enum Effect<'m> {
     /// `bar`, or to registers).
     TmaLoad {
         /// The kernel argument of the descriptor.
-        desc: u16,
+        desc: u32,
         /// Coordinates, outermost first (as the kernel passes them).
         coords: Vec<i64>,
         /// The box, outermost dimension first.
@@ -59,7 +59,7 @@ pub enum Effect<'m> {
     /// A TMA copy to global memory.
     TmaStore {
         /// The kernel argument of the descriptor.
-        desc: u16,
+        desc: u32,
         /// Coordinates, outermost first.
         coords: Vec<i64>,
         /// The box, outermost dimension first.
@@ -87,6 +87,21 @@ pub enum Effect<'m> {
     },
     /// `fence_async_shared`.
     Fence,
+    /// `tensormap_create`: a descriptor made in the kernel over pointer
+    /// argument `ptr`.
+    MakeDesc {
+        /// Its key ([`super::super::value::MADE_DESC`] and the op's byte
+        /// offset).
+        key: u32,
+        /// The pointer argument's position.
+        ptr: u16,
+        /// The box, innermost first.
+        boxdim: Vec<u32>,
+        /// Elements per dimension, innermost first.
+        dims: Vec<u64>,
+        /// Byte strides of dimensions 1.., innermost first.
+        strides: Vec<u64>,
+    },
     /// The run enters its partition of `ttg.warp_specialize` (the default
     /// region, or a worker's): every partition's warps meet there.
     Partition,

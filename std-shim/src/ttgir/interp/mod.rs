@@ -109,6 +109,9 @@ pub struct Interp<'m, 'a> {
     /// Which warps this run is: the default partition (the function's
     /// own warps) or worker partition `p` of `ttg.warp_specialize`.
     role: Role,
+    /// The descriptor key each global scratch buffer holds, by the
+    /// buffer's allocating op.
+    made: HashMap<u32, u32>,
     /// An effect of a control-flow op, reported after it.
     pending: Option<(usize, Effect<'m>)>,
     /// Whether effects are reported: a worker partition's run goes
@@ -152,6 +155,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             returned: None,
             role: Role::Default,
             pending: None,
+            made: HashMap::new(),
             loud: true,
         }
     }

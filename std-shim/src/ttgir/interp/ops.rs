@@ -200,6 +200,25 @@ impl<'m, 'a> Interp<'m, 'a> {
                     u32::try_from(pendings).map_err(|_| self.fail(n, "negative pendings"))?;
                 self.emit(sink, n.stmt.start, Effect::StoreWait { pendings });
             }
+            ("ttg", "global_scratch_alloc") => {
+                self.define(v, &[Value::Scratch(n.stmt.start as u32)]);
+            }
+            ("ttng", "tensormap_create") => self.tensormap_create(n, sink)?,
+            ("ttng", "reinterpret_tensor_descriptor") => {
+                let ssa = Self::ssa(n);
+                let key = match self.get(n, ssa.first().copied().unwrap_or(""))? {
+                    Value::Scratch(s) => self.made.get(&s).copied(),
+                    Value::Desc(d) => Some(d),
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    self.fail(
+                        n,
+                        "reinterprets memory that no tensormap_create has written",
+                    )
+                })?;
+                self.define(v, &[Value::Desc(key)]);
+            }
             ("ttng", "fence_async_shared") | ("triton_nvidia_gpu", "fence_async_shared") => {
                 self.emit(sink, n.stmt.start, Effect::Fence);
             }
@@ -292,6 +311,81 @@ impl<'m, 'a> Interp<'m, 'a> {
             },
         };
         self.emit(sink, at, e);
+        Ok(())
+    }
+
+    /// `ttng.tensormap_create %scratch, %ptr, [box], [dims], [strides],
+    /// [element strides]`: a descriptor over pointer argument `%ptr`
+    /// (innermost first throughout), written into `%scratch`.
+    fn tensormap_create(
+        &mut self,
+        n: &'m Node<'a>,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let text = self.module.src.get(n.stmt.start..n.stmt.end).unwrap_or("");
+        let groups = bracket_groups(text);
+        let ssa = Self::ssa(n);
+        let (Some(&scratch), Some(&ptr), [boxes, dims, strides, ..]) =
+            (ssa.first(), ssa.get(1), groups.as_slice())
+        else {
+            return Err(self.fail(
+                n,
+                "not `tensormap_create %scratch, %ptr, [box], [dims], [strides], [elem strides]`",
+            ));
+        };
+        let Value::Scratch(at) = self.get(n, scratch)? else {
+            return Err(self.fail(n, format!("`{scratch}` is not a global scratch buffer")));
+        };
+        let ptr = match self.get(n, ptr)? {
+            Value::Ptr(p) => p,
+            other => {
+                return Err(self.fail(
+                    n,
+                    format!(
+                        "`{ptr}` must be a pointer argument with a [tensors] entry in the launch, and is {}",
+                        kind(&other)
+                    ),
+                ))
+            }
+        };
+        let ints = |names: &[&str]| -> Result<Vec<i64>, TtgirError> {
+            names
+                .iter()
+                .map(|s| match s.parse::<i64>() {
+                    Ok(x) => Ok(x),
+                    Err(_) => self.int(n, s).map(|(v, _)| v),
+                })
+                .collect()
+        };
+        let positive = |v: Vec<i64>, what: &str| -> Result<Vec<u64>, TtgirError> {
+            v.into_iter()
+                .map(|x| {
+                    u64::try_from(x)
+                        .ok()
+                        .filter(|&x| x > 0)
+                        .ok_or_else(|| self.fail(n, format!("a {what} of {x}")))
+                })
+                .collect()
+        };
+        let boxdim = positive(ints(boxes)?, "box size")?
+            .into_iter()
+            .map(|b| u32::try_from(b).unwrap_or(u32::MAX))
+            .collect();
+        let dims = positive(ints(dims)?, "dimension")?;
+        let strides = positive(ints(strides)?, "stride")?;
+        let key = super::super::value::MADE_DESC | n.stmt.start as u32;
+        self.made.insert(at, key);
+        self.emit(
+            sink,
+            n.stmt.start,
+            Effect::MakeDesc {
+                key,
+                ptr,
+                boxdim,
+                dims,
+                strides,
+            },
+        );
         Ok(())
     }
 
@@ -433,10 +527,45 @@ impl<'m, 'a> Interp<'m, 'a> {
 }
 
 /// What a value is, for errors.
+/// The operands of each top-level `[...]` of an op's text, in order.
+fn bracket_groups(text: &str) -> Vec<Vec<&str>> {
+    let end = text.find(" : ").unwrap_or(text.len());
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in text[..end].char_indices() {
+        match c {
+            '[' => {
+                depth += 1;
+                if depth == 1 {
+                    start = i + 1;
+                }
+            }
+            ']' => {
+                depth -= 1;
+                if depth == 0 {
+                    let items = text[start..i]
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .collect();
+                    out.push(items);
+                }
+            }
+            '{' | '(' | '<' => depth += 10,
+            '}' | ')' | '>' => depth -= 10,
+            _ => {}
+        }
+    }
+    out
+}
+
 pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Int { .. } => "an integer",
         Value::Desc(_) => "a tensor descriptor",
+        Value::Ptr(_) => "a pointer argument",
+        Value::Scratch(_) => "a global scratch buffer",
         Value::Mem(_) => "a shared-memory buffer",
         Value::Opaque => "a tensor, float or pointer",
     }

@@ -41,13 +41,13 @@ fn the_pipelined_gemm_walks_its_ring() {
     assert_eq!(f.args.len(), 15);
     let mut args = vec![Value::Opaque; 15];
     for (i, d) in [0usize, 5, 10].into_iter().enumerate() {
-        args[d] = Value::Desc(i as u16);
+        args[d] = Value::Desc(i as u32);
         for j in 1..5 {
             args[d + j] = int(1024);
         }
     }
     let e = effects(&m, [1, 2, 0], [8, 8, 1], &args).unwrap();
-    let loads: Vec<(u16, Vec<i64>)> = e
+    let loads: Vec<(u32, Vec<i64>)> = e
         .iter()
         .filter_map(|(_, e)| match e {
             Effect::TmaLoad { desc, coords, .. } => Some((*desc, coords.clone())),
@@ -105,7 +105,7 @@ fn the_persistent_gemm_walks_its_tiles_in_groups() {
     assert_eq!(&names[15..18], ["%M", "%N", "%K"]);
     let mut args = vec![int(4096); f.args.len()];
     for (i, d) in [0usize, 5, 10].into_iter().enumerate() {
-        args[d] = Value::Desc(i as u16);
+        args[d] = Value::Desc(i as u32);
     }
     args[17] = int(512);
     let e = effects(&m, [5, 0, 0], [132, 1, 1], &args).unwrap();
@@ -148,7 +148,7 @@ fn a_cta_without_tiles_stores_nothing() {
     let f = m.func(None).unwrap();
     let mut args = vec![int(256); f.args.len()];
     for d in [0usize, 5, 10] {
-        args[d] = Value::Desc(d as u16);
+        args[d] = Value::Desc(d as u32);
     }
     // 2 x 1 tiles: CTA 7 of 132 has none.
     let e = effects(&m, [7, 0, 0], [132, 1, 1], &args).unwrap();
