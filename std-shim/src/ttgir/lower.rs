@@ -66,6 +66,10 @@ pub enum LowerError {
     },
 }
 
+/// A descriptor made in the kernel: its box, dims and byte strides, all
+/// innermost first.
+type MadeShape = (Vec<u32>, Vec<u64>, Vec<u64>);
+
 /// A TTGIR kernel ready to run: its simfa kernel and what turns a CTA's
 /// effects into instructions.
 pub struct Program<'m, 'a> {
@@ -82,7 +86,7 @@ pub struct Program<'m, 'a> {
     maps: HashMap<u32, u8>,
     /// What each descriptor made in the kernel was made as in CTA 0: box,
     /// dims and strides (every CTA must make the same).
-    made: HashMap<u32, (Vec<u32>, Vec<u64>, Vec<u64>)>,
+    made: HashMap<u32, MadeShape>,
     /// First CTA-wide index and length of each barrier buffer.
     bars: HashMap<u32, (u16, u16)>,
     budget: u64,
@@ -183,7 +187,7 @@ impl<'m, 'a> Program<'m, 'a> {
             made: made_list,
         } = decls;
         let mut made = HashMap::new();
-        for (key, ptr, boxdim, dims, strides) in made_list {
+        for (key, ptr, (boxdim, dims, strides)) in made_list {
             if made.contains_key(&key) {
                 continue;
             }
@@ -518,7 +522,7 @@ struct Decls {
     /// Each initialisation: the buffer, the index and the count.
     inits: Vec<(u32, i64, u32)>,
     /// Each descriptor made: key, pointer argument, box, dims, strides.
-    made: Vec<(u32, u16, Vec<u32>, Vec<u64>, Vec<u64>)>,
+    made: Vec<(u32, u16, MadeShape)>,
 }
 
 impl<'m> EffectSink<'m> for Decls {
@@ -534,7 +538,7 @@ impl<'m> EffectSink<'m> for Decls {
                 boxdim,
                 dims,
                 strides,
-            } => self.made.push((key, ptr, boxdim, dims, strides)),
+            } => self.made.push((key, ptr, (boxdim, dims, strides))),
             _ => {}
         }
     }
