@@ -1,6 +1,8 @@
 //! Python bindings of simfa: `simfa.fa3(...)`, `simfa.gemm(...)`,
-//! `simfa.run(kernel_bytes, ...)` and `simfa.sweep(plan)`, so studies can
-//! live in notebooks.
+//! `simfa.run(kernel_bytes, ...)`, `simfa.sweep(plan)`,
+//! `simfa.ttgir_run(ttgir, launch)` and `simfa.triton.simulate(kernel,
+//! grid, *args)` (a Triton kernel compiled on the CPU and simulated), so
+//! studies can live in notebooks.
 //!
 //! Every call builds its configuration and kernel the way the CLI does
 //! (the same presets, TOML keys, generators and kernel encodings) and
@@ -188,6 +190,33 @@ fn presets() -> Vec<&'static str> {
     simfa_core::PRESETS.to_vec()
 }
 
+/// Simulates a Triton kernel from its TTGIR text for `launch` (a dict in
+/// the form of `simfa ttgir run`'s launch file, or its TOML text) and
+/// returns the report `simfa ttgir run --json` prints.
+#[pyfunction]
+#[pyo3(signature = (ttgir, launch, gpu = "h800", config = None))]
+fn ttgir_run(
+    py: Python<'_>,
+    ttgir: &str,
+    launch: &Bound<'_, PyAny>,
+    gpu: &str,
+    config: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyObject> {
+    let cfg = config_of(gpu, config)?;
+    let launch = if launch.is_instance_of::<PyString>() {
+        launch.extract::<String>()?
+    } else {
+        let d = launch
+            .downcast::<PyDict>()
+            .map_err(|_| fail("launch: expected a dict or TOML text"))?;
+        toml::to_string(&to_table("launch", d)?).map_err(fail)?
+    };
+    let report = py.allow_threads(|| {
+        simfa_std::ttgir::simulate::simulate_ttgir(&cfg, "kernel.ttgir", ttgir, "launch", &launch)
+    });
+    to_py(py, &report.map_err(fail)?)
+}
+
 /// The `simfa` Python module.
 #[pymodule]
 #[pyo3(name = "simfa")]
@@ -197,6 +226,20 @@ fn simfa_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(sweep, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(ttgir_run, m)?)?;
+    // `simfa.triton`: compiling a Triton kernel on the CPU and simulating
+    // it (Python, importing Triton only when called).
+    let triton = PyModule::from_code_bound(
+        m.py(),
+        include_str!("triton.py"),
+        "simfa/triton.py",
+        "simfa.triton",
+    )?;
+    m.add_submodule(&triton)?;
+    m.py()
+        .import_bound("sys")?
+        .getattr("modules")?
+        .set_item("simfa.triton", &triton)?;
     m.add("SimfaError", m.py().get_type_bound::<SimfaError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -116,3 +116,50 @@ def test_sweep_returns_rows_in_plan_order_whatever_jobs():
 def test_sweep_plan_errors_name_the_key():
     with pytest.raises(simfa.SimfaError, match="nonsense"):
         simfa.sweep(PLAN.replace('key = "sms"', 'key = "nonsense"'))
+
+
+COMPILED = ROOT / "tests" / "fixtures" / "ttgir-compiled"
+
+
+def test_ttgir_run_matches_the_cli():
+    ttgir = (COMPILED / "tma_gemm.ttgir").read_text()
+    launch = (COMPILED / "tma_gemm.launch.toml").read_text()
+    r = simfa.ttgir_run(ttgir, launch, gpu="h100")
+    assert r["ctas"] == 64 and r["wgmmas"] == 64 * 16 * 8
+    out = subprocess.run(
+        [str(cli_binary()), "ttgir", "run", str(COMPILED / "tma_gemm.ttgir"),
+         "--launch", str(COMPILED / "tma_gemm.launch.toml"), "--gpu", "h100", "--json"],
+        check=True, capture_output=True, text=True)
+    cli = json.loads(out.stdout)
+    assert (r["cycles"], r["digest"]) == (cli["cycles"], cli["digest"])
+    # The launch as a dict gives the same run.
+    d = {"grid": [8, 8, 1], "tensors": {
+        n: {"base": b, "elem": 2, "dims": [1024, 1024]}
+        for n, b in (("a_desc", 0x10000000), ("b_desc", 0x10200000), ("c_desc", 0x10400000))}}
+    assert simfa.ttgir_run(ttgir, d, gpu="h100")["digest"] == r["digest"]
+
+
+def test_ttgir_run_errors_name_the_input():
+    ttgir = (COMPILED / "tma_gemm.ttgir").read_text()
+    with pytest.raises(simfa.SimfaError, match="has no \\[tensors.a_desc\\]"):
+        simfa.ttgir_run(ttgir, {"grid": [1, 1, 1]})
+
+
+def test_triton_simulate_compiles_on_the_cpu():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    import simfa.triton as st
+
+    @triton.jit
+    def copy_gemm(a_desc, b_desc, c_desc, K: tl.constexpr, BM: tl.constexpr,
+                  BN: tl.constexpr, BK: tl.constexpr):
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in tl.range(0, K, BK, num_stages=3):
+            acc = tl.dot(a_desc.load([tl.program_id(0) * BM, k]),
+                         b_desc.load([k, tl.program_id(1) * BN]), acc)
+        c_desc.store([tl.program_id(0) * BM, tl.program_id(1) * BN], acc.to(tl.float16))
+
+    a, b, c = st.Tensor((512, 512)), st.Tensor((512, 512)), st.Tensor((512, 512))
+    r = st.simulate(copy_gemm, (4, 4), st.Descriptor(a, (128, 64)), st.Descriptor(b, (64, 128)),
+                    st.Descriptor(c, (128, 128)), K=512, BM=128, BN=128, BK=64)
+    assert r["ctas"] == 16 and r["wgmmas"] == 16 * 8 * 8

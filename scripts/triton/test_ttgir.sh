@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Compiles the project's two small Triton kernels (a TMA GEMM, a
-# warp-specialised attention forward) to TTGIR for sm_90 with a real
-# Triton, no GPU needed, and instruments them with simfa: every kind of
-# site the kernels have is found and instrumenting twice changes nothing.
+# Compiles the project's small Triton kernels (scripts/triton/compile_ttgir.py
+# and compile_gluon.py) to TTGIR for sm_90 with a real Triton, no GPU
+# needed; instruments two of them with simfa (every kind of site the
+# kernels have is found and instrumenting twice changes nothing) and
+# simulates all of them with `simfa ttgir run`, checked clean.
 # Needs `pip install triton`; says SKIPPED and succeeds when that fails
 # (no network, no wheel for this platform).
 #
@@ -45,4 +46,19 @@ PY
     cmp -s "$work/$k.once.ttgir" "$work/$k.twice.ttgir" ||
         { echo "FAIL: instrumenting $k twice changed it"; exit 1; }
     echo "$k: $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$work/$k.sites.json") sites instrumented, idempotent"
+done
+
+# The same compiler's kernels simulated from their TTGIR (`simfa ttgir
+# run`, with the launch files of tests/fixtures/ttgir-compiled/), checked
+# by the read-after-transfer checker; the Gluon GEMM too.
+TRITON_DEFAULT_FP_FUSION=1 "$work/venv/bin/python" scripts/triton/compile_gluon.py "$work/ttgir"
+launches=tests/fixtures/ttgir-compiled
+for k in gemm:tma_gemm persistent_gemm:persistent_gemm device_desc_gemm:device_desc_gemm \
+    gluon_ws_gemm:gluon_ws_gemm attention:attention; do
+    f="$work/ttgir/${k%%:*}.ttgir"
+    [ -s "$f" ] || { echo "FAIL: ${k%%:*} did not compile to TTGIR"; exit 1; }
+    out=$("$simfa" ttgir run "$f" --launch "$launches/${k#*:}.launch.toml" --gpu h100 --check) ||
+        { echo "FAIL: simfa ttgir run ${k%%:*}"; exit 1; }
+    grep -q "consistency: clean" <<<"$out" || { echo "FAIL: ${k%%:*} does not check clean"; exit 1; }
+    echo "${k%%:*}: $(grep -E '^cycles' <<<"$out" | tr -s ' ')"
 done

@@ -38,6 +38,7 @@ pub mod lower;
 pub mod ops;
 pub mod pass;
 pub mod scope;
+pub mod simulate;
 pub mod stmt;
 pub mod tree;
 pub mod types;

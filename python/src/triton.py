@@ -1,0 +1,122 @@
+"""simfa.triton: simulate a Triton or Gluon kernel without a GPU.
+
+    import simfa.triton as st
+    a = st.Tensor((8192, 8192), "fp16")
+    r = st.simulate(matmul_kernel, (64, 64, 1),
+                    st.Descriptor(a, (128, 64)), ..., 8192, BM=128, gpu="h100")
+
+`compile` compiles the kernel for sm_90 on the CPU (Triton's own compiler,
+no GPU, no torch) with stand-in arguments, and returns its TTGIR and the
+launch (a dict in the form of `simfa ttgir run`'s launch file);
+`simulate` compiles and simulates it and returns the report dict that
+`simfa ttgir run --json` prints. Stand-ins: `Tensor(shape, dtype)` for a
+pointer argument, `Descriptor(tensor, block_shape)` for a host TMA
+descriptor, a Python int for an integer argument; keyword arguments are the
+kernel's constexprs. Tensors get global addresses one after the other,
+each 1 MiB-aligned, row-major with packed strides.
+"""
+
+ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1, "fp8e5": 1, "int8": 1, "int32": 4}
+
+
+class Tensor:
+    """A tensor in global memory: its shape (outermost first) and dtype."""
+
+    def __init__(self, shape, dtype="fp16"):
+        if dtype not in ELEM_BYTES:
+            raise ValueError(f"dtype {dtype!r} is not one of {sorted(ELEM_BYTES)}")
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = dtype
+        self.base = None
+
+
+class Descriptor:
+    """A host TMA descriptor over `tensor` with a block of `block_shape`
+    (outermost first), as `TensorDescriptor.from_tensor` makes one."""
+
+    def __init__(self, tensor, block_shape):
+        self.tensor = tensor
+        self.block_shape = tuple(int(b) for b in block_shape)
+
+
+def _place(tensors):
+    """Gives every tensor a base address, 1 MiB-aligned, one after another."""
+    at = 1 << 28
+    for t in tensors:
+        if t.base is None:
+            t.base = at
+            size = ELEM_BYTES[t.dtype]
+            for s in t.shape:
+                size *= s
+            at += (size + (1 << 20) - 1) // (1 << 20) * (1 << 20)
+
+
+def _tensor_entry(t):
+    elem = ELEM_BYTES[t.dtype]
+    dims = list(reversed(t.shape))
+    strides, acc = [], elem
+    for d in dims[:-1]:
+        acc *= d
+        strides.append(acc)
+    return {"base": t.base, "elem": elem, "dims": dims, "strides": strides}
+
+
+def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
+    """The TTGIR of `fn` for sm_90 and its launch dict for `grid` and the
+    stand-in `args`; `fn` is a `@triton.jit` or `@gluon.jit` function."""
+    import inspect
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    names = [p for p in inspect.signature(fn.fn).parameters]
+    positional = [n for n in names if n not in constexprs]
+    if len(args) != len(positional):
+        raise TypeError(f"{fn.fn.__name__} takes {len(positional)} non-constexpr arguments "
+                        f"({', '.join(positional)}), {len(args)} given")
+    tensors = [a.tensor if isinstance(a, Descriptor) else a
+               for a in args if isinstance(a, (Tensor, Descriptor))]
+    _place(tensors)
+    gluon = type(fn).__module__.startswith("triton.experimental.gluon")
+    signature, launch = {}, {"grid": [int(g) for g in (tuple(grid) + (1, 1))[:3]],
+                             "args": {}, "tensors": {}}
+    for name, a in zip(positional, args):
+        if isinstance(a, Descriptor):
+            dt, block = a.tensor.dtype, list(a.block_shape)
+            sig = f"tensordesc<{dt}[{', '.join(map(str, block))}]>"
+            if gluon:
+                from triton.experimental.gluon import language as gl
+                layout = gl.NVMMASharedLayout.get_default_for(block, getattr(gl, {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}[dt]))
+                sig = f"tensordesc<{dt}[{', '.join(map(str, block))}],{layout!r}>"
+            signature[name] = sig
+            launch["tensors"][name] = _tensor_entry(a.tensor)
+        elif isinstance(a, Tensor):
+            signature[name] = f"*{a.dtype}"
+            launch["tensors"][name] = _tensor_entry(a)
+        elif isinstance(a, bool) or not isinstance(a, int):
+            raise TypeError(f"argument {name}: expected a Tensor, a Descriptor or an int, got {a!r}")
+        else:
+            signature[name] = "i32" if -(1 << 31) <= a < (1 << 31) else "i64"
+            launch["args"][name] = a
+    for k in constexprs:
+        signature[k] = "constexpr"
+    if gluon:
+        from triton.experimental import gluon as gluon_mod
+        src = gluon_mod.GluonASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    else:
+        from triton.compiler import ASTSource
+        src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    options = {"num_warps": num_warps}
+    if not gluon:
+        options["num_stages"] = num_stages
+    compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
+    launch["kernel"] = fn.fn.__name__
+    return compiled.asm["ttgir"], launch
+
+
+def simulate(fn, grid, *args, gpu="h100", config=None, num_warps=4, num_stages=3, **constexprs):
+    """Compiles `fn` (see `compile`) and simulates it: the report dict."""
+    from simfa import ttgir_run
+
+    ttgir, launch = compile(fn, grid, *args, num_warps=num_warps, num_stages=num_stages, **constexprs)
+    return ttgir_run(ttgir, launch, gpu=gpu, config=config)
