@@ -171,12 +171,7 @@ fn a_runaway_cta_fails_its_pull() {
     );
 }
 
-fn compiled(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/ttgir-compiled")
-        .join(name);
-    std::fs::read_to_string(p).expect("fixture exists")
-}
+use crate::ttgir::compiled_fixture as compiled;
 
 /// Triton's GEMM simulates to the same cycles and digest twice through
 /// the source, and through an op file of its streams (`ttgir gen`).
@@ -188,8 +183,7 @@ fn runs_are_deterministic_and_match_the_op_file() {
     let l = Launch::parse("tma_gemm.launch.toml", &text).unwrap();
     let p = Program::new(&m, &l, "tma_gemm.launch.toml").unwrap();
     let cfg = GpuConfig::h100();
-    let run = |s: &mut dyn FnMut() -> simfa_core::Summary| s();
-    let a = run(&mut || {
+    let run = || {
         crate::run::simulate_from(
             &cfg,
             &p.kernel,
@@ -200,19 +194,8 @@ fn runs_are_deterministic_and_match_the_op_file() {
         )
         .unwrap()
         .summary
-    });
-    let b = run(&mut || {
-        crate::run::simulate_from(
-            &cfg,
-            &p.kernel,
-            TtgirSource::new(&p),
-            &mut (),
-            |_, _, _| {},
-            &Default::default(),
-        )
-        .unwrap()
-        .summary
-    });
+    };
+    let (a, b) = (run(), run());
     assert_eq!((a.cycles, a.digest), (b.cycles, b.digest));
     let dir = std::env::temp_dir().join(format!("simfa-ttgir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

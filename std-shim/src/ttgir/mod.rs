@@ -60,6 +60,16 @@ pub fn decode<'a>(file: &str, bytes: &'a [u8]) -> Result<&'a str, TtgirError> {
     })
 }
 
+/// A file of `tests/fixtures/ttgir-compiled/` (the kernels Triton 3.9
+/// compiled and their launch files), for the tests.
+#[cfg(test)]
+pub(crate) fn compiled_fixture(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/ttgir-compiled")
+        .join(name);
+    std::fs::read_to_string(p).expect("fixture exists")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

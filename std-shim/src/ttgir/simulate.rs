@@ -41,12 +41,7 @@ pub fn simulate_ttgir(
 mod tests {
     use super::*;
 
-    fn fixture(name: &str) -> String {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/ttgir-compiled")
-            .join(name);
-        std::fs::read_to_string(p).unwrap()
-    }
+    use crate::ttgir::compiled_fixture as fixture;
 
     #[test]
     fn one_call_reports_or_names_the_failure() {

@@ -479,7 +479,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             return Ok(());
         }
-        let Some(f) = self.stack.pop() else {
+        let Some(mut f) = self.stack.pop() else {
             return Ok(());
         };
         let (values, cond) = match flow {
@@ -497,33 +497,23 @@ impl<'m, 'a> Interp<'m, 'a> {
             Kind::For {
                 node,
                 iv,
-                i,
+                ref mut i,
                 ub,
                 step,
                 bits,
-                names,
+                ref names,
             } => {
                 let carried = values.unwrap_or_default();
                 let next = i
                     .checked_add(step)
                     .filter(|&x| wrap(x, bits) == x && x < ub);
                 match next {
-                    Some(i) => {
-                        self.bind(&[iv], &[Value::Int { v: i, bits }]);
-                        self.bind(&names, &carried);
-                        self.stack.push(Frame {
-                            block: f.block,
-                            next: 0,
-                            kind: Kind::For {
-                                node,
-                                iv,
-                                i,
-                                ub,
-                                step,
-                                bits,
-                                names,
-                            },
-                        });
+                    Some(x) => {
+                        *i = x;
+                        self.bind(&[iv], &[Value::Int { v: x, bits }]);
+                        self.bind(names, &carried);
+                        f.next = 0;
+                        self.stack.push(f);
                     }
                     None => self.define(&node.view, &carried),
                 }

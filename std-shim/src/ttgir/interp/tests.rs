@@ -22,12 +22,7 @@ fn int(v: i64) -> Value {
     Value::Int { v, bits: 32 }
 }
 
-fn compiled(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/ttgir-compiled")
-        .join(name);
-    std::fs::read_to_string(p).expect("fixture exists")
-}
+use crate::ttgir::compiled_fixture as compiled;
 
 /// Triton's pipelined TMA GEMM (K = 1024, 128x128x64, 3 stages), CTA (1, 2):
 /// two loads before the loop and one pair per iteration but the last two,
