@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use clap::Subcommand;
 use simfa_std::proton::ops_file::{ops_path, OpsWriter};
 use simfa_std::ttgir::launch::Launch;
-use simfa_std::ttgir::lower::{Program, TtgirSource};
+use simfa_std::ttgir::lower::Program;
+use simfa_std::ttgir::source::TtgirSource;
 use simfa_std::ttgir::tree::parse;
 use simfa_std::ttgir::{decode, instrument, sites, Site};
 

@@ -1,7 +1,7 @@
 //! A TTGIR kernel and its launch as a simfa kernel: the declarations from
 //! the module and a probe of CTA 0, and each CTA's WarpGroup streams from
 //! the interpreter's effects, made as the simulator pulls them
-//! ([`TtgirSource`]).
+//! ([`super::source::TtgirSource`]).
 //!
 //! # The kernel
 //!
@@ -33,11 +33,10 @@
 use std::collections::{HashMap, VecDeque};
 
 use simfa_core::builder::Builder;
-use simfa_core::source::SourceError;
-use simfa_core::{Kernel, Op, StreamSource, WgmmaMode, Work};
+use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
-use super::interp::{Effect, EffectSink, Interp, Role};
+use super::interp::{Effect, EffectSink, Interp};
 use super::launch::{Launch, LaunchError};
 use super::scope::ScopeOp;
 use super::tree::{Func, Module, Node};
@@ -73,14 +72,14 @@ type MadeShape = (Vec<u32>, Vec<u64>, Vec<u64>);
 /// A TTGIR kernel ready to run: its simfa kernel and what turns a CTA's
 /// effects into instructions.
 pub struct Program<'m, 'a> {
-    module: &'m Module<'a>,
-    func: &'m Func<'a>,
-    args: Vec<Value>,
+    pub(super) module: &'m Module<'a>,
+    pub(super) func: &'m Func<'a>,
+    pub(super) args: Vec<Value>,
     /// The simfa kernel (every role a stream role).
     pub kernel: Kernel,
     /// WarpGroups of each role: the function's own warps, then each
     /// worker partition's.
-    wgs: Vec<u8>,
+    pub(super) wgs: Vec<u8>,
     /// Tensor map of each descriptor key (an argument position, or a
     /// descriptor made in the kernel).
     maps: HashMap<u32, u8>,
@@ -89,7 +88,7 @@ pub struct Program<'m, 'a> {
     made: HashMap<u32, MadeShape>,
     /// First CTA-wide index and length of each barrier buffer.
     bars: HashMap<u32, (u16, u16)>,
-    budget: u64,
+    pub(super) budget: u64,
 }
 
 impl<'m, 'a> Program<'m, 'a> {
@@ -270,15 +269,6 @@ impl<'m, 'a> Program<'m, 'a> {
         self.wgs.len()
     }
 
-    /// The WarpGroup streams of role `role` in CTA `cta`, whole.
-    pub fn streams(&self, cta: u32, role: u8) -> Result<Vec<Vec<Op>>, LowerError> {
-        let mut run = CtaRun::new(self, cta, role);
-        while !run.done() {
-            run.step()?;
-        }
-        Ok(run.queues.into_iter().map(Vec::from).collect())
-    }
-
     /// The hardware copies of a TMA copy of a `block` (outermost first) at
     /// `coords` (outermost first) through tensor map `map`: one per box of
     /// the map along each dimension the block is wider than the box (a
@@ -321,7 +311,7 @@ impl<'m, 'a> Program<'m, 'a> {
     /// The ops of one effect (of the op at byte `at`, in the CTA at
     /// `coords`) appended to the WarpGroups' queues; `unsynced` says
     /// whether barriers were initialised since the last CTA-wide barrier.
-    fn lower(
+    pub(super) fn lower(
         &self,
         coords: [u32; 3],
         role: u8,
@@ -544,76 +534,6 @@ impl<'m> EffectSink<'m> for Decls {
     }
 }
 
-/// Effects a CTA's interpreter produces between two looks at its queues.
-const EFFECTS_PER_STEP: usize = 64;
-
-/// One CTA being interpreted: its suspended run and the ops lowered from
-/// it that its WarpGroups have not pulled yet.
-struct CtaRun<'p, 'm, 'a> {
-    program: &'p Program<'m, 'a>,
-    coords: [u32; 3],
-    role: u8,
-    interp: Interp<'m, 'a>,
-    effects: Vec<(usize, Effect<'m>)>,
-    queues: Vec<VecDeque<Op>>,
-    unsynced: bool,
-    finished: bool,
-}
-
-impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
-    fn new(program: &'p Program<'m, 'a>, cta: u32, role: u8) -> Self {
-        let coords = program.kernel.cta_coords(cta);
-        let as_role = match role {
-            0 => Role::Default,
-            r => Role::Worker(r - 1),
-        };
-        let mut interp = Interp::new(program.module, coords, program.kernel.grid, program.budget)
-            .as_role(as_role);
-        interp.start(program.func, &program.args);
-        CtaRun {
-            program,
-            coords,
-            role,
-            interp,
-            effects: Vec::new(),
-            queues: vec![VecDeque::new(); program.wgs[role as usize] as usize],
-            unsynced: false,
-            finished: false,
-        }
-    }
-
-    fn done(&self) -> bool {
-        self.finished
-    }
-
-    /// Interprets on until a few effects are out (or the run ends), and
-    /// lowers them into the queues.
-    fn step(&mut self) -> Result<(), LowerError> {
-        self.finished = self
-            .interp
-            .resume(&mut self.effects, &mut |e| e.len() >= EFFECTS_PER_STEP)?;
-        for (at, e) in self.effects.drain(..) {
-            self.program.lower(
-                self.coords,
-                self.role,
-                at,
-                e,
-                &mut self.unsynced,
-                &mut self.queues,
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The next op of WarpGroup `wg`, or `None` at the end of its stream.
-    fn next(&mut self, wg: usize) -> Result<Option<Op>, LowerError> {
-        while self.queues[wg].is_empty() && !self.finished {
-            self.step()?;
-        }
-        Ok(self.queues[wg].pop_front())
-    }
-}
-
 /// The name of the op whose statement starts at byte `at` of `src`
 /// (`ttng.wait_barrier` in `%x = ttng.wait_barrier ...`).
 fn op_name_at(src: &str, at: usize) -> &str {
@@ -710,91 +630,6 @@ fn partitions(module: &Module<'_>, func: &Func<'_>) -> Result<Vec<(u8, Option<u3
         out.push((wgs, r));
     }
     Ok(out)
-}
-
-/// One CTA's run while its WarpGroups pull from it.
-struct Cta<'p, 'm, 'a> {
-    run: CtaRun<'p, 'm, 'a>,
-    /// The position each WarpGroup pulls next.
-    pos: Vec<u64>,
-    /// WarpGroups that have pulled the end of their stream.
-    done: u64,
-}
-
-/// The streams of a [`Program`] as the simulator pulls them: a CTA is
-/// interpreted as its WarpGroups pull, a few effects ahead of the furthest
-/// one, and dropped when every WarpGroup has reached its end, so memory
-/// holds the resident CTAs' next few ops, not their streams.
-pub struct TtgirSource<'p, 'm, 'a> {
-    program: &'p Program<'m, 'a>,
-    ctas: HashMap<(u32, u8), Cta<'p, 'm, 'a>>,
-    error: Option<String>,
-}
-
-impl<'p, 'm, 'a> TtgirSource<'p, 'm, 'a> {
-    /// A source of `program`'s streams.
-    pub fn new(program: &'p Program<'m, 'a>) -> Self {
-        TtgirSource {
-            program,
-            ctas: HashMap::new(),
-            error: None,
-        }
-    }
-
-    /// Why the last pull failed, if one did.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
-    }
-
-    fn pull_op(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, LowerError> {
-        let program = self.program;
-        let wgs = program.wgs[role as usize];
-        let fresh = || Cta {
-            run: CtaRun::new(program, cta, role),
-            pos: vec![0; wgs as usize],
-            done: 0,
-        };
-        let c = self.ctas.entry((cta, role)).or_insert_with(fresh);
-        let w = wg as usize;
-        if pos < c.pos[w] {
-            // A run resumed from a snapshot pulls from an earlier place:
-            // start the CTA again.
-            *c = fresh();
-        }
-        while c.pos[w] < pos {
-            if c.run.next(w)?.is_none() {
-                break;
-            }
-            c.pos[w] += 1;
-        }
-        let op = c.run.next(w)?;
-        c.pos[w] += 1;
-        if op.is_none() {
-            c.done |= 1 << w;
-            if c.done.count_ones() == wgs as u32 {
-                self.ctas.remove(&(cta, role));
-            }
-        }
-        Ok(op)
-    }
-}
-
-impl StreamSource for TtgirSource<'_, '_, '_> {
-    fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
-        if self
-            .program
-            .wgs
-            .get(role as usize)
-            .map_or(true, |&n| wg >= n)
-        {
-            self.error = Some(format!("no stream for role {role}, WarpGroup {wg}"));
-            return Err(SourceError);
-        }
-        self.pull_op(cta, role, wg, pos).map_err(|e| {
-            self.error = Some(e.to_string());
-            SourceError
-        })
-    }
 }
 
 #[cfg(test)]

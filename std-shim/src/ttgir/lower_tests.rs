@@ -6,6 +6,7 @@ use simfa_core::{GpuConfig, Op, StreamSource, WgmmaMode, Work};
 
 use super::*;
 use crate::proton::ops_file::{OpsFile, OpsWriter};
+use crate::ttgir::source::TtgirSource;
 use crate::ttgir::tree::parse;
 
 const RING: &str = "#mma = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [8, 1], instrShape = [16, 64, 16]}>
@@ -141,7 +142,7 @@ fn pulled_streams_are_the_whole_streams() {
         }
         assert_eq!(got, whole[wg as usize]);
     }
-    assert!(src.ctas.is_empty());
+    assert_eq!(src.resident(), 0);
     // A pull from an earlier place (a resumed run) starts the CTA again.
     assert_eq!(src.pull(0, 0, 0, 2).unwrap(), Some(whole[0][2]));
     assert_eq!(src.pull(0, 0, 0, 1).unwrap(), Some(whole[0][1]));

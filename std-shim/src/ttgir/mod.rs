@@ -39,6 +39,7 @@ pub mod ops;
 pub mod pass;
 pub mod scope;
 pub mod simulate;
+pub mod source;
 pub mod stmt;
 pub mod tree;
 pub mod types;

@@ -4,7 +4,8 @@
 use simfa_core::GpuConfig;
 
 use super::launch::Launch;
-use super::lower::{Program, TtgirSource};
+use super::lower::Program;
+use super::source::TtgirSource;
 use super::tree::parse;
 
 /// Simulates the kernel of TTGIR `text` (named `file` in errors) for the
