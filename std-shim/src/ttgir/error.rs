@@ -60,6 +60,13 @@ pub enum TtgirErrorKind {
         /// What is missing or inconsistent.
         why: String,
     },
+    /// An op the interpreter neither executes, times, prices nor lists as
+    /// free (`std-shim/src/ttgir/interp/work.rs` has the tables).
+    #[error("op '{op}' is not supported")]
+    Unsupported {
+        /// The op's name.
+        op: String,
+    },
     /// The input's structure cannot be read as a module (a `}` closing no
     /// region, a function never closed, a region of no op).
     #[error("malformed TTGIR: {why}")]

@@ -140,8 +140,11 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("arith", _) => {
                 let r = self.arith(n, op)?;
                 if r == Value::Opaque {
-                    if let Some(w) = super::work::tensor_work(v) {
-                        self.emit(sink, n.stmt.start, w);
+                    match super::work::tensor_work(v) {
+                        Some(w) => self.emit(sink, n.stmt.start, w),
+                        // A float scalar or a dense constant.
+                        None if op == "constant" || !on_tensor(v) => {}
+                        None => return Err(self.unsupported(n)),
                     }
                 }
                 self.define(v, &[r]);
@@ -223,21 +226,33 @@ impl<'m, 'a> Interp<'m, 'a> {
                 self.emit(sink, n.stmt.start, Effect::Fence);
             }
             _ => {
-                // Tensor math, conversions, layouts, loads and stores
-                // through registers: their results do not steer the
-                // schedule; element-wise math costs its work.
+                // Tensor math and conversions cost their work; the ops of
+                // the free table nothing; anything else is not supported.
                 let w = if name == "tt.reduce" {
                     super::work::reduce_work(n.tail)
                 } else {
                     super::work::tensor_work(v)
                 };
-                if let Some(w) = w {
-                    self.emit(sink, n.stmt.start, w);
+                match w {
+                    Some(w) => self.emit(sink, n.stmt.start, w),
+                    None if super::work::FREE.contains(&name) => {}
+                    None => return Err(self.unsupported(n)),
                 }
                 self.define(v, &[]);
             }
         }
         Ok(())
+    }
+
+    /// The error of an op the interpreter neither executes, times, prices
+    /// nor lists as free.
+    fn unsupported(&self, n: &Node<'a>) -> TtgirError {
+        self.module.error(
+            n.stmt.start,
+            super::super::error::TtgirErrorKind::Unsupported {
+                op: n.view.name.to_string(),
+            },
+        )
     }
 
     /// A recognised TMA, WGMMA or mbarrier op.
@@ -527,6 +542,14 @@ impl<'m, 'a> Interp<'m, 'a> {
 }
 
 /// What a value is, for errors.
+/// Whether op `v`'s type is a tensor.
+fn on_tensor(v: &OpView<'_>) -> bool {
+    v.outs
+        .first()
+        .or(v.ins.first())
+        .is_some_and(|t| t.trim_start().starts_with("tensor<"))
+}
+
 /// The operands of each top-level `[...]` of an op's text, in order.
 fn bracket_groups(text: &str) -> Vec<Vec<&str>> {
     let end = text.find(" : ").unwrap_or(text.len());

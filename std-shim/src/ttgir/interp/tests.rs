@@ -238,3 +238,21 @@ fn failures_name_the_op_and_the_cta() {
         .to_string();
     assert!(err.contains("`%n` is used before it is defined"), "{err}");
 }
+
+/// An op that is neither executed, timed, priced nor free is an error
+/// naming it at its place; the free ones pass.
+#[test]
+fn unknown_ops_are_not_silently_dropped() {
+    let src = "tt.func public @k(%p: !tt.ptr<f16>) {\n  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n  %v = tt.load %p : !tt.ptr<f16>\n  tt.return\n}\n";
+    let m = parse("u.mlir", src).unwrap();
+    let err = effects(&m, [0, 0, 0], [1, 1, 1], &[Value::Opaque]).unwrap_err();
+    assert_eq!(err.to_string(), "u.mlir:3:3: op 'tt.load' is not supported");
+    let src = "tt.func public @k() {\n  %a = arith.constant dense<1.0> : tensor<4xf32, #l>\n  %b = arith.remf %a, %a : tensor<4xf32, #l>\n  tt.return\n}\n";
+    let m = parse("u.mlir", src).unwrap();
+    let err = effects(&m, [0, 0, 0], [1, 1, 1], &[]).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("op 'arith.remf' is not supported"),
+        "{err}"
+    );
+}

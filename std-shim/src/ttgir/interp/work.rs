@@ -16,12 +16,47 @@
 //! | integer `arith` on tensors | `int` |
 //! | `tt.reduce` | `fp32` per element of its input |
 //!
-//! Shape-only ops (`tt.splat`, `tt.broadcast`, `tt.expand_dims`,
-//! `tt.reshape`, `tt.trans`, `tt.make_range`, dense constants) cost
-//! nothing; layout conversions and shared-memory loads and stores of
-//! tensors are not timed yet.
+//! The ops that cost nothing are [`FREE`]: shape-only ops, views of
+//! shared memory, barrier invalidation and deallocation, descriptor
+//! fences, hints, and (a simplification, not timed yet) layout conversions
+//! and shared-memory loads and stores of tensors. Any op that is neither
+//! executed, timed, priced here nor in [`FREE`] is an error naming it.
 
 use super::super::stmt::OpView;
+
+/// Ops that cost nothing and change nothing the schedule depends on.
+pub const FREE: &[&str] = &[
+    // Shapes and layouts of register tensors.
+    "tt.splat",
+    "tt.broadcast",
+    "tt.expand_dims",
+    "tt.reshape",
+    "tt.trans",
+    "tt.make_range",
+    "tt.join",
+    "tt.split",
+    "tt.cat",
+    // Not timed yet: moving a tensor between layouts or through shared
+    // memory (its SIMT work and bank traffic).
+    "ttg.convert_layout",
+    "ttg.local_load",
+    "ttg.local_store",
+    // Views of shared memory.
+    "ttg.memdesc_trans",
+    "ttg.memdesc_reshape",
+    "ttg.memdesc_reinterpret",
+    // Ends of lifetimes, fences and hints.
+    "ttg.local_dealloc",
+    "ttng.inval_barrier",
+    "triton_nvidia_gpu.inval_barrier",
+    "ttng.tensormap_fenceproxy_acquire",
+    "tt.assume",
+    "llvm.intr.assume",
+    "tt.print",
+    "tt.assert",
+    "proton.record",
+    "tt.proton_record",
+];
 use super::super::types::parse_type;
 use super::Effect;
 
