@@ -18,6 +18,8 @@
 //! simfa calibrate tma-bw [--gpu NAME | --config FILE] [--json] [--cells N]
 //! simfa ttgir instrument IN [-o OUT]
 //! simfa ttgir sites IN [--json]
+//! simfa ttgir run KERNEL.ttgir --launch LAUNCH.toml [--gpu NAME | --config FILE] [--json]
+//! simfa ttgir gen KERNEL.ttgir --launch LAUNCH.toml -o FILE
 //! simfa sweep PLAN.toml [-o DIR] [-j N] [--shard I/N|env]
 //! simfa sweep merge OUT SHARD...
 //! simfa check scalesim RUN_DIR [--cfg scale.cfg] [--topology topo.csv] [--json]
@@ -164,8 +166,9 @@ enum Cmd {
     /// configuration keys and workloads) in parallel, into JSON Lines, CSV
     /// and SVG files; resumes an interrupted sweep; shards over a cluster.
     Sweep(SweepArgs),
-    /// Instrument a Triton GPU IR (TTGIR) file with Proton records, or
-    /// list the ops it would instrument.
+    /// Simulate a Triton kernel from its GPU IR (TTGIR) without a GPU, or
+    /// instrument a TTGIR file with Proton records (or list the ops it
+    /// would instrument).
     Ttgir {
         #[command(subcommand)]
         what: TtgirCmd,
