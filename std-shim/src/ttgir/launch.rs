@@ -68,7 +68,9 @@ impl Tensor {
         }
         match self.strides.get(i - 1) {
             Some(&s) => s,
-            None => self.dims[..i].iter().product::<u64>() * self.elem as u64,
+            None => self.dims[..i]
+                .iter()
+                .fold(self.elem as u64, |a, &d| a.saturating_mul(d)),
         }
     }
 }
@@ -101,6 +103,16 @@ pub struct Launch {
 /// a minute of interpretation; the persistent 8192^3 GEMM's CTAs take
 /// under 2^18 each.
 pub const DEFAULT_MAX_STEPS: u64 = 1 << 28;
+
+/// `name` cut to the 24 bytes simfa's names hold, at a character
+/// boundary (a kernel's or a tensor's name may be longer).
+pub fn short_name(name: &str) -> &str {
+    let mut end = name.len().min(24);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
 
 /// The most CTAs a launch may have (CUDA's grid limit along x).
 pub const MAX_CTAS: u64 = (1 << 31) - 1;
@@ -260,7 +272,7 @@ impl Launch {
             ));
         }
         let mut m = TensorMap {
-            name: simfa_core::builder::name("tensor map", name.trim_start_matches('%'))
+            name: simfa_core::builder::name("tensor map", short_name(name.trim_start_matches('%')))
                 .map_err(|e| e.to_string())?,
             base: t.base,
             elem_bytes: t.elem,

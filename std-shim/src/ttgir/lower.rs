@@ -36,7 +36,7 @@ use simfa_core::builder::Builder;
 use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
-use super::interp::{Effect, EffectSink, Interp};
+use super::interp::{Effect, EffectSink, Interp, Origin};
 use super::launch::{Launch, LaunchError};
 use super::scope::ScopeOp;
 use super::tree::{Func, Module, Node};
@@ -125,32 +125,26 @@ impl<'m, 'a> Program<'m, 'a> {
         })?;
         let workers = partitions(module, func).map_err(fail)?;
 
-        let mut b = Builder::new(Kernel::default(), func.name)
-            .or_else(|_| Builder::new(Kernel::default(), &func.name[..func.name.len().min(24)]))
+        let mut b = Builder::new(Kernel::default(), super::launch::short_name(func.name))
             .map_err(|e| fail(e.to_string()))?;
         b.grid(launch.grid);
 
         // Tensor maps: every descriptor a TMA op names, with its box.
         let mut maps = HashMap::new();
         let mut boxes: Vec<(u16, Vec<u32>)> = Vec::new();
-        walk(
-            module.src,
-            &func.body.blocks,
-            &HashMap::new(),
-            &mut |n, alias| {
-                if let Some(ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c)) = &n.scope {
-                    let desc = alias
-                        .get(c.desc.as_str())
-                        .copied()
-                        .unwrap_or(c.desc.as_str());
-                    if let Some(pos) = func.args.iter().position(|(a, _)| *a == desc) {
-                        if !boxes.iter().any(|(p, _)| *p == pos as u16) {
-                            boxes.push((pos as u16, c.box_shape.clone()));
-                        }
+        walk(&func.body.blocks, &HashMap::new(), &mut |n, alias| {
+            if let Some(ScopeOp::TmaLoad(c) | ScopeOp::TmaStore(c)) = &n.scope {
+                let desc = alias
+                    .get(c.desc.as_str())
+                    .copied()
+                    .unwrap_or(c.desc.as_str());
+                if let Some(pos) = func.args.iter().position(|(a, _)| *a == desc) {
+                    if !boxes.iter().any(|(p, _)| *p == pos as u16) {
+                        boxes.push((pos as u16, c.box_shape.clone()));
                     }
                 }
-            },
-        );
+            }
+        });
         boxes.sort();
         for (pos, shape) in &boxes {
             let (name, ty) = func.args[*pos as usize];
@@ -257,12 +251,6 @@ impl<'m, 'a> Program<'m, 'a> {
         })
     }
 
-    /// A smaller step budget per CTA (for tests and fuzzing).
-    pub fn with_budget(mut self, budget: u64) -> Self {
-        self.budget = budget;
-        self
-    }
-
     /// Roles of the kernel: the function's own warps, then each worker
     /// partition.
     pub fn roles(&self) -> usize {
@@ -308,23 +296,23 @@ impl<'m, 'a> Program<'m, 'a> {
         Ok(out)
     }
 
-    /// The ops of one effect (of the op at byte `at`, in the CTA at
-    /// `coords`) appended to the WarpGroups' queues; `unsynced` says
-    /// whether barriers were initialised since the last CTA-wide barrier.
+    /// The ops of one effect (of op `from`, in the CTA at `coords`)
+    /// appended to the WarpGroups' queues; `unsynced` says whether
+    /// barriers were initialised since the last CTA-wide barrier.
     pub(super) fn lower(
         &self,
         coords: [u32; 3],
         role: u8,
-        at: usize,
+        from: Origin<'_>,
         e: Effect<'_>,
         unsynced: &mut bool,
         out: &mut [VecDeque<Op>],
     ) -> Result<(), LowerError> {
         let fail = |why: String| {
             LowerError::Ttgir(self.module.error(
-                at,
+                from.at,
                 super::error::TtgirErrorKind::Exec {
-                    op: op_name_at(self.module.src, at).into(),
+                    op: from.op.into(),
                     x: coords[0],
                     y: coords[1],
                     z: coords[2],
@@ -366,7 +354,7 @@ impl<'m, 'a> Program<'m, 'a> {
             }
         };
         match e {
-            Effect::Alloc { .. } | Effect::Fence => {}
+            Effect::Alloc { .. } => {}
             Effect::MakeDesc {
                 key,
                 boxdim,
@@ -516,7 +504,7 @@ struct Decls {
 }
 
 impl<'m> EffectSink<'m> for Decls {
-    fn effect(&mut self, _: usize, e: Effect<'m>) {
+    fn effect(&mut self, _: Origin<'m>, e: Effect<'m>) {
         match e {
             Effect::Alloc { mem, bytes } if !self.allocs.iter().any(|a| a.0 == mem.alloc) => {
                 self.allocs.push((mem.alloc, bytes));
@@ -534,20 +522,10 @@ impl<'m> EffectSink<'m> for Decls {
     }
 }
 
-/// The name of the op whose statement starts at byte `at` of `src`
-/// (`ttng.wait_barrier` in `%x = ttng.wait_barrier ...`).
-fn op_name_at(src: &str, at: usize) -> &str {
-    let line = src.get(at..).unwrap_or("").lines().next().unwrap_or("");
-    line.split(|c: char| c.is_whitespace() || c == '(' || c == '"')
-        .find(|w| w.contains('.') && !w.starts_with('%'))
-        .unwrap_or("an op")
-}
-
 /// Calls `f` on every op of `blocks`, nested regions included, with the
 /// names a worker partition's arguments stand for (`%arg18` is the
 /// `warp_specialize` operand `%a_desc` it captures).
 fn walk<'m, 'a>(
-    src: &'a str,
     blocks: &'m [super::tree::Block<'a>],
     alias: &HashMap<&'a str, &'a str>,
     f: &mut impl FnMut(&'m Node<'a>, &HashMap<&'a str, &'a str>),
@@ -555,23 +533,23 @@ fn walk<'m, 'a>(
     for b in blocks {
         for n in &b.ops {
             f(n, alias);
+            let captures = n.view.name == "ttg.warp_specialize";
             for (i, r) in n.regions.iter().enumerate() {
-                let mut inner = alias.clone();
-                if n.view.name == "ttg.warp_specialize" && i > 0 {
-                    let operands: Vec<&'a str> = n
-                        .view
-                        .operands
-                        .iter()
-                        .filter(|o| o.is_ssa() && o.group == 0)
-                        .map(|o| o.text)
-                        .collect();
-                    let names = super::interp::partition_args(src, &n.region_heads[i]);
-                    for (k, v) in names.into_iter().zip(operands) {
-                        let v = alias.get(v).copied().unwrap_or(v);
-                        inner.insert(k, v);
-                    }
+                if !(captures && i > 0) {
+                    walk(&r.blocks, alias, f);
+                    continue;
                 }
-                walk(src, &r.blocks, &inner, f);
+                let mut inner = alias.clone();
+                let operands = n
+                    .view
+                    .operands
+                    .iter()
+                    .filter(|o| o.is_ssa() && o.group == 0);
+                let names = r.blocks.first().map(|b| b.args.as_slice()).unwrap_or(&[]);
+                for (k, o) in names.iter().zip(operands) {
+                    inner.insert(*k, alias.get(o.text).copied().unwrap_or(o.text));
+                }
+                walk(&r.blocks, &inner, f);
             }
         }
     }
@@ -582,16 +560,11 @@ fn walk<'m, 'a>(
 /// four warps, at least one) and requested registers.
 fn partitions(module: &Module<'_>, func: &Func<'_>) -> Result<Vec<(u8, Option<u32>)>, String> {
     let mut found: Vec<&Node<'_>> = Vec::new();
-    walk(
-        module.src,
-        &func.body.blocks,
-        &HashMap::new(),
-        &mut |n, _| {
-            if n.view.name == "ttg.warp_specialize" {
-                found.push(n);
-            }
-        },
-    );
+    walk(&func.body.blocks, &HashMap::new(), &mut |n, _| {
+        if n.view.name == "ttg.warp_specialize" {
+            found.push(n);
+        }
+    });
     let Some(ws) = found.first() else {
         return Ok(Vec::new());
     };

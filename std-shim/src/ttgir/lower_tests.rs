@@ -151,21 +151,29 @@ fn pulled_streams_are_the_whole_streams() {
 }
 
 /// A CTA that spends its step budget fails the pull, and the error names
-/// the op and the CTA.
+/// the op and the CTA: CTA 0 (the probe) ends at once, CTA 1 spins.
 #[test]
 fn a_runaway_cta_fails_its_pull() {
-    let m = ring_module(RING);
-    let l = Launch::parse("ring.toml", &RING_LAUNCH.replace("n = 3", "n = 2000000")).unwrap();
-    let p = Program::new(&m, &l, "ring.toml").unwrap().with_budget(1000);
+    let src = "tt.func public @spin() {
+  %c0 = arith.constant 0 : i32
+  %pid = tt.get_program_id x : i32
+  %spin = arith.cmpi ne, %pid, %c0 : i32
+  %r = scf.while (%go = %spin) : (i1) -> i1 {
+    scf.condition(%go) %go : i1
+  } do {
+  ^bb0(%g: i1):
+    scf.yield %g : i1
+  }
+  tt.return
+}
+";
+    let m = parse("spin.mlir", src).unwrap();
+    let l = Launch::parse("spin.toml", "grid = [2, 1, 1]\nmax_steps = 1000\n").unwrap();
+    let p = Program::new(&m, &l, "spin.toml").unwrap();
     let mut src = TtgirSource::new(&p);
-    let mut pos = 0;
-    let err = loop {
-        match src.pull(1, 0, 0, pos) {
-            Ok(Some(_)) => pos += 1,
-            Ok(None) => panic!("the stream ended"),
-            Err(_) => break src.error().unwrap().to_string(),
-        }
-    };
+    assert_eq!(src.pull(0, 0, 0, 0).unwrap(), None);
+    assert!(src.pull(1, 0, 0, 0).is_err());
+    let err = src.error().unwrap();
     assert!(
         err.contains("in CTA (1, 0, 0): the step budget of 1000 ops"),
         "{err}"

@@ -74,19 +74,7 @@ fn analyse(file: &str, src: &str) -> Result<Analysis, TtgirError> {
     let tokens = tokenize(file, src)?;
     check_closed(file, src, &tokens)?;
     let stmts = statements(src, &tokens);
-    let mut aliases = Aliases::default();
-    for s in &stmts {
-        let t = &tokens[s.first..s.last];
-        if let [name, eq, value, ..] = t {
-            if matches!(name.kind, TokenKind::Hash | TokenKind::Bang) && eq.is_punct(b'=') {
-                aliases.define(
-                    name.text(src),
-                    s.start,
-                    src.get(value.start..s.end).unwrap_or(""),
-                );
-            }
-        }
-    }
+    let aliases = Aliases::of(src, &tokens, &stmts);
     let records = stmts
         .iter()
         .map(|s| record(src, &tokens[s.first..s.last]))

@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use simfa_core::source::SourceError;
 use simfa_core::{Op, StreamSource};
 
-use super::interp::{Effect, Interp, Role};
+use super::interp::{Effect, Interp, Origin, Role};
 use super::lower::{LowerError, Program};
 
 impl Program<'_, '_> {
@@ -31,7 +31,7 @@ pub(super) struct CtaRun<'p, 'm, 'a> {
     coords: [u32; 3],
     role: u8,
     interp: Interp<'m, 'a>,
-    effects: Vec<(usize, Effect<'m>)>,
+    effects: Vec<(Origin<'m>, Effect<'m>)>,
     pub(super) queues: Vec<VecDeque<Op>>,
     unsynced: bool,
     finished: bool,
@@ -69,11 +69,11 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
         self.finished = self
             .interp
             .resume(&mut self.effects, &mut |e| e.len() >= EFFECTS_PER_STEP)?;
-        for (at, e) in self.effects.drain(..) {
+        for (from, e) in self.effects.drain(..) {
             self.program.lower(
                 self.coords,
                 self.role,
-                at,
+                from,
                 e,
                 &mut self.unsynced,
                 &mut self.queues,

@@ -182,8 +182,8 @@ pub struct Operand<'a> {
     pub text: &'a str,
     /// What the token is.
     pub kind: TokenKind,
-    /// 0 outside brackets, 1 inside the first `[...]` group (TMA
-    /// coordinates), 2 inside a later bracket group.
+    /// 0 outside brackets, `k` inside the `k`-th top-level `[...]` group
+    /// (the first holds a TMA copy's coordinates).
     pub group: u8,
 }
 
@@ -264,7 +264,7 @@ pub fn op_view<'a>(src: &'a str, tokens: &[Token], s: &Stmt) -> Option<OpView<'a
                 depth += 1;
                 if depth == 1 && !v.generic {
                     groups = groups.saturating_add(1);
-                    group = groups.min(2);
+                    group = groups;
                 }
             }
             TokenKind::Open(_) => depth += 1,
@@ -295,20 +295,48 @@ pub fn op_view<'a>(src: &'a str, tokens: &[Token], s: &Stmt) -> Option<OpView<'a
         i += 1;
     }
     if let Some(at) = sig_at {
-        let sig: Vec<&Token> = toks[at..]
-            .iter()
-            .take_while(|t| !(t.kind == TokenKind::Word && t.text(src) == "loc"))
-            .collect();
-        let arrow = top_level(&sig, |t| t.kind == TokenKind::Arrow);
-        match arrow.first() {
-            Some(&a) => {
-                v.ins = split_types(src, &sig[..a]);
-                v.outs = split_types(src, &sig[a + 1..]);
-            }
-            None => v.ins = split_types(src, &sig),
-        }
+        (v.ins, v.outs) = signature(src, &toks[at..]);
     }
     Some(v)
+}
+
+/// A type signature (the tokens after its `:`) as its input and result
+/// sides, each cut into types; without `->`, all of it is the input side.
+fn signature<'a>(src: &'a str, toks: &[Token]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let sig: Vec<&Token> = toks
+        .iter()
+        .take_while(|t| !(t.kind == TokenKind::Word && t.text(src) == "loc"))
+        .collect();
+    let arrow = top_level(&sig, |t| t.kind == TokenKind::Arrow);
+    match arrow.first() {
+        Some(&a) => (split_types(src, &sig[..a]), split_types(src, &sig[a + 1..])),
+        None => (split_types(src, &sig), Vec::new()),
+    }
+}
+
+/// The type signature on the line that closes a generic op's regions
+/// (`}) : (T) -> U`), cut into its input and result types; empty sides when the line
+/// has none.
+pub fn closing_signature<'a>(
+    src: &'a str,
+    tokens: &[Token],
+    s: &Stmt,
+) -> (Vec<&'a str>, Vec<&'a str>) {
+    let toks = &tokens[s.first..s.last];
+    // The closing brackets the line starts with opened on earlier lines.
+    let mut depth = 0u32;
+    let colon = toks.iter().position(|t| {
+        match t.kind {
+            TokenKind::Open(_) => depth += 1,
+            TokenKind::Close(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0 && t.is_punct(b':')
+    });
+    match colon {
+        Some(i) => signature(src, &toks[i + 1..]),
+        None => (Vec::new(), Vec::new()),
+    }
 }
 
 /// Indices of the top-level tokens of `toks` that satisfy `f`.

@@ -15,7 +15,7 @@ use super::error::{TtgirError, TtgirErrorKind};
 use super::lex::{tokenize, Token, TokenKind};
 use super::ops::{derive, recognise, Ctx};
 use super::scope::ScopeOp;
-use super::stmt::{check_closed, op_view, statements, OpView, Stmt};
+use super::stmt::{check_closed, closing_signature, op_view, statements, OpView, Stmt};
 use super::types::Aliases;
 
 /// One op with its regions.
@@ -138,6 +138,21 @@ struct Frame<'a> {
     region: Region<'a>,
 }
 
+impl<'a> Frame<'a> {
+    /// A new region of `node`, its entry block taking `args`.
+    fn open(node: Node<'a>, args: Vec<&'a str>) -> Self {
+        Frame {
+            node,
+            region: Region {
+                blocks: vec![Block {
+                    args,
+                    ops: Vec::new(),
+                }],
+            },
+        }
+    }
+}
+
 fn malformed(file: &str, src: &str, at: usize, why: &str) -> TtgirError {
     TtgirError::at(
         file,
@@ -154,7 +169,7 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
     let tokens = tokenize(file, src)?;
     check_closed(file, src, &tokens)?;
     let stmts = statements(src, &tokens);
-    let mut aliases = Aliases::default();
+    let aliases = Aliases::of(src, &tokens, &stmts);
     let mut module_attrs = "";
     let mut modules = 0u32;
     // The root: the module's body (or the file, for a module without a
@@ -172,12 +187,7 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
         region_heads: Vec::new(),
         tail: "",
     };
-    let mut stack: Vec<Frame<'a>> = vec![Frame {
-        node: root,
-        region: Region {
-            blocks: vec![Block::default()],
-        },
-    }];
+    let mut stack: Vec<Frame<'a>> = vec![Frame::open(root, Vec::new())];
     for s in &stmts {
         let toks = &tokens[s.first..s.last];
         let Some(first) = toks.first() else { continue };
@@ -187,14 +197,8 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
                 .get(s.last)
                 .map_or(true, |t| t.kind == TokenKind::Newline);
         let closes = first.kind == TokenKind::Close(b'}');
-        if first.kind == TokenKind::Hash && !opens {
-            // `#name = #dialect<...>`.
-            if let (Some(eq), Some(_)) = (toks.get(1), toks.get(2)) {
-                if eq.is_punct(b'=') {
-                    let value = src.get(toks[2].start..s.end).unwrap_or("");
-                    aliases.define(first.text(src), s.start, value);
-                }
-            }
+        if matches!(first.kind, TokenKind::Hash | TokenKind::Bang) && !opens {
+            // `#name = #dialect<...>`: read by `Aliases::of`.
             continue;
         }
         if closes && stack.len() == 1 && modules > 0 {
@@ -209,15 +213,15 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
                 .ok_or_else(|| malformed(file, src, s.start, "`}` closes no region"))?;
             f.node.regions.push(f.region);
             f.node.tail = text.get(1..).unwrap_or("").trim();
+            // A generic op's types come on the line that closes it.
+            let (ins, outs) = closing_signature(src, &tokens, s);
+            if !ins.is_empty() || !outs.is_empty() {
+                (f.node.view.ins, f.node.view.outs) = (ins, outs);
+            }
             if opens {
                 // `} else {`: the same op's next region.
                 f.node.region_heads.push(*s);
-                stack.push(Frame {
-                    node: f.node,
-                    region: Region {
-                        blocks: vec![Block::default()],
-                    },
-                });
+                stack.push(Frame::open(f.node, Vec::new()));
             } else {
                 let top = stack.last_mut().expect("the root stays");
                 current_block(&mut top.region).ops.push(f.node);
@@ -267,32 +271,22 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
                     tail: "",
                 };
                 if opens {
-                    stack.push(Frame {
-                        node,
-                        region: Region {
-                            blocks: vec![Block::default()],
-                        },
-                    });
+                    stack.push(Frame::open(node, Vec::new()));
                 } else {
                     let top = stack.last_mut().expect("the root stays");
                     current_block(&mut top.region).ops.push(node);
                 }
             }
             (_, true) => {
-                // `default {`, `partition0(...) num_warps(4) {`: a further
-                // region of the op just read in this block.
+                // `default {`, `partition0(%a: T) num_warps(4) {`: a
+                // further region of the op just read in this block, whose
+                // arguments (a partition's captures) its header names.
                 let top = stack.last_mut().expect("the root stays");
-                let node = current_block(&mut top.region).ops.pop().ok_or_else(|| {
+                let mut node = current_block(&mut top.region).ops.pop().ok_or_else(|| {
                     malformed(file, src, s.start, "a region that belongs to no op")
                 })?;
-                let mut node = node;
                 node.region_heads.push(*s);
-                stack.push(Frame {
-                    node,
-                    region: Region {
-                        blocks: vec![Block::default()],
-                    },
-                });
+                stack.push(Frame::open(node, block_args(src, toks)));
             }
             _ => {}
         }
@@ -339,7 +333,8 @@ fn current_block<'r, 'a>(r: &'r mut Region<'a>) -> &'r mut Block<'a> {
     r.blocks.last_mut().expect("just pushed")
 }
 
-/// The argument names of a block label `^bb0(%a: T, %b: U):`.
+/// The argument names of a block label `^bb0(%a: T, %b: U):` (or of a
+/// partition header `partition0(%a: T) num_warps(4) {`).
 fn block_args<'a>(src: &'a str, toks: &[Token]) -> Vec<&'a str> {
     let mut depth = 0;
     let mut out = Vec::new();
@@ -509,6 +504,17 @@ module attributes {\"ttg.num-warps\" = 8 : i32} {\n\
         assert_eq!(red.regions[0].blocks.len(), 2);
         assert_eq!(red.regions[0].blocks[1].args, ["%p", "%q"]);
         assert!(red.tail.starts_with(") : (tensor<4xf32>)"));
+        // A generic op's types come from the line that closes it.
+        assert_eq!(
+            (red.view.ins.clone(), red.view.outs.clone()),
+            (vec!["tensor<4xf32>"], vec!["f32"])
+        );
+        // The loop's attributes on its closing line are not a signature.
+        assert!(
+            lp.view.outs.is_empty() || lp.view.outs == ["(i32, i32)"],
+            "{:?}",
+            lp.view.outs
+        );
     }
 
     #[test]

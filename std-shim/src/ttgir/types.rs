@@ -41,6 +41,21 @@ impl TypeInfo<'_> {
         self.is_memdesc() && self.elem == "i64" && self.shape.iter().product::<u64>() == 1
     }
 
+    /// Its elements, saturating (a scalar has one).
+    pub fn elements(&self) -> u64 {
+        self.shape.iter().fold(1u64, |a, &d| a.saturating_mul(d))
+    }
+
+    /// The bytes it holds, if its element type has a size and the product
+    /// fits.
+    pub fn bytes(&self) -> Option<u64> {
+        let elem = match self.elem {
+            "i1" => 1,
+            e => super::dtype::Dtype::from_mlir(e)?.bytes(),
+        };
+        self.shape.iter().try_fold(elem, |a, &d| a.checked_mul(d))
+    }
+
     /// The layout parameter (the second one of a tensor), if any.
     pub fn encoding(&self) -> Option<&str> {
         self.params.first().copied()
@@ -174,6 +189,26 @@ pub fn find_ints(text: &str, key: &str) -> Option<Vec<i64>> {
 #[derive(Clone, Debug, Default)]
 pub struct Aliases<'a> {
     defs: Vec<(&'a str, usize, &'a str)>,
+}
+
+impl<'a> Aliases<'a> {
+    /// The definitions among the statements `stmts` of `src` (cut from
+    /// `tokens`): every `#name = value` and `!name = value`.
+    pub fn of(src: &'a str, tokens: &[Token], stmts: &[super::stmt::Stmt]) -> Self {
+        let mut aliases = Aliases::default();
+        for s in stmts {
+            if let [name, eq, value, ..] = &tokens[s.first..s.last] {
+                if matches!(name.kind, TokenKind::Hash | TokenKind::Bang) && eq.is_punct(b'=') {
+                    aliases.define(
+                        name.text(src),
+                        s.start,
+                        src.get(value.start..s.end).unwrap_or(""),
+                    );
+                }
+            }
+        }
+        aliases
+    }
 }
 
 impl<'a> Aliases<'a> {

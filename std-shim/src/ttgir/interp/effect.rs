@@ -85,8 +85,6 @@ pub enum Effect<'m> {
         /// Dots allowed to remain in flight.
         pendings: u32,
     },
-    /// `fence_async_shared`.
-    Fence,
     /// `tensormap_create`: a descriptor made in the kernel over pointer
     /// argument `ptr`.
     MakeDesc {
@@ -120,14 +118,23 @@ pub enum Effect<'m> {
     },
 }
 
-/// Where the effects of a CTA go; the op's byte offset comes with each.
-pub trait EffectSink<'m> {
-    /// One effect of the op at byte `at` of the input.
-    fn effect(&mut self, at: usize, e: Effect<'m>);
+/// The op an effect comes from: its byte offset in the input and its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Origin<'m> {
+    /// Byte offset of the op's statement.
+    pub at: usize,
+    /// The op's name (`ttng.wait_barrier`).
+    pub op: &'m str,
 }
 
-impl<'m> EffectSink<'m> for Vec<(usize, Effect<'m>)> {
-    fn effect(&mut self, at: usize, e: Effect<'m>) {
-        self.push((at, e));
+/// Where the effects of a CTA go, each with the op it comes from.
+pub trait EffectSink<'m> {
+    /// One effect of op `from`.
+    fn effect(&mut self, from: Origin<'m>, e: Effect<'m>);
+}
+
+impl<'m> EffectSink<'m> for Vec<(Origin<'m>, Effect<'m>)> {
+    fn effect(&mut self, from: Origin<'m>, e: Effect<'m>) {
+        self.push((from, e));
     }
 }

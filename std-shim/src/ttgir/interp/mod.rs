@@ -30,7 +30,7 @@ use std::hash::BuildHasherDefault;
 
 use fnv::FnvHasher;
 
-pub use effect::{Effect, EffectSink};
+pub use effect::{Effect, EffectSink, Origin};
 
 use super::error::{TtgirError, TtgirErrorKind};
 use super::tree::{Block, Func, Module, Node, Region};
@@ -112,8 +112,6 @@ pub struct Interp<'m, 'a> {
     /// The descriptor key each global scratch buffer holds, by the
     /// buffer's allocating op.
     made: HashMap<u32, u32>,
-    /// An effect of a control-flow op, reported after it.
-    pending: Option<(usize, Effect<'m>)>,
     /// Whether effects are reported: a worker partition's run goes
     /// through the function's code before the `warp_specialize` without
     /// reporting it (those warps sit idle there).
@@ -154,7 +152,6 @@ impl<'m, 'a> Interp<'m, 'a> {
             stack: Vec::new(),
             returned: None,
             role: Role::Default,
-            pending: None,
             made: HashMap::new(),
             loud: true,
         }
@@ -167,22 +164,16 @@ impl<'m, 'a> Interp<'m, 'a> {
         self
     }
 
-    /// Reports effect `e` of the op at byte `at`, unless this run is a
-    /// worker's before its partition.
-    fn emit(&self, sink: &mut impl EffectSink<'m>, at: usize, e: Effect<'m>) {
+    /// Reports effect `e` of op `n`, unless this run is a worker's before
+    /// its partition.
+    fn emit(&self, sink: &mut impl EffectSink<'m>, n: &'m Node<'a>, e: Effect<'m>) {
         if self.loud {
-            sink.effect(at, e);
+            let from = Origin {
+                at: n.stmt.start,
+                op: n.view.name,
+            };
+            sink.effect(from, e);
         }
-    }
-
-    /// Ops executed so far.
-    pub fn steps(&self) -> u64 {
-        self.steps
-    }
-
-    /// Whether the run has ended.
-    pub fn finished(&self) -> bool {
-        self.stack.is_empty()
     }
 
     fn fail(&self, n: &Node<'a>, why: impl Into<String>) -> TtgirError {
@@ -250,9 +241,6 @@ impl<'m, 'a> Interp<'m, 'a> {
                 return Err(self.fail(n, format!("calls and regions nest deeper than {MAX_DEPTH}")));
             }
             self.op(n, sink)?;
-            if let Some((at, e)) = self.pending.take() {
-                sink.effect(at, e);
-            }
             if pause(sink) {
                 return Ok(self.stack.is_empty());
             }
@@ -308,7 +296,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 Ok(())
             }
             "tt.call" => self.enter_call(n),
-            "ttg.warp_specialize" => self.enter_partition(n),
+            "ttg.warp_specialize" => self.enter_partition(n, sink),
             "scf.yield" | "ttg.warp_yield" | "tt.reduce.return" => {
                 let v = self.values(n, &Self::ssa(n))?;
                 self.end(Some(n), Flow::Yield(v))
@@ -389,40 +377,34 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// `ttg.warp_specialize`: the default partition runs its default region
     /// (whose `warp_yield` gives the op's results); worker partition `p`
     /// runs region `p + 1` with its block arguments bound to the op's
-    /// operands, and ends with it.
-    fn enter_partition(&mut self, n: &'m Node<'a>) -> Result<(), TtgirError> {
-        match self.role {
-            Role::Default => {
-                self.emit_partition(n);
-                match n.regions.first().and_then(entry) {
-                    Some(block) => self.push(block, Kind::If { node: n }),
-                    None => self.define(&n.view, &[]),
-                }
-                Ok(())
-            }
-            Role::Worker(p) => {
-                let i = p as usize + 1;
-                let (Some(r), Some(head)) = (n.regions.get(i), n.region_heads.get(i)) else {
-                    return Err(self.fail(n, format!("the kernel has no partition{p}")));
-                };
-                let values = self.values(n, &Self::ssa(n))?;
-                let names = partition_args(self.module.src, head);
-                // Only the partition's captures are visible in it.
-                self.vals.clear();
-                self.bind(&names, &values);
-                self.stack.clear();
-                self.loud = true;
-                self.emit_partition(n);
-                self.push(entry(r).unwrap_or(&EMPTY), Kind::Entry);
-                Ok(())
-            }
+    /// operands, and ends with it. Either reports the partition's start.
+    fn enter_partition(
+        &mut self,
+        n: &'m Node<'a>,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let i = match self.role {
+            Role::Default => 0,
+            Role::Worker(p) => p as usize + 1,
+        };
+        let Some(r) = n.regions.get(i) else {
+            return Err(self.fail(n, format!("the kernel has no partition{}", i - 1)));
+        };
+        let block = entry(r).unwrap_or(&EMPTY);
+        if i == 0 {
+            self.emit(sink, n, Effect::Partition);
+            self.push(block, Kind::If { node: n });
+        } else {
+            let values = self.values(n, &Self::ssa(n))?;
+            // Only the partition's captures are visible in it.
+            self.vals.clear();
+            self.bind(&block.args, &values);
+            self.stack.clear();
+            self.loud = true;
+            self.emit(sink, n, Effect::Partition);
+            self.push(block, Kind::Entry);
         }
-    }
-
-    /// Notes the partition's start for the sink (held until the next
-    /// resume reports it).
-    fn emit_partition(&mut self, n: &'m Node<'a>) {
-        self.pending = Some((n.stmt.start, Effect::Partition));
+        Ok(())
     }
 
     /// `tt.call @f(%a, ...)`: `f` runs with the operands as its
@@ -555,43 +537,6 @@ impl<'m, 'a> Interp<'m, 'a> {
         }
         Ok(())
     }
-}
-
-/// The argument names of a partition's header `partition0(%a: T, %b: U)
-/// num_warps(4) {`.
-pub fn partition_args<'a>(src: &'a str, head: &super::stmt::Stmt) -> Vec<&'a str> {
-    let text = src.get(head.start..head.end).unwrap_or("");
-    let Some(open) = text.find('(') else {
-        return Vec::new();
-    };
-    let mut depth = 0i32;
-    let mut out = Vec::new();
-    let mut at_name = true;
-    let bytes = text.as_bytes();
-    let mut i = open;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'(' | b'<' | b'[' | b'{' => depth += 1,
-            b')' | b'>' | b']' | b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    break;
-                }
-            }
-            b',' if depth == 1 => at_name = true,
-            b'%' if depth == 1 && at_name => {
-                let rest = &text[i..];
-                let end = rest
-                    .find(|c: char| c == ':' || c == ',' || c == ')' || c.is_whitespace())
-                    .unwrap_or(rest.len());
-                out.push(&rest[..end]);
-                at_name = false;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    out
 }
 
 /// The entry block of `r`: its first block with ops (a region printed

@@ -5,7 +5,7 @@
 use super::super::error::TtgirError;
 use super::super::scope::ScopeOp;
 use super::super::stmt::OpView;
-use super::super::tree::{Module, Node};
+use super::super::tree::Node;
 use super::super::types::{find_int, parse_type};
 use super::super::value::{binary, compare, int_bits, wrap, MemRef, Value};
 use super::{key, Effect, EffectSink, Interp};
@@ -27,6 +27,15 @@ impl<'m, 'a> Interp<'m, 'a> {
                 n,
                 format!("`{name}` must be an integer here, and is {}", kind(&other)),
             )),
+        }
+    }
+
+    /// Operand `name` as an integer: a literal (64 bits wide) or an
+    /// integer value.
+    pub(super) fn int_operand(&self, n: &Node<'a>, name: &str) -> Result<(i64, u8), TtgirError> {
+        match name.parse::<i64>() {
+            Ok(x) => Ok((x, 64)),
+            Err(_) => self.int(n, name),
         }
     }
 
@@ -141,7 +150,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let r = self.arith(n, op)?;
                 if r == Value::Opaque {
                     match super::work::tensor_work(v) {
-                        Some(w) => self.emit(sink, n.stmt.start, w),
+                        Some(w) => self.emit(sink, n, w),
                         // A float scalar or a dense constant.
                         None if op == "constant" || !on_tensor(v) => {}
                         None => return Err(self.unsupported(n)),
@@ -157,9 +166,10 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let bytes = v
                     .outs
                     .first()
-                    .and_then(|t| self.module.type_bytes(t))
+                    .and_then(|t| parse_type(t))
+                    .and_then(|t| t.bytes())
                     .unwrap_or(0);
-                self.emit(sink, n.stmt.start, Effect::Alloc { mem, bytes });
+                self.emit(sink, n, Effect::Alloc { mem, bytes });
                 self.define(v, &[Value::Mem(mem)]);
             }
             ("ttg", "memdesc_index")
@@ -170,8 +180,8 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let lead = v
                     .ins
                     .first()
-                    .and_then(|t| self.module.type_shape(t))
-                    .and_then(|s| s.first().copied())
+                    .and_then(|t| parse_type(t))
+                    .and_then(|t| t.shape.first().copied())
                     .unwrap_or(1) as i64;
                 let idx = v
                     .operands
@@ -191,7 +201,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let bar = self.mem(n, ssa.first().copied().unwrap_or(""))?;
                 let count = v.operands.iter().find_map(|o| o.int()).unwrap_or(1);
                 let count = u32::try_from(count).map_err(|_| self.fail(n, "a negative count"))?;
-                self.emit(sink, n.stmt.start, Effect::InitBarrier { bar, count });
+                self.emit(sink, n, Effect::InitBarrier { bar, count });
             }
             ("ttng", "async_tma_store_wait") | ("triton_nvidia_gpu", "async_tma_store_wait") => {
                 let pendings = v
@@ -201,7 +211,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     .unwrap_or(0);
                 let pendings =
                     u32::try_from(pendings).map_err(|_| self.fail(n, "negative pendings"))?;
-                self.emit(sink, n.stmt.start, Effect::StoreWait { pendings });
+                self.emit(sink, n, Effect::StoreWait { pendings });
             }
             ("ttg", "global_scratch_alloc") => {
                 self.define(v, &[Value::Scratch(n.stmt.start as u32)]);
@@ -222,19 +232,11 @@ impl<'m, 'a> Interp<'m, 'a> {
                 })?;
                 self.define(v, &[Value::Desc(key)]);
             }
-            ("ttng", "fence_async_shared") | ("triton_nvidia_gpu", "fence_async_shared") => {
-                self.emit(sink, n.stmt.start, Effect::Fence);
-            }
             _ => {
                 // Tensor math and conversions cost their work; the ops of
                 // the free table nothing; anything else is not supported.
-                let w = if name == "tt.reduce" {
-                    super::work::reduce_work(n.tail)
-                } else {
-                    super::work::tensor_work(v)
-                };
-                match w {
-                    Some(w) => self.emit(sink, n.stmt.start, w),
+                match super::work::tensor_work(v) {
+                    Some(w) => self.emit(sink, n, w),
                     None if super::work::FREE.contains(&name) => {}
                     None => return Err(self.unsupported(n)),
                 }
@@ -265,7 +267,6 @@ impl<'m, 'a> Interp<'m, 'a> {
         if !self.enabled(n) {
             return Ok(());
         }
-        let at = n.stmt.start;
         let e = match s {
             ScopeOp::Wgmma(w) => Effect::Wgmma {
                 shape: w,
@@ -307,10 +308,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             ScopeOp::MbWait { bar, phase } => {
                 let bar = self.mem(n, bar)?;
-                let phase = match phase.parse::<i64>() {
-                    Ok(p) => p,
-                    Err(_) => self.int(n, phase)?.0,
-                };
+                let (phase, _) = self.int_operand(n, phase)?;
                 Effect::Wait {
                     bar,
                     phase: (phase & 1) as u32,
@@ -325,7 +323,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 bytes: *bytes,
             },
         };
-        self.emit(sink, at, e);
+        self.emit(sink, n, e);
         Ok(())
     }
 
@@ -337,17 +335,22 @@ impl<'m, 'a> Interp<'m, 'a> {
         n: &'m Node<'a>,
         sink: &mut impl EffectSink<'m>,
     ) -> Result<(), TtgirError> {
-        let text = self.module.src.get(n.stmt.start..n.stmt.end).unwrap_or("");
-        let groups = bracket_groups(text);
+        let group = |k: u8| -> Vec<&'a str> {
+            n.view
+                .operands
+                .iter()
+                .filter(|o| o.group == k)
+                .map(|o| o.text)
+                .collect()
+        };
         let ssa = Self::ssa(n);
-        let (Some(&scratch), Some(&ptr), [boxes, dims, strides, ..]) =
-            (ssa.first(), ssa.get(1), groups.as_slice())
-        else {
+        let (Some(&scratch), Some(&ptr)) = (ssa.first(), ssa.get(1)) else {
             return Err(self.fail(
                 n,
                 "not `tensormap_create %scratch, %ptr, [box], [dims], [strides], [elem strides]`",
             ));
         };
+        let (boxes, dims, strides) = (group(1), group(2), group(3));
         let Value::Scratch(at) = self.get(n, scratch)? else {
             return Err(self.fail(n, format!("`{scratch}` is not a global scratch buffer")));
         };
@@ -366,10 +369,7 @@ impl<'m, 'a> Interp<'m, 'a> {
         let ints = |names: &[&str]| -> Result<Vec<i64>, TtgirError> {
             names
                 .iter()
-                .map(|s| match s.parse::<i64>() {
-                    Ok(x) => Ok(x),
-                    Err(_) => self.int(n, s).map(|(v, _)| v),
-                })
+                .map(|s| self.int_operand(n, s).map(|(v, _)| v))
                 .collect()
         };
         let positive = |v: Vec<i64>, what: &str| -> Result<Vec<u64>, TtgirError> {
@@ -382,17 +382,17 @@ impl<'m, 'a> Interp<'m, 'a> {
                 })
                 .collect()
         };
-        let boxdim = positive(ints(boxes)?, "box size")?
+        let boxdim = positive(ints(&boxes)?, "box size")?
             .into_iter()
             .map(|b| u32::try_from(b).unwrap_or(u32::MAX))
             .collect();
-        let dims = positive(ints(dims)?, "dimension")?;
-        let strides = positive(ints(strides)?, "stride")?;
+        let dims = positive(ints(&dims)?, "dimension")?;
+        let strides = positive(ints(&strides)?, "stride")?;
         let key = super::super::value::MADE_DESC | n.stmt.start as u32;
         self.made.insert(at, key);
         self.emit(
             sink,
-            n.stmt.start,
+            n,
             Effect::MakeDesc {
                 key,
                 ptr,
@@ -419,10 +419,7 @@ impl<'m, 'a> Interp<'m, 'a> {
         };
         names
             .iter()
-            .map(|s| match s.parse::<i64>() {
-                Ok(i) => Ok(i),
-                Err(_) => self.int(n, s).map(|(v, _)| v),
-            })
+            .map(|s| self.int_operand(n, s).map(|(v, _)| v))
             .collect()
     }
 
@@ -453,6 +450,10 @@ impl<'m, 'a> Interp<'m, 'a> {
         }
         let ssa = Self::ssa(n);
         let vals = self.values(n, &ssa)?;
+        if let ("select", [Value::Int { v: c, .. }, a, b]) = (op, vals.as_slice()) {
+            // Whatever the kind of the values chosen between (buffers too).
+            return Ok(if *c != 0 { *a } else { *b });
+        }
         if vals.iter().any(|x| !matches!(x, Value::Int { .. })) {
             return Ok(Value::Opaque);
         }
@@ -485,10 +486,6 @@ impl<'m, 'a> Interp<'m, 'a> {
                     v: -(r as i64),
                     bits: 1,
                 })
-            }
-            "select" => {
-                need(3)?;
-                Ok(if ints[0].0 != 0 { vals[1] } else { vals[2] })
             }
             "extsi" | "extui" | "trunci" | "index_cast" | "index_castui" | "bitcast" => {
                 need(1)?;
@@ -541,7 +538,6 @@ impl<'m, 'a> Interp<'m, 'a> {
     }
 }
 
-/// What a value is, for errors.
 /// Whether op `v`'s type is a tensor.
 fn on_tensor(v: &OpView<'_>) -> bool {
     v.outs
@@ -550,39 +546,7 @@ fn on_tensor(v: &OpView<'_>) -> bool {
         .is_some_and(|t| t.trim_start().starts_with("tensor<"))
 }
 
-/// The operands of each top-level `[...]` of an op's text, in order.
-fn bracket_groups(text: &str) -> Vec<Vec<&str>> {
-    let end = text.find(" : ").unwrap_or(text.len());
-    let mut out = Vec::new();
-    let mut depth = 0;
-    let mut start = 0;
-    for (i, c) in text[..end].char_indices() {
-        match c {
-            '[' => {
-                depth += 1;
-                if depth == 1 {
-                    start = i + 1;
-                }
-            }
-            ']' => {
-                depth -= 1;
-                if depth == 0 {
-                    let items = text[start..i]
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|t| !t.is_empty())
-                        .collect();
-                    out.push(items);
-                }
-            }
-            '{' | '(' | '<' => depth += 10,
-            '}' | ')' | '>' => depth -= 10,
-            _ => {}
-        }
-    }
-    out
-}
-
+/// What a value is, for errors.
 pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Int { .. } => "an integer",
@@ -591,22 +555,5 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Scratch(_) => "a global scratch buffer",
         Value::Mem(_) => "a shared-memory buffer",
         Value::Opaque => "a tensor, float or pointer",
-    }
-}
-
-impl Module<'_> {
-    /// The shape of type `text`.
-    pub fn type_shape(&self, text: &str) -> Option<Vec<u64>> {
-        parse_type(text).map(|t| t.shape)
-    }
-
-    /// The bytes a `memdesc` or tensor type `text` holds.
-    pub fn type_bytes(&self, text: &str) -> Option<u64> {
-        let t = parse_type(text)?;
-        let elem = match t.elem {
-            "i1" => 1,
-            e => super::super::dtype::Dtype::from_mlir(e)?.bytes(),
-        };
-        t.shape.iter().try_fold(elem, |a, &d| a.checked_mul(d))
     }
 }

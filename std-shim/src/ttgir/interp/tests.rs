@@ -11,7 +11,7 @@ fn effects<'m>(
     cta: [u32; 3],
     grid: [u32; 3],
     args: &[Value],
-) -> Result<Vec<(usize, Effect<'m>)>, TtgirError> {
+) -> Result<Vec<(Origin<'m>, Effect<'m>)>, TtgirError> {
     let f = m.func(None).expect("one public function");
     let mut out = Vec::new();
     Interp::new(m, cta, grid, 1 << 20).run(f, args, &mut out)?;

@@ -50,6 +50,10 @@ pub const FREE: &[&str] = &[
     "ttng.inval_barrier",
     "triton_nvidia_gpu.inval_barrier",
     "ttng.tensormap_fenceproxy_acquire",
+    // Shared-memory fences order the async proxy: the simulator's
+    // transfers are already ordered by the events that complete them.
+    "ttng.fence_async_shared",
+    "triton_nvidia_gpu.fence_async_shared",
     "tt.assume",
     "llvm.intr.assume",
     "tt.print",
@@ -64,19 +68,25 @@ use super::Effect;
 /// [`Effect::Compute`].
 pub(super) fn tensor_work(v: &OpView<'_>) -> Option<Effect<'static>> {
     let (dialect, op) = v.name.split_once('.')?;
-    // The tensor the op works on: its result (or its only type).
-    let ty = v.outs.first().or(v.ins.first())?;
+    // The tensor the op works on: a reduction's input, else its result
+    // (or its only type).
+    let ty = if v.name == "tt.reduce" {
+        v.ins.first()
+    } else {
+        v.outs.first().or(v.ins.first())
+    }?;
     let ty = ty.split(" to ").last().unwrap_or(ty);
     let t = parse_type(ty.trim())?;
     if !t.is_tensor() {
         return None;
     }
-    let elems: u64 = t.shape.iter().product();
+    let elems = t.elements();
     let float16 = matches!(t.elem, "f16" | "bf16");
     let float = t.elem.starts_with('f') || t.elem == "bf16";
     let mut w = [0u64; 4];
     let [fp32, mufu, fp16, int] = [0usize, 1, 2, 3];
     match (dialect, op) {
+        ("tt", "reduce") => w[fp32] = elems,
         ("math", "exp2" | "log2" | "sqrt" | "rsqrt" | "sin" | "cos" | "tanh" | "erf") => {
             w[mufu] = elems
         }
@@ -109,34 +119,6 @@ pub(super) fn tensor_work(v: &OpView<'_>) -> Option<Effect<'static>> {
         mufu: w[mufu],
         fp16: w[fp16],
         int: w[int],
-    })
-}
-
-/// The work of a `tt.reduce` whose closing line is `tail` (`}) : (T) ->
-/// U`): one `fp32` operation per element of its first input.
-pub(super) fn reduce_work(tail: &str) -> Option<Effect<'static>> {
-    let start = tail.find("tensor<")?;
-    let mut depth = 0i32;
-    let mut end = None;
-    for (i, ch) in tail[start..].char_indices() {
-        match ch {
-            '<' => depth += 1,
-            '>' => {
-                depth -= 1;
-                if depth == 0 {
-                    end = Some(start + i + 1);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let t = parse_type(&tail[start..end?])?;
-    Some(Effect::Compute {
-        fp32: t.shape.iter().product(),
-        mufu: 0,
-        fp16: 0,
-        int: 0,
     })
 }
 
@@ -191,11 +173,7 @@ mod tests {
         assert_eq!(
             work("%m = \"tt.reduce\"(%s) <{axis = 1 : i32}> ({"),
             None,
-            "a reduction's type comes with its closing line"
-        );
-        assert_eq!(
-            reduce_work(") : (tensor<128x64xf32, #mma>) -> tensor<128xf32, #s>"),
-            c(8192, 0, 0, 0)
+            "a reduction's types come with its closing line (tree.rs reads them)"
         );
         assert_eq!(work("%x = arith.addi %a, %b : i32"), None);
         assert_eq!(work("%x = tt.splat %a : f32 -> tensor<128xf32, #l>"), None);
