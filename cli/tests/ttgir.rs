@@ -1,17 +1,24 @@
 //! `simfa ttgir instrument` and `simfa ttgir sites` through the real
-//! binary on the TTGIR fixtures.
+//! binary on the TTGIR fixtures, and `simfa ttgir run` and `gen` on the
+//! kernels Triton compiled.
 
 mod common;
 use common::{s, simfa, stderr, Scratch};
 
 use std::path::{Path, PathBuf};
 
-fn fixture(name: &str) -> PathBuf {
+/// File `name` of `tests/fixtures/DIR`.
+fn in_fixtures(dir: &str, name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/ttgir")
+        .join("../tests/fixtures")
+        .join(dir)
         .join(name)
         .canonicalize()
-        .expect("the TTGIR fixture exists")
+        .expect("the fixture exists")
+}
+
+fn fixture(name: &str) -> PathBuf {
+    in_fixtures("ttgir", name)
 }
 
 #[test]
@@ -60,45 +67,22 @@ fn a_missing_input_is_named() {
 }
 
 fn compiled(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/ttgir-compiled")
-        .join(name)
-        .canonicalize()
-        .expect("the compiled TTGIR fixture exists")
+    in_fixtures("ttgir-compiled", name)
 }
 
-/// Triton's GEMM runs from its TTGIR, and `ttgir gen` writes a kernel and
-/// op file that `simfa run` simulates to the same cycles and digest.
-#[test]
-fn run_and_gen_then_run_agree() {
-    let k = compiled("tma_gemm.ttgir");
-    let l = compiled("tma_gemm.launch.toml");
-    let o = simfa(&["ttgir", "run", s(&k), "--launch", s(&l), "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let direct: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(direct["ctas"], 64);
-    assert_eq!(direct["wgmmas"], 64 * 16 * 8);
-    let scratch = Scratch::new("ttgir-gen");
-    let out = scratch.path("gemm.sfk");
-    let g = simfa(&["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)]);
-    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
-    assert!(scratch.path("gemm.sfk.ops").exists());
-    let r = simfa(&["run", s(&out), "--json"]);
-    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
-    let replayed: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
-    assert_eq!(direct["cycles"], replayed["cycles"]);
-    assert_eq!(direct["digest"], replayed["digest"]);
+/// The JSON report of `simfa ARGS`, which must succeed.
+fn report(args: &[&str]) -> serde_json::Value {
+    let o = simfa(args);
+    assert_eq!(o.status.code(), Some(0), "simfa {args:?}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// A warp-specialised Gluon GEMM (a one-warp TMA producer partition and a
-/// four-warp WGMMA partition, 128x128x64, 4 stages, persistent) through
-/// `ttgir run` agrees within 3% with `simfa gemm`'s kernel of the same
-/// tile, stages, grid and epilogue, and its run checks clean.
-#[test]
-fn a_warp_specialised_gluon_gemm_matches_the_generator() {
-    let k = compiled("gluon_ws_gemm.ttgir");
-    let l = compiled("gluon_ws_gemm.launch.toml");
-    let o = simfa(&[
+/// `simfa ttgir run KERNEL.ttgir --launch KERNEL.launch.toml --gpu h100
+/// --json --check` (the checker must find it clean, or the run fails).
+fn ttgir_run(kernel: &str) -> serde_json::Value {
+    let k = compiled(&format!("{kernel}.ttgir"));
+    let l = compiled(&format!("{kernel}.launch.toml"));
+    report(&[
         "ttgir",
         "run",
         s(&k),
@@ -108,10 +92,51 @@ fn a_warp_specialised_gluon_gemm_matches_the_generator() {
         "h100",
         "--json",
         "--check",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let t: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let g = simfa(&[
+    ])
+}
+
+/// `ttgir gen` of the kernel, then `simfa run` of what it wrote, gives the
+/// cycles and digest of `direct`, its `ttgir run`.
+fn replays_to(kernel: &str, direct: &serde_json::Value) {
+    let k = compiled(&format!("{kernel}.ttgir"));
+    let l = compiled(&format!("{kernel}.launch.toml"));
+    let scratch = Scratch::new("ttgir-gen");
+    let out = scratch.path("k.sfk");
+    let g = simfa(&["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)]);
+    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
+    assert!(scratch.path("k.sfk.ops").exists());
+    let replayed = report(&["run", s(&out), "--gpu", "h100", "--json"]);
+    assert_eq!(direct["cycles"], replayed["cycles"]);
+    assert_eq!(direct["digest"], replayed["digest"]);
+}
+
+/// Triton's GEMM runs from its TTGIR, and replays through `ttgir gen`.
+#[test]
+fn run_and_gen_then_run_agree() {
+    let direct = ttgir_run("tma_gemm");
+    assert_eq!(direct["ctas"], 64);
+    // 64 CTAs of 16 k-steps, 8 m64n128k16 WGMMAs each.
+    assert_eq!(direct["wgmmas"], 64 * 16 * 8);
+    replays_to("tma_gemm", &direct);
+}
+
+/// A GEMM that makes its descriptors in the kernel runs and replays.
+#[test]
+fn descriptors_made_in_the_kernel_run_and_replay() {
+    let direct = ttgir_run("device_desc_gemm");
+    // 16 x 16 tiles of 32 k-steps, 8 m64n128k16 WGMMAs each.
+    assert_eq!(direct["wgmmas"], 256 * 32 * 8);
+    replays_to("device_desc_gemm", &direct);
+}
+
+/// A warp-specialised Gluon GEMM (a one-warp TMA producer partition and a
+/// four-warp WGMMA partition, 128x128x64, 4 stages, persistent) agrees
+/// within 3% with `simfa gemm`'s kernel of the same tile, stages, grid and
+/// epilogue, and replays.
+#[test]
+fn a_warp_specialised_gluon_gemm_matches_the_generator() {
+    let t = ttgir_run("gluon_ws_gemm");
+    let g = report(&[
         "gemm",
         "--gpu",
         "h100",
@@ -133,37 +158,8 @@ fn a_warp_specialised_gluon_gemm_matches_the_generator() {
         "--tma-store",
         "--json",
     ]);
-    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
-    let g: serde_json::Value = serde_json::from_slice(&g.stdout).unwrap();
     let (a, b) = (t["cycles"].as_f64().unwrap(), g["cycles"].as_f64().unwrap());
     assert!((a / b - 1.0).abs() < 0.03, "ttgir {a} cycles, gemm {b}");
     assert_eq!(t["wgmmas"], g["wgmmas"]);
-}
-
-/// A GEMM that makes its descriptors in the kernel runs, checks clean,
-/// and replays through `ttgir gen` to the same cycles and digest.
-#[test]
-fn descriptors_made_in_the_kernel_run_and_replay() {
-    let k = compiled("device_desc_gemm.ttgir");
-    let l = compiled("device_desc_gemm.launch.toml");
-    let o = simfa(&[
-        "ttgir",
-        "run",
-        s(&k),
-        "--launch",
-        s(&l),
-        "--json",
-        "--check",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let direct: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    // 16 x 16 tiles of 32 k-steps, 8 m64n128k16 WGMMAs each.
-    assert_eq!(direct["wgmmas"], 256 * 32 * 8);
-    let scratch = Scratch::new("ttgir-made");
-    let out = scratch.path("k.sfk");
-    let g = simfa(&["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)]);
-    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
-    let r = simfa(&["run", s(&out), "--json"]);
-    let replayed: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
-    assert_eq!(direct["digest"], replayed["digest"]);
+    replays_to("gluon_ws_gemm", &t);
 }

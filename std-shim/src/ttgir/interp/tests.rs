@@ -18,6 +18,23 @@ fn effects<'m>(
     Ok(out)
 }
 
+type Effects<'m> = [(Origin<'m>, Effect<'m>)];
+
+/// The waits among `e`: barrier index and parity.
+fn waits(e: &Effects<'_>) -> Vec<(i64, u32)> {
+    e.iter()
+        .filter_map(|(_, e)| match e {
+            Effect::Wait { bar, phase } => Some((bar.index, *phase)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many of `e` satisfy `f`.
+fn count(e: &Effects<'_>, f: impl Fn(&Effect<'_>) -> bool) -> usize {
+    e.iter().filter(|(_, e)| f(e)).count()
+}
+
 fn int(v: i64) -> Value {
     Value::Int { v, bits: 32 }
 }
@@ -56,21 +73,12 @@ fn the_pipelined_gemm_walks_its_ring() {
         assert_eq!(pair[0], (0, vec![128, k]));
         assert_eq!(pair[1], (1, vec![k, 256]));
     }
-    let waits: Vec<(i64, u32)> = e
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Effect::Wait { bar, phase } => Some((bar.index, *phase)),
-            _ => None,
-        })
-        .collect();
+    let waits = waits(&e);
     assert_eq!(waits.len(), 16);
     for (i, w) in waits.iter().enumerate() {
         assert_eq!(*w, ((i % 3) as i64, ((i / 3) % 2) as u32), "wait {i}");
     }
-    let dots = e
-        .iter()
-        .filter(|(_, e)| matches!(e, Effect::Wgmma { .. }))
-        .count();
+    let dots = count(&e, |e| matches!(e, Effect::Wgmma { .. }));
     assert_eq!(dots, 16);
     let stores: Vec<&Effect> = e
         .iter()
@@ -81,10 +89,7 @@ fn the_pipelined_gemm_walks_its_ring() {
     assert!(
         matches!(stores[0], Effect::TmaStore { desc: 2, coords, bytes: 32768, .. } if *coords == [128, 256])
     );
-    let expects = e
-        .iter()
-        .filter(|(_, e)| matches!(e, Effect::Expect { bytes: 32768, .. }))
-        .count();
+    let expects = count(&e, |e| matches!(e, Effect::Expect { bytes: 32768, .. }));
     assert_eq!(expects, 16);
 }
 
@@ -122,15 +127,9 @@ fn the_persistent_gemm_walks_its_tiles_in_groups() {
         })
         .collect();
     assert_eq!(stores, expect);
-    let loads = e
-        .iter()
-        .filter(|(_, e)| matches!(e, Effect::TmaLoad { .. }))
-        .count();
+    let loads = count(&e, |e| matches!(e, Effect::TmaLoad { .. }));
     assert_eq!(loads, 4 * 8 * 2);
-    let dots = e
-        .iter()
-        .filter(|(_, e)| matches!(e, Effect::Wgmma { .. }))
-        .count();
+    let dots = count(&e, |e| matches!(e, Effect::Wgmma { .. }));
     assert_eq!(dots, 4 * 8);
 }
 
@@ -197,13 +196,7 @@ module {\n\
 fn while_if_and_calls_compute_exactly() {
     let m = parse("control.mlir", CONTROL).unwrap();
     let e = effects(&m, [0, 0, 0], [1, 1, 1], &[int(4), int(2)]).unwrap();
-    let waits: Vec<(i64, u32)> = e
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Effect::Wait { bar, phase } => Some((bar.index, *phase)),
-            _ => None,
-        })
-        .collect();
+    let waits = waits(&e);
     // sums 0, 2, 6, 12: all even.
     assert_eq!(waits, [(1, 0), (3, 0), (1, 0), (3, 0)]);
     // The for loop from 2 to 0 runs zero times.
