@@ -388,7 +388,11 @@ impl<'m, 'a> Interp<'m, 'a> {
             Role::Worker(p) => p as usize + 1,
         };
         let Some(r) = n.regions.get(i) else {
-            return Err(self.fail(n, format!("the kernel has no partition{}", i - 1)));
+            let why = match i {
+                0 => "a warp_specialize without a default region".to_string(),
+                i => format!("the kernel has no partition{}", i - 1),
+            };
+            return Err(self.fail(n, why));
         };
         let block = entry(r).unwrap_or(&EMPTY);
         if i == 0 {

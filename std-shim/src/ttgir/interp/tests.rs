@@ -249,3 +249,18 @@ fn unknown_ops_are_not_silently_dropped() {
         "{err}"
     );
 }
+
+/// A `warp_specialize` without its regions is an error, not a panic (found
+/// by the `ttgir_run` fuzz target).
+#[test]
+fn a_warp_specialize_without_regions_is_an_error() {
+    let src = "tt.func public @k() {\n  ttg.warp_specialize() attributes {requestedRegisters = array<i32: 24>}\n  tt.return\n}\n";
+    let m = parse("w.mlir", src).unwrap();
+    let err = effects(&m, [0, 0, 0], [1, 1, 1], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("a warp_specialize without a default region"),
+        "{err}"
+    );
+}
