@@ -597,7 +597,7 @@ fn partitions(module: &Module<'_>, func: &Func<'_>) -> Result<Vec<(u8, Option<u3
                 rest[..rest.find(')')?].trim().parse().ok()
             })
             .ok_or_else(|| format!("partition{} has no num_warps(N)", i - 1))?;
-        let wgs = u8::try_from((warps.max(1) + 3) / 4)
+        let wgs = u8::try_from((warps.max(1) as u64).div_ceil(4))
             .map_err(|_| format!("partition{} has {warps} warps", i - 1))?;
         let r = regs.get(i - 1).map(|&r| r.clamp(24, 255) as u32);
         out.push((wgs, r));
