@@ -378,7 +378,8 @@ fn walk(
             }
             Instr::TmaLoad { map, coords, .. }
             | Instr::TmaStore { map, coords }
-            | Instr::StGlobal { map, coords, .. } => {
+            | Instr::StGlobal { map, coords, .. }
+            | Instr::LdGlobal { map, coords, .. } => {
                 let Some(m) = k.maps.get(map as usize) else {
                     pc += 1;
                     continue;
@@ -389,7 +390,7 @@ fn walk(
                 }
                 let bytes = m.box_bytes(&at);
                 let t = &mut maps[map as usize];
-                if matches!(k.code[pc], Instr::TmaLoad { .. }) {
+                if matches!(k.code[pc], Instr::TmaLoad { .. } | Instr::LdGlobal { .. }) {
                     t.loaded = t.loaded.saturating_add(bytes);
                     e.l2_load_bytes = e.l2_load_bytes.saturating_add(bytes);
                 } else {

@@ -251,6 +251,13 @@ pub struct GpuConfig {
     /// 32-byte sector. Fitted by `simfa calibrate store` on fast.cu's
     /// measured epilogue (data/register_stores.csv).
     pub store_request_cycles: Ratio,
+    /// Cycles the SM's load/store unit takes per sector read request of
+    /// loads by threads into shared memory or registers
+    /// ([`crate::Instr::LdGlobal`]: `cp.async`, `ld.global`), shared with
+    /// register stores: the L1 returns 128 bytes (four sectors) per cycle
+    /// (H100: 32.3 TB/s of shared-memory bandwidth over 144 SMs at
+    /// 1755 MHz), so 1/4. Not fitted.
+    pub load_request_cycles: Ratio,
     /// Which memory model serves the TMA engines.
     pub memory: MemoryModel,
     /// The fixed memory port (with `memory = "fixed"`).
@@ -373,6 +380,7 @@ impl GpuConfig {
             // about 2.1 us on an H100 (data/launch_gap.csv).
             launch_gap_ns: 2200,
             store_request_cycles: STORE_REQUEST_CYCLES,
+            load_request_cycles: Ratio::new(1, 4),
             memory: MemoryModel::Transaction,
             port: FixedPortConfig {
                 latency: 500,
@@ -553,6 +561,13 @@ impl GpuConfig {
                 && self.store_request_cycles.num <= 1 << 20
                 && self.store_request_cycles.den <= 1 << 20,
             "store_request_cycles",
+            "denominator must be positive, numerator and denominator at most 1048576",
+        )?;
+        check(
+            self.load_request_cycles.den > 0
+                && self.load_request_cycles.num <= 1 << 20
+                && self.load_request_cycles.den <= 1 << 20,
+            "load_request_cycles",
             "denominator must be positive, numerator and denominator at most 1048576",
         )?;
         check(

@@ -189,6 +189,14 @@ pub enum KernelError {
         /// The offending segment.
         segment: u8,
     },
+    /// An `ld.global` whose sector requests would carry no bytes or more
+    /// than a 32-byte sector.
+    BadLoadSegment {
+        /// Instruction index.
+        at: u16,
+        /// The offending segment.
+        segment: u8,
+    },
     /// A cluster shape with a zero side, more than
     /// [`crate::cluster::MAX_CLUSTER`] CTAs, or a side that does not divide
     /// the grid's.
@@ -303,6 +311,10 @@ impl fmt::Display for KernelError {
             KernelError::BadStoreSegment { at, segment } => write!(
                 f,
                 "instruction {at}: st.global segment {segment} is not 1 to 32 bytes (one sector request)"
+            ),
+            KernelError::BadLoadSegment { at, segment } => write!(
+                f,
+                "instruction {at}: ld.global segment {segment} is not 1 to 32 bytes (one sector request)"
             ),
             KernelError::BadCluster {
                 dims: [x, y, z],

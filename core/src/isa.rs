@@ -419,6 +419,26 @@ pub enum Instr {
         /// a column-major tensor (4 columns x 16 bytes) are.
         segment: u8,
     },
+    /// The WarpGroup's threads copy one box of a tensor from global memory
+    /// into shared memory with their own loads (`cp.async`, or `ld.global`
+    /// into registers), not the TMA: the box reaches memory as sector read
+    /// requests that each carry `segment` bytes, issued through the SM's
+    /// load/store unit at [`crate::GpuConfig::load_request_cycles`] per
+    /// request, shared by the SM's WarpGroups with its register stores.
+    /// The WarpGroup goes on once its requests have left; the box's lines
+    /// then arrive as a TMA load's do: only the in-bounds part of the box
+    /// is requested and moves (a masked-off remainder moves nothing), and
+    /// the whole box's bytes complete on `bar`, as a TMA load's do.
+    LdGlobal {
+        /// Tensor map index.
+        map: u8,
+        /// The mbarrier that receives the transaction bytes.
+        bar: Ref,
+        /// Box origin.
+        coords: [ExprId; 5],
+        /// Bytes of the box one sector request carries (1 to 32).
+        segment: u8,
+    },
 }
 
 /// A resolved instruction, with every operand evaluated. This is what the
@@ -551,6 +571,17 @@ pub enum Op {
         /// Bytes one sector request carries (1 to 32).
         segment: u8,
     },
+    /// See [`Instr::LdGlobal`]; `bar` is a CTA-wide mbarrier index.
+    LdGlobal {
+        /// Tensor map.
+        map: u8,
+        /// mbarrier index.
+        bar: u16,
+        /// Box origin.
+        coords: [i64; 5],
+        /// Bytes one sector request carries (1 to 32).
+        segment: u8,
+    },
 }
 
 impl Op {
@@ -577,6 +608,7 @@ impl Op {
             Op::Exit => 18,
             Op::Compute { .. } => 19,
             Op::StGlobal { .. } => 20,
+            Op::LdGlobal { .. } => 21,
         }
     }
 
@@ -603,6 +635,7 @@ impl Op {
             Op::Exit => "exit",
             Op::Compute { .. } => "compute",
             Op::StGlobal { .. } => "st.global",
+            Op::LdGlobal { .. } => "ld.global",
         }
     }
 }

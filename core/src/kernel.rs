@@ -137,7 +137,7 @@ impl Kernel {
             }
             Op::TmaStore { map, .. } => (map as usize) < self.maps.len(),
             Op::StageRelease { cluster, .. } => self.mask_ok(cluster, 0).is_ok(),
-            Op::StGlobal { map, segment, .. } => {
+            Op::StGlobal { map, segment, .. } | Op::LdGlobal { map, segment, .. } => {
                 (map as usize) < self.maps.len() && (1..=32).contains(&segment)
             }
             Op::Wgmma { n, .. } => (8..=256).contains(&n) && n % 8 == 0,
@@ -382,6 +382,18 @@ impl Kernel {
                     self.map_ok(map, &coords, depth, at)?;
                     if !(1..=32).contains(&segment) {
                         return Err(KernelError::BadStoreSegment { at, segment });
+                    }
+                }
+                Instr::LdGlobal {
+                    map,
+                    bar,
+                    coords,
+                    segment,
+                } => {
+                    self.map_ok(map, &coords, depth, at)?;
+                    self.mbar_ok(bar, depth, at)?;
+                    if !(1..=32).contains(&segment) {
+                        return Err(KernelError::BadLoadSegment { at, segment });
                     }
                 }
                 Instr::BulkLoad { bar, addr, .. } => {

@@ -140,6 +140,13 @@ enum Op {
         coords: [u8; 2],
         segment: u8,
     },
+    /// Loads by threads; the segment is raw as a store's.
+    LdGlobal {
+        map: u8,
+        bar: (u8, u8),
+        coords: [u8; 2],
+        segment: u8,
+    },
 }
 
 fn name(s: &str) -> simfa_core::kernel::Name {
@@ -242,6 +249,17 @@ fn build(d: &Desc) -> Option<Kernel> {
                     segment,
                 } => Instr::StGlobal {
                     map: map % 3,
+                    coords: [ex(coords[0]), ex(coords[1]), 0, 0, 0],
+                    segment: segment % 40,
+                },
+                Op::LdGlobal {
+                    map,
+                    bar: b,
+                    coords,
+                    segment,
+                } => Instr::LdGlobal {
+                    map: map % 3,
+                    bar: bar(b),
                     coords: [ex(coords[0]), ex(coords[1]), 0, 0, 0],
                     segment: segment % 40,
                 },

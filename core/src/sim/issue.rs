@@ -321,13 +321,49 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 // The SM's store path takes the requests of one `st.global`
                 // after those of the ones before it; the lines follow.
                 let requests = bytes.div_ceil(segment.max(1) as u64);
-                let start = self.sms[sm].store_free.max(now);
+                let start = self.sms[sm].lsu_free.max(now);
                 let end = start.saturating_add(self.cfg.store_request_cycles.mul_ceil(requests));
-                self.sms[sm].store_free = end;
+                self.sms[sm].lsu_free = end;
                 self.start_transfer(
                     ti,
                     u16::MAX,
                     Direction::Store,
+                    Shape::Tensor { map: m, coords },
+                    bytes,
+                    end - now,
+                    obs,
+                )?;
+                if end > now + 1 {
+                    Outcome::Storing(end)
+                } else {
+                    Outcome::Next
+                }
+            }
+            Op::LdGlobal {
+                map,
+                bar,
+                coords,
+                segment,
+            } => {
+                if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
+                    return Ok(Outcome::Stall(WaitReason::TmaSlot));
+                }
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                let kernel = self.kernel;
+                let m = &kernel.maps[map as usize];
+                // Only the in-bounds part is requested (masked-off elements
+                // move nothing); the whole box completes, as a TMA load's.
+                let bytes = m.full_box_bytes();
+                // The load/store unit takes this box's requests after those
+                // of the loads and stores before it; the lines follow.
+                let requests = m.box_bytes(&coords).div_ceil(segment.max(1) as u64);
+                let start = self.sms[sm].lsu_free.max(now);
+                let end = start.saturating_add(self.cfg.load_request_cycles.mul_ceil(requests));
+                self.sms[sm].lsu_free = end;
+                self.start_transfer(
+                    ti,
+                    landing_code(b as u16, 0),
+                    Direction::Load,
                     Shape::Tensor { map: m, coords },
                     bytes,
                     end - now,

@@ -109,6 +109,17 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
             coords: coords_of(k, map, &coords, ctx),
             segment,
         },
+        Instr::LdGlobal {
+            map,
+            bar,
+            coords,
+            segment,
+        } => Op::LdGlobal {
+            map,
+            bar: index_of(k, bar, ctx, true),
+            coords: coords_of(k, map, &coords, ctx),
+            segment,
+        },
         Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
     }
 }

@@ -202,8 +202,9 @@ pub(crate) struct Sm {
     pub unit_n: [u8; 4],
     /// Cycle up to which the active phases have been charged.
     pub unit_last: u64,
-    /// First cycle the store path takes another `st.global`'s requests.
-    pub store_free: u64,
+    /// First cycle the load/store unit takes another `st.global`'s or
+    /// `ld.global`'s requests.
+    pub lsu_free: u64,
 }
 
 impl Sm {
@@ -220,7 +221,7 @@ impl Sm {
         tma_busy_since: 0,
         unit_n: [0; 4],
         unit_last: 0,
-        store_free: 0,
+        lsu_free: 0,
     };
 }
 

@@ -209,6 +209,21 @@ impl Parser<'_> {
                     segment,
                 }
             }
+            "ld.global" => {
+                let map = self.lookup(l, Kind::Map)?;
+                comma(l, "tensor map name")?;
+                let bar = self.decl_ref(l, Kind::Mbar, depth)?;
+                comma(l, "mbarrier")?;
+                let coords = self.coords(l, map, word, depth)?;
+                comma(l, "coordinates")?;
+                let segment = uint(l, "segment bytes (1 to 32)", 32)? as u8;
+                Instr::LdGlobal {
+                    map: map as u8,
+                    bar,
+                    coords,
+                    segment,
+                }
+            }
             "bulk.load" => {
                 let bar = self.decl_ref(l, Kind::Mbar, depth)?;
                 comma(l, "mbarrier")?;

@@ -272,6 +272,7 @@ impl Parser<'_> {
             | KernelError::BadStage { at }
             | KernelError::BadWgmmaShape { at, .. }
             | KernelError::BadStoreSegment { at, .. }
+            | KernelError::BadLoadSegment { at, .. }
             | KernelError::BadClusterMask { at, .. }
             | KernelError::BadThreadCount { at }
             | KernelError::UnbalancedLoop { at }

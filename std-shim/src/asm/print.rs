@@ -121,6 +121,20 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             coords(out, k, map, &c);
             let _ = write!(out, ", {segment}");
         }
+        Instr::LdGlobal {
+            map,
+            bar,
+            coords: c,
+            segment,
+        } => {
+            out.push_str("ld.global ");
+            map_name(out, k, map);
+            out.push_str(", ");
+            decl_ref(out, k, bar, false);
+            out.push_str(", ");
+            coords(out, k, map, &c);
+            let _ = write!(out, ", {segment}");
+        }
         Instr::BulkLoad { bar, addr, bytes } => {
             out.push_str("bulk.load ");
             decl_ref(out, k, bar, false);

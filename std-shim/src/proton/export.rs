@@ -319,6 +319,7 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::TmaLoad { .. } => "TMA_LOAD",
         Op::TmaStore { .. } => "TMA_STORE",
         Op::StGlobal { .. } => "ST_GLOBAL",
+        Op::LdGlobal { .. } => "LD_GLOBAL",
         Op::BulkLoad { .. } => "BULK_LOAD",
         Op::BulkStore { .. } => "BULK_STORE",
         Op::StoreWait { .. } => "STORE_WAIT",

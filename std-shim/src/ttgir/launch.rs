@@ -232,7 +232,7 @@ impl Launch {
                 }
             } else if ty.starts_with("!tt.ptr") && self.tensor(name, i).is_some() {
                 let i = u16::try_from(i).map_err(|_| fail("too many arguments".into()))?;
-                Value::Ptr(i)
+                Value::Ptr { arg: i, off: 0 }
             } else {
                 Value::Opaque
             };

@@ -37,7 +37,8 @@ use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
 use super::interp::{Effect, EffectSink, Interp, Origin};
-use super::launch::{Launch, LaunchError};
+use super::launch::{Launch, LaunchError, Tensor};
+use super::pointer::{Inflight, PtrMaps, Rings};
 use super::scope::ScopeOp;
 use super::tree::{Func, Module, Node};
 use super::value::Value;
@@ -88,7 +89,22 @@ pub struct Program<'m, 'a> {
     made: HashMap<u32, MadeShape>,
     /// First CTA-wide index and length of each barrier buffer.
     bars: HashMap<u32, (u16, u16)>,
+    /// The launch's tensor of each pointer argument, with its name.
+    ptr_tensors: HashMap<u16, (String, Tensor)>,
+    /// Tensor maps of the pointer tiles CTA 0 moves.
+    ptr_maps: PtrMaps,
+    /// The kernel's own warps' mbarrier rings for loads through pointers.
+    rings: Rings,
     pub(super) budget: u64,
+}
+
+/// What lowering keeps of a CTA role's run between effects.
+#[derive(Debug, Default)]
+pub struct RunState {
+    /// Barriers were initialised since the last CTA-wide barrier.
+    unsynced: bool,
+    /// Loads through pointers in flight.
+    inflight: Inflight,
 }
 
 impl<'m, 'a> Program<'m, 'a> {
@@ -178,6 +194,7 @@ impl<'m, 'a> Program<'m, 'a> {
             allocs,
             inits,
             made: made_list,
+            tiles,
         } = decls;
         let mut made = HashMap::new();
         for (key, ptr, (boxdim, dims, strides)) in made_list {
@@ -228,6 +245,53 @@ impl<'m, 'a> Program<'m, 'a> {
                 .map_err(|e| fail(e.to_string()))?;
             bars.insert(alloc, (b.kernel().mbar_base(d), len));
         }
+        // Pointer arguments' tensors, the maps of the tiles CTA 0 moves,
+        // and the rings their loads complete on.
+        let mut ptr_tensors = HashMap::new();
+        for (i, v) in args.iter().enumerate() {
+            if let Value::Ptr { arg, .. } = v {
+                let (name, _) = func.args[i];
+                if let Some(t) = launch.tensor(name, i) {
+                    let bare = name.trim_start_matches('%').to_string();
+                    ptr_tensors.insert(*arg, (bare, t.clone()));
+                }
+            }
+        }
+        let mut ptr_maps = PtrMaps::new();
+        let mut rings = Rings::default();
+        for (tile, ring) in &tiles {
+            let arg = tile.lin.ptr.unwrap_or(u16::MAX);
+            let (name, t) = ptr_tensors.get(&arg).ok_or_else(|| {
+                fail(format!(
+                    "a load or store through pointer argument {arg}, which has no [tensors] entry"
+                ))
+            })?;
+            let p = super::pointer::place(t, tile)
+                .map_err(|why| fail(format!("a tile of `{name}`: {why}")))?;
+            if !ptr_maps.contains_key(&(arg, p.block.clone())) {
+                let m = super::pointer::map_for(name, t, &p.block).map_err(|why| {
+                    LowerError::Launch(LaunchError {
+                        file: launch_file.to_string(),
+                        why: format!("tensor `{name}`: {why}"),
+                    })
+                })?;
+                let i = b.map(m).map_err(|e| fail(e.to_string()))?;
+                ptr_maps.insert((arg, p.block), i);
+            }
+            let Some(regs) = *ring else { continue };
+            let ring = if regs {
+                &mut rings.loads
+            } else {
+                &mut rings.groups
+            };
+            if ring.is_none() {
+                let nm = if regs { "loads" } else { "groups" };
+                let d = b
+                    .mbarriers(nm, super::pointer::RING as u16, 1)
+                    .map_err(|e| fail(e.to_string()))?;
+                *ring = Some(b.kernel().mbar_base(d));
+            }
+        }
         let regs = launch.regs.unwrap_or(DEFAULT_REGS);
         b.stream_role("body", wgs as u32, regs)
             .map_err(|e| fail(e.to_string()))?;
@@ -247,6 +311,9 @@ impl<'m, 'a> Program<'m, 'a> {
             maps,
             made,
             bars,
+            ptr_tensors,
+            ptr_maps,
+            rings,
             budget,
         })
     }
@@ -296,16 +363,45 @@ impl<'m, 'a> Program<'m, 'a> {
         Ok(out)
     }
 
+    /// The `ld.global`s or `st.global`s of pointer tile `tile`: the map,
+    /// coordinates and segment of each, and the bytes they complete.
+    fn ptr_ops(
+        &self,
+        tile: &super::interp::PtrTile,
+    ) -> Result<(Vec<super::pointer::PtrOp>, u32), String> {
+        let arg = tile.lin.ptr.unwrap_or(u16::MAX);
+        let (_, t) = self
+            .ptr_tensors
+            .get(&arg)
+            .ok_or("a pointer argument without a [tensors] entry")?;
+        let p = super::pointer::place(t, tile)?;
+        let map = *self.ptr_maps.get(&(arg, p.block.clone())).ok_or_else(|| {
+            format!(
+                "a tile of {:?} elements (innermost first), a shape CTA 0 never moves (simfa declares tensor maps once per kernel)",
+                p.block
+            )
+        })?;
+        let block: Vec<u32> = p.block.iter().rev().copied().collect();
+        let origin: Vec<i64> = p.origin.iter().rev().copied().collect();
+        let copies = self.copies(map, &block, &origin)?;
+        let full = self.kernel.maps[map as usize].full_box_bytes() * copies.len() as u64;
+        let full = u32::try_from(full).map_err(|_| format!("{full} bytes in one load"))?;
+        Ok((
+            copies.into_iter().map(|c| (map, c, tile.segment)).collect(),
+            full,
+        ))
+    }
+
     /// The ops of one effect (of op `from`, in the CTA at `coords`)
-    /// appended to the WarpGroups' queues; `unsynced` says whether
-    /// barriers were initialised since the last CTA-wide barrier.
+    /// appended to the WarpGroups' queues; `st` is what lowering keeps of
+    /// the run.
     pub(super) fn lower(
         &self,
         coords: [u32; 3],
         role: u8,
         from: Origin<'_>,
         e: Effect<'_>,
-        unsynced: &mut bool,
+        st: &mut RunState,
         out: &mut [VecDeque<Op>],
     ) -> Result<(), LowerError> {
         let fail = |why: String| {
@@ -321,8 +417,8 @@ impl<'m, 'a> Program<'m, 'a> {
             ))
         };
         let wgs = self.wgs[role as usize];
-        if *unsynced && !matches!(e, Effect::InitBarrier { .. }) {
-            *unsynced = false;
+        if st.unsynced && !matches!(e, Effect::InitBarrier { .. }) {
+            st.unsynced = false;
             if wgs > 1 {
                 let threads = wgs as u16 * 128;
                 for s in out.iter_mut() {
@@ -410,7 +506,7 @@ impl<'m, 'a> Program<'m, 'a> {
                 let count = u16::try_from(count)
                     .map_err(|_| fail(format!("an arrival count of {count}")))?;
                 out[0].push_back(Op::MbarInit { bar, count });
-                *unsynced = true;
+                st.unsynced = true;
             }
             Effect::Expect { bar: m, bytes } => {
                 let bar = bar(m)?;
@@ -481,6 +577,39 @@ impl<'m, 'a> Program<'m, 'a> {
                     }
                 }
             }
+            Effect::PtrLoad { tile, regs } => {
+                let rings = if role == 0 {
+                    self.rings
+                } else {
+                    Rings::default()
+                };
+                let (ops, bytes) = self.ptr_ops(&tile).map_err(fail)?;
+                rings
+                    .load(&mut st.inflight, regs, bytes, ops.into_iter(), out)
+                    .map_err(|w| fail(w.to_string()))?;
+            }
+            Effect::PtrStore { tile } => {
+                let (ops, _) = self.ptr_ops(&tile).map_err(fail)?;
+                for (map, coords, segment) in ops {
+                    out[0].push_back(Op::StGlobal {
+                        map,
+                        coords,
+                        segment,
+                    });
+                }
+            }
+            Effect::AsyncCommit => {
+                let rings = if role == 0 {
+                    self.rings
+                } else {
+                    Rings::default()
+                };
+                rings
+                    .commit(&mut st.inflight, out)
+                    .map_err(|w| fail(w.to_string()))?;
+            }
+            Effect::AsyncWait { pendings } => self.rings.wait(&mut st.inflight, pendings, out),
+            Effect::Use { load } => self.rings.use_load(&mut st.inflight, load, out),
             Effect::WgmmaWait { pendings } => all(
                 out,
                 Op::WgmmaWait {
@@ -501,6 +630,10 @@ struct Decls {
     inits: Vec<(u32, i64, u32)>,
     /// Each descriptor made: key, pointer argument, box, dims, strides.
     made: Vec<(u32, u16, MadeShape)>,
+    /// Each tile moved through pointers, and the ring it needs: `Some`
+    /// for a copy into shared memory (`false`) or a load into registers
+    /// (`true`), `None` for a store.
+    tiles: Vec<(super::interp::PtrTile, Option<bool>)>,
 }
 
 impl<'m> EffectSink<'m> for Decls {
@@ -517,6 +650,8 @@ impl<'m> EffectSink<'m> for Decls {
                 dims,
                 strides,
             } => self.made.push((key, ptr, (boxdim, dims, strides))),
+            Effect::PtrLoad { tile, regs } => self.tiles.push((tile, Some(regs.is_some()))),
+            Effect::PtrStore { tile } => self.tiles.push((tile, None)),
             _ => {}
         }
     }

@@ -29,6 +29,7 @@
 //! brackets, an op whose shapes cannot be derived, an unknown alias) is a
 //! [`TtgirError`] naming the file, line and column; no input panics.
 
+pub mod affine;
 pub mod dtype;
 pub mod error;
 pub mod interp;
@@ -37,6 +38,7 @@ pub mod lex;
 pub mod lower;
 pub mod ops;
 pub mod pass;
+pub mod pointer;
 pub mod scope;
 pub mod simulate;
 pub mod source;

@@ -8,7 +8,7 @@ use simfa_core::source::SourceError;
 use simfa_core::{Op, StreamSource};
 
 use super::interp::{Effect, Interp, Origin, Role};
-use super::lower::{LowerError, Program};
+use super::lower::{LowerError, Program, RunState};
 
 impl Program<'_, '_> {
     /// The WarpGroup streams of role `role` in CTA `cta`, whole.
@@ -33,7 +33,7 @@ pub(super) struct CtaRun<'p, 'm, 'a> {
     interp: Interp<'m, 'a>,
     effects: Vec<(Origin<'m>, Effect<'m>)>,
     pub(super) queues: Vec<VecDeque<Op>>,
-    unsynced: bool,
+    state: RunState,
     finished: bool,
 }
 
@@ -54,7 +54,7 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
             interp,
             effects: Vec::new(),
             queues: vec![VecDeque::new(); program.wgs[role as usize] as usize],
-            unsynced: false,
+            state: RunState::default(),
             finished: false,
         }
     }
@@ -75,7 +75,7 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
                 self.role,
                 from,
                 e,
-                &mut self.unsynced,
+                &mut self.state,
                 &mut self.queues,
             )?;
         }

@@ -119,6 +119,22 @@ impl<'a> Module<'a> {
         u64::try_from(w).ok().filter(|&w| w > 0)
     }
 
+    /// The `#ttg.blocked` layout a tensor type `ty` (at byte `at`) names
+    /// through its `#alias`: `sizePerThread`, `threadsPerWarp` and
+    /// `order` (`None` for another layout or without an alias).
+    pub fn blocked(&self, ty: &str, at: usize) -> Option<[Vec<i64>; 3]> {
+        let start = ty.rfind('#')?;
+        let name = ty[start..]
+            .split(|c: char| c == ',' || c == '>' || c.is_whitespace())
+            .next()?;
+        let value = self.aliases.get(name, at)?;
+        if !value.contains("blocked<") {
+            return None;
+        }
+        let f = |k| super::types::find_ints(value, k);
+        Some([f("sizePerThread")?, f("threadsPerWarp")?, f("order")?])
+    }
+
     /// The integer module attribute `key` (`"ttg.num-warps" = 8 : i32`).
     pub fn attr_int(&self, key: &str) -> Option<i64> {
         let toks = tokenize("", self.attrs).ok()?;

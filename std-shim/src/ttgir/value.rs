@@ -34,14 +34,28 @@ pub enum Value {
     /// argument it was passed as) or one made in the kernel
     /// ([`MADE_DESC`] with the byte offset of its `tensormap_create`).
     Desc(u32),
-    /// A pointer argument the launch gives a tensor for (its position).
-    Ptr(u16),
+    /// A pointer into the tensor the launch gives a pointer argument:
+    /// the argument's position and a byte offset.
+    Ptr {
+        /// The argument's position.
+        arg: u16,
+        /// Bytes past the tensor's base.
+        off: i64,
+    },
+    /// An integer or pointer tensor affine in its indices (addresses and
+    /// offsets).
+    Lin(super::affine::Lin),
+    /// An `i1` tensor that holds on a box of indices (a load's mask).
+    Mask(super::affine::Mask),
+    /// A tensor loaded into registers by load number `n` of the run: the
+    /// first op that reads it waits for the load.
+    Loaded(u64),
     /// A global scratch buffer (the byte offset of its allocating op).
     Scratch(u32),
     /// A shared-memory buffer.
     Mem(MemRef),
-    /// Anything whose value does not change the schedule: tensors in
-    /// registers, floats, pointers.
+    /// Anything whose value does not change the schedule: other tensors
+    /// in registers, floats, other pointers.
     Opaque,
 }
 

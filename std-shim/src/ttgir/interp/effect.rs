@@ -1,8 +1,22 @@
 //! What the interpreter reports: the timing-visible ops a CTA reaches,
 //! with their operands' values.
 
+use super::super::affine::Lin;
 use super::super::scope::Wgmma;
 use super::super::value::MemRef;
+
+/// What a load or store through a pointer tensor moves: the tensor (its
+/// argument, byte offset and byte steps) and how its threads' accesses
+/// reach memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PtrTile {
+    /// The pointer tensor.
+    pub lin: Lin,
+    /// Bytes per element.
+    pub elem: u32,
+    /// Bytes one sector request carries (1 to 32).
+    pub segment: u8,
+}
 
 /// One timing-visible op reached by a CTA, with its operands' values.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +98,32 @@ pub enum Effect<'m> {
     WgmmaWait {
         /// Dots allowed to remain in flight.
         pendings: u32,
+    },
+    /// A load through a pointer tensor by the CTA's threads: into shared
+    /// memory (`async_copy_global_to_local`, part of the open commit
+    /// group) or into registers (`tt.load`, load number `regs`).
+    PtrLoad {
+        /// What it reads.
+        tile: PtrTile,
+        /// The load's number for a load into registers.
+        regs: Option<u64>,
+    },
+    /// `tt.store` through a pointer tensor from registers.
+    PtrStore {
+        /// What it writes.
+        tile: PtrTile,
+    },
+    /// `async_commit_group`: the copies since the last one are a group.
+    AsyncCommit,
+    /// `async_wait`: until at most `pendings` groups are in flight.
+    AsyncWait {
+        /// Groups allowed to remain in flight.
+        pendings: u32,
+    },
+    /// The first read of the registers load number `load` fills.
+    Use {
+        /// The load.
+        load: u64,
     },
     /// `tensormap_create`: a descriptor made in the kernel over pointer
     /// argument `ptr`.

@@ -22,6 +22,7 @@
 //! all at once.
 
 mod effect;
+mod memory;
 mod ops;
 mod work;
 
@@ -30,7 +31,7 @@ use std::hash::BuildHasherDefault;
 
 use fnv::FnvHasher;
 
-pub use effect::{Effect, EffectSink, Origin};
+pub use effect::{Effect, EffectSink, Origin, PtrTile};
 
 use super::error::{TtgirError, TtgirErrorKind};
 use super::tree::{Block, Func, Module, Node, Region};
@@ -116,6 +117,8 @@ pub struct Interp<'m, 'a> {
     /// through the function's code before the `warp_specialize` without
     /// reporting it (those warps sit idle there).
     loud: bool,
+    /// Loads into registers so far (the next one's number).
+    loads: u64,
 }
 
 /// The warps a run stands for.
@@ -154,6 +157,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             role: Role::Default,
             made: HashMap::new(),
             loud: true,
+            loads: 0,
         }
     }
 

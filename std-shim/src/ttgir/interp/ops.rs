@@ -108,6 +108,9 @@ impl<'m, 'a> Interp<'m, 'a> {
     ) -> Result<(), TtgirError> {
         let v = &n.view;
         let name = v.name;
+        if self.loads > 0 {
+            self.use_loads(n, sink);
+        }
         if let Some(s) = &n.scope {
             self.scoped(n, s, sink)?;
             self.define(v, &[]);
@@ -146,9 +149,19 @@ impl<'m, 'a> Interp<'m, 'a> {
                     }],
                 );
             }
+            ("tt", "make_range" | "splat" | "expand_dims" | "broadcast")
+            | ("ttg", "convert_layout") => self.shaping(n, op)?,
+            ("tt", "addptr") => self.addptr(n, sink)?,
+            ("tt", "load" | "store")
+            | ("ttg", "async_copy_global_to_local" | "async_commit_group" | "async_wait") => {
+                self.memory(n, op, sink)?
+            }
             ("arith", _) => {
-                let r = self.arith(n, op)?;
-                if r == Value::Opaque {
+                let mut r = self.arith(n, op)?;
+                if r == Value::Opaque && on_tensor(v) {
+                    r = self.tensor_arith(n, op)?;
+                }
+                if !matches!(r, Value::Int { .. } | Value::Mem(_) | Value::Desc(_)) {
                     match super::work::tensor_work(v) {
                         Some(w) => self.emit(sink, n, w),
                         // A float scalar or a dense constant.
@@ -355,7 +368,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             return Err(self.fail(n, format!("`{scratch}` is not a global scratch buffer")));
         };
         let ptr = match self.get(n, ptr)? {
-            Value::Ptr(p) => p,
+            Value::Ptr { arg, off: 0 } => arg,
             other => {
                 return Err(self.fail(
                     n,
@@ -551,7 +564,10 @@ pub(super) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Int { .. } => "an integer",
         Value::Desc(_) => "a tensor descriptor",
-        Value::Ptr(_) => "a pointer argument",
+        Value::Ptr { .. } => "a pointer argument",
+        Value::Lin(_) => "an integer or pointer tensor",
+        Value::Mask(_) => "a mask tensor",
+        Value::Loaded(_) => "a tensor loaded from memory",
         Value::Scratch(_) => "a global scratch buffer",
         Value::Mem(_) => "a shared-memory buffer",
         Value::Opaque => "a tensor, float or pointer",

@@ -236,10 +236,13 @@ fn failures_name_the_op_and_the_cta() {
 /// naming it at its place; the free ones pass.
 #[test]
 fn unknown_ops_are_not_silently_dropped() {
-    let src = "tt.func public @k(%p: !tt.ptr<f16>) {\n  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n  %v = tt.load %p : !tt.ptr<f16>\n  tt.return\n}\n";
+    let src = "tt.func public @k(%p: !tt.ptr<f16>) {\n  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n  %v = tt.atomic_rmw fadd, relaxed, gpu, %p, %p : (!tt.ptr<f32>, f32) -> f32\n  tt.return\n}\n";
     let m = parse("u.mlir", src).unwrap();
     let err = effects(&m, [0, 0, 0], [1, 1, 1], &[Value::Opaque]).unwrap_err();
-    assert_eq!(err.to_string(), "u.mlir:3:3: op 'tt.load' is not supported");
+    assert_eq!(
+        err.to_string(),
+        "u.mlir:3:3: op 'tt.atomic_rmw' is not supported"
+    );
     let src = "tt.func public @k() {\n  %a = arith.constant dense<1.0> : tensor<4xf32, #l>\n  %b = arith.remf %a, %a : tensor<4xf32, #l>\n  tt.return\n}\n";
     let m = parse("u.mlir", src).unwrap();
     let err = effects(&m, [0, 0, 0], [1, 1, 1], &[]).unwrap_err();
@@ -263,4 +266,66 @@ fn a_warp_specialize_without_regions_is_an_error() {
         err.ends_with("a warp_specialize without a default region"),
         "{err}"
     );
+}
+
+/// Address tensors are followed through their arithmetic: a load through
+/// one names its box, a masked-off one moves nothing, and the loaded
+/// registers are waited for where they are first read.
+#[test]
+fn loads_through_pointers_name_their_boxes_and_wait_at_first_use() {
+    let src = "#blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>\n\
+tt.func public @k(%x: !tt.ptr<f32>, %n: i32) {\n\
+  %c = arith.constant 512 : i32\n\
+  %pid = tt.get_program_id x : i32\n\
+  %s = arith.muli %pid, %c : i32\n\
+  %r = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #blocked>\n\
+  %b = tt.splat %s : i32 -> tensor<512xi32, #blocked>\n\
+  %o = arith.addi %b, %r : tensor<512xi32, #blocked>\n\
+  %nn = tt.splat %n : i32 -> tensor<512xi32, #blocked>\n\
+  %m = arith.cmpi slt, %o, %nn : tensor<512xi32, #blocked>\n\
+  %p = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %q = tt.addptr %p, %o : tensor<512x!tt.ptr<f32>, #blocked>, tensor<512xi32, #blocked>\n\
+  %v = tt.load %q, %m : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %w = arith.addf %v, %v : tensor<512xf32, #blocked>\n\
+  tt.store %q, %w, %m : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  tt.return\n\
+}\n";
+    let m = parse("p.mlir", src).unwrap();
+    let args = [
+        Value::Ptr { arg: 0, off: 0 },
+        Value::Int { v: 1000, bits: 32 },
+    ];
+    let e = effects(&m, [1, 0, 0], [2, 1, 1], &args).unwrap();
+    let names: Vec<&str> = e
+        .iter()
+        .filter(|(_, e)| !matches!(e, Effect::Compute { .. }))
+        .map(|(o, _)| o.op)
+        .collect();
+    assert_eq!(names, ["tt.load", "arith.addf", "tt.store"]);
+    let loads: Vec<&PtrTile> = e
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::PtrLoad {
+                tile,
+                regs: Some(0),
+            } => Some(tile),
+            _ => None,
+        })
+        .collect();
+    // CTA 1 reads elements 512.. (bytes 2048..), 4 bytes apart; each
+    // thread's 4 elements and a warp's 32 threads are one contiguous run.
+    assert_eq!(loads.len(), 1);
+    assert_eq!((loads[0].lin.base, loads[0].lin.coef[0]), (2048, 4));
+    assert_eq!((loads[0].elem, loads[0].segment), (4, 32));
+    assert!(e.iter().any(|(_, e)| matches!(e, Effect::Use { load: 0 })));
+    // Past the end of the tensor (n = 100) the mask holds nowhere: nothing
+    // moves.
+    let args = [
+        Value::Ptr { arg: 0, off: 0 },
+        Value::Int { v: 100, bits: 32 },
+    ];
+    let e = effects(&m, [1, 0, 0], [2, 1, 1], &args).unwrap();
+    assert!(!e
+        .iter()
+        .any(|(_, e)| matches!(e, Effect::PtrLoad { .. } | Effect::PtrStore { .. })));
 }

@@ -1,0 +1,372 @@
+//! Loads and stores through pointers: the address tensors a kernel builds
+//! ([`super::super::affine`]), `tt.load` into registers, `tt.store` from
+//! them, and `cp.async` copies into shared memory with their commit groups
+//! and waits.
+//!
+//! A load into registers is load number `n` of the run: its result is
+//! [`Value::Loaded`], and the first op that reads it waits for it
+//! ([`Effect::Use`]), as a warp's scoreboard stalls at the first use of a
+//! loaded register, not at the load.
+
+use super::super::affine::{shape_of, Lin, Mask};
+use super::super::dtype::Dtype;
+use super::super::error::TtgirError;
+use super::super::stmt::OpView;
+use super::super::tree::Node;
+use super::super::types::{find_int, parse_type};
+use super::super::value::{int_bits, Value};
+use super::{key, Effect, EffectSink, Interp, PtrTile};
+
+impl<'m, 'a> Interp<'m, 'a> {
+    /// Waits for the loads whose registers op `n` reads first.
+    pub(super) fn use_loads(&mut self, n: &'m Node<'a>, sink: &mut impl EffectSink<'m>) {
+        for o in n.view.operands.iter().filter(|o| o.is_ssa()) {
+            if let Some(&Value::Loaded(load)) = self.vals.get(&key(o.text)) {
+                self.emit(sink, n, Effect::Use { load });
+                self.vals.insert(key(o.text), Value::Opaque);
+            }
+        }
+    }
+
+    /// `make_range`, `splat`, `expand_dims`, `broadcast` and
+    /// `convert_layout`: the value in its new shape (opaque when it is not
+    /// an address, offset or mask).
+    pub(super) fn shaping(&mut self, n: &Node<'a>, op: &str) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let shape = out_shape(v);
+        let arg = match Self::ssa(n).first() {
+            Some(s) => self.get(n, s)?,
+            None => Value::Opaque,
+        };
+        let r = match (op, arg, shape) {
+            ("make_range", _, Some((1, s))) => {
+                let start = v.attrs.iter().find_map(|a| find_int(a, "start"));
+                let bits = v
+                    .outs
+                    .first()
+                    .or(v.ins.first())
+                    .and_then(|t| parse_type(t))
+                    .and_then(|t| int_bits(t.elem))
+                    .unwrap_or(32);
+                match start {
+                    Some(base) => Value::Lin(Lin {
+                        coef: [1, 0, 0, 0],
+                        ..Lin::splat(1, s, base, bits, None)
+                    }),
+                    None => Value::Opaque,
+                }
+            }
+            ("splat", Value::Int { v, bits: 1 }, Some((r, s))) => {
+                let mut m = Mask::full(r, s);
+                if v == 0 {
+                    m.hi = [0; 4];
+                }
+                Value::Mask(m)
+            }
+            ("splat", Value::Int { v, bits }, Some((r, s))) => {
+                Value::Lin(Lin::splat(r, s, v, bits, None))
+            }
+            ("splat", Value::Ptr { arg, off }, Some((r, s))) => {
+                Value::Lin(Lin::splat(r, s, off, 64, Some(arg)))
+            }
+            ("expand_dims", x, _) => {
+                let axis = v
+                    .attrs
+                    .iter()
+                    .find_map(|a| find_int(a, "axis"))
+                    .and_then(|a| usize::try_from(a).ok());
+                match (x, axis) {
+                    (Value::Lin(l), Some(a)) => l.expand(a).map_or(Value::Opaque, Value::Lin),
+                    (Value::Mask(m), Some(a)) => m.expand(a).map_or(Value::Opaque, Value::Mask),
+                    _ => Value::Opaque,
+                }
+            }
+            ("broadcast", Value::Lin(l), Some((r, s))) => {
+                l.broadcast(r, s).map_or(Value::Opaque, Value::Lin)
+            }
+            ("broadcast", Value::Mask(m), Some((r, s))) => {
+                m.broadcast(r, s).map_or(Value::Opaque, Value::Mask)
+            }
+            ("convert_layout", x @ (Value::Lin(_) | Value::Mask(_) | Value::Loaded(_)), _) => x,
+            _ => Value::Opaque,
+        };
+        self.define(v, &[r]);
+        Ok(())
+    }
+
+    /// Integer `arith` on address, offset and mask tensors: an affine
+    /// result or a box mask where there is one, opaque otherwise.
+    pub(super) fn tensor_arith(&self, n: &Node<'a>, op: &str) -> Result<Value, TtgirError> {
+        let v = &n.view;
+        if op == "constant" {
+            return Ok(self.dense_constant(n));
+        }
+        let vals = self.values(n, &Self::ssa(n))?;
+        Ok(match (op, vals.as_slice()) {
+            ("cmpi", [Value::Lin(a), Value::Lin(b)]) => {
+                let pred = v
+                    .operands
+                    .iter()
+                    .find(|o| !o.is_ssa())
+                    .map(|o| o.text)
+                    .unwrap_or("");
+                let m = if b.uniform() {
+                    a.compare(pred, b.base)
+                } else if a.uniform() {
+                    b.compare(flipped(pred), a.base)
+                } else {
+                    None
+                };
+                // A comparison that is not a box holds everywhere.
+                Value::Mask(m.unwrap_or(Mask::full(a.rank, a.shape)))
+            }
+            ("andi" | "ori", [Value::Mask(a), Value::Mask(b)]) => {
+                Mask::combine(op, a, b).map_or(Value::Opaque, Value::Mask)
+            }
+            ("extsi" | "extui" | "trunci" | "index_cast" | "index_castui", [Value::Lin(a)]) => {
+                let bits = v
+                    .outs
+                    .first()
+                    .or(v.ins.first())
+                    .and_then(|t| t.split(" to ").last())
+                    .and_then(|t| parse_type(t.trim()))
+                    .and_then(|t| int_bits(t.elem));
+                match bits {
+                    Some(bits) => Value::Lin(Lin { bits, ..*a }),
+                    None => Value::Opaque,
+                }
+            }
+            (_, [Value::Lin(a), Value::Lin(b)]) => {
+                Lin::binary(op, a, b).map_or(Value::Opaque, Value::Lin)
+            }
+            _ => Value::Opaque,
+        })
+    }
+
+    /// `arith.constant dense<K> : tensor<...xiN>`: a uniform offset
+    /// tensor (or mask, for `i1`).
+    fn dense_constant(&self, n: &Node<'a>) -> Value {
+        let v = &n.view;
+        let text = self.module.src.get(n.stmt.start..n.stmt.end).unwrap_or("");
+        let (Some(ty), Some(i)) = (
+            v.ins.first().and_then(|t| parse_type(t)),
+            text.find("dense<"),
+        ) else {
+            return Value::Opaque;
+        };
+        let lit = text[i + 6..].split('>').next().unwrap_or("").trim();
+        let Some((r, s)) = shape_of(&ty.shape) else {
+            return Value::Opaque;
+        };
+        match (int_bits(ty.elem), lit) {
+            (Some(1), "true") => Value::Mask(Mask::full(r, s)),
+            (Some(1), "false") => Value::Mask(Mask {
+                hi: [0; 4],
+                ..Mask::full(r, s)
+            }),
+            (Some(bits), l) => match l.parse::<i64>() {
+                Ok(k) => Value::Lin(Lin::splat(r, s, k, bits, None)),
+                Err(_) => Value::Opaque,
+            },
+            _ => Value::Opaque,
+        }
+    }
+
+    /// `tt.addptr`: a pointer, or pointer tensor, moved by whole elements.
+    pub(super) fn addptr(
+        &mut self,
+        n: &'m Node<'a>,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let ssa = Self::ssa(n);
+        let vals = self.values(n, &ssa)?;
+        let elem = v.ins.first().and_then(|t| pointee_bytes(t)).unwrap_or(1) as i64;
+        let r = match vals.as_slice() {
+            [Value::Ptr { arg, off }, Value::Int { v, .. }] => Value::Ptr {
+                arg: *arg,
+                off: off.wrapping_add(v.wrapping_mul(elem)),
+            },
+            [Value::Lin(p), Value::Lin(o)] if p.ptr.is_some() && o.ptr.is_none() => {
+                let bytes = Lin {
+                    base: o.base.wrapping_mul(elem),
+                    coef: o.coef.map(|c| c.wrapping_mul(elem)),
+                    ..*o
+                };
+                Lin::binary("addi", p, &bytes).map_or(Value::Opaque, Value::Lin)
+            }
+            _ => Value::Opaque,
+        };
+        if let Some(t) = v.ins.first().and_then(|t| parse_type(t)) {
+            if t.is_tensor() {
+                // The address arithmetic is integer work on every element.
+                let e = Effect::Compute {
+                    fp32: 0,
+                    mufu: 0,
+                    fp16: 0,
+                    int: t.elements(),
+                };
+                self.emit(sink, n, e);
+            }
+        }
+        self.define(v, &[r]);
+        Ok(())
+    }
+
+    /// `tt.load`, `tt.store` and `ttg.async_copy_global_to_local` through
+    /// a pointer tensor; `ttg.async_commit_group` and `ttg.async_wait`.
+    pub(super) fn memory(
+        &mut self,
+        n: &'m Node<'a>,
+        op: &str,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let ssa = Self::ssa(n);
+        match op {
+            "async_commit_group" => {
+                self.emit(sink, n, Effect::AsyncCommit);
+                self.define(v, &[]);
+                return Ok(());
+            }
+            "async_wait" => {
+                let num = v.attrs.iter().find_map(|a| find_int(a, "num")).unwrap_or(0);
+                let pendings = u32::try_from(num).map_err(|_| self.fail(n, "a negative num"))?;
+                self.emit(sink, n, Effect::AsyncWait { pendings });
+                self.define(v, &[]);
+                return Ok(());
+            }
+            _ => {}
+        }
+        // The mask: `tt.load %p, %mask, %other`, `tt.store %p, %v, %mask`,
+        // `async_copy_global_to_local %p, %buf mask %m other %o`.
+        let mask_name = match op {
+            "load" => ssa.get(1).copied(),
+            "store" => ssa.get(2).copied(),
+            _ => v
+                .operands
+                .windows(2)
+                .find(|w| w[0].text == "mask" && w[1].is_ssa())
+                .map(|w| w[1].text),
+        };
+        let off = match mask_name {
+            Some(m) => matches!(self.get(n, m)?, Value::Mask(m) if m.empty()),
+            None => false,
+        };
+        let ptr_name = ssa.first().copied().unwrap_or("");
+        let tile = match self.get(n, ptr_name)? {
+            Value::Lin(l) if l.ptr.is_some() => {
+                let ty = v.ins.first().copied().unwrap_or("");
+                self.tile(n, l, ty)?
+            }
+            Value::Ptr { .. } => {
+                return Err(self.fail(
+                    n,
+                    "a load or store of one scalar through a pointer is not simulated",
+                ))
+            }
+            other => {
+                return Err(self.fail(
+                    n,
+                    format!(
+                        "`{ptr_name}` must be a pointer tensor at an affine offset from a pointer argument with a [tensors] entry, and is {}",
+                        super::ops::kind(&other)
+                    ),
+                ))
+            }
+        };
+        let result = match op {
+            "store" => {
+                if !off {
+                    self.emit(sink, n, Effect::PtrStore { tile });
+                }
+                None
+            }
+            "load" if !off => {
+                let load = self.loads;
+                self.loads += 1;
+                self.emit(
+                    sink,
+                    n,
+                    Effect::PtrLoad {
+                        tile,
+                        regs: Some(load),
+                    },
+                );
+                Some(Value::Loaded(load))
+            }
+            "load" => None,
+            _ => {
+                if !off {
+                    self.emit(sink, n, Effect::PtrLoad { tile, regs: None });
+                }
+                None
+            }
+        };
+        self.define(v, &[result.unwrap_or(Value::Opaque)]);
+        Ok(())
+    }
+
+    /// The box a pointer tensor `l` of type `ty` moves, with the bytes each
+    /// sector request carries: a warp's contiguous run along the tensor's
+    /// unit-stride dimension (from its `#ttg.blocked` layout), at most a
+    /// 32-byte sector; one element when no dimension is contiguous.
+    fn tile(&self, n: &Node<'a>, lin: Lin, ty: &str) -> Result<PtrTile, TtgirError> {
+        let elem = pointee_bytes(ty)
+            .ok_or_else(|| self.fail(n, format!("no pointee type with a size in `{ty}`")))?;
+        let r = lin.rank as usize;
+        let unit = (0..r).find(|&d| lin.coef[d] == elem as i64 && lin.shape[d] > 1);
+        let run = match (unit, self.module.blocked(ty, n.stmt.start)) {
+            (Some(d), Some([spt, tpw, order])) => {
+                let per_thread = spt.get(d).copied().unwrap_or(1).max(1) as u64;
+                let threads = if order.first() == Some(&(d as i64)) {
+                    tpw.get(d).copied().unwrap_or(1).max(1) as u64
+                } else {
+                    1
+                };
+                elem.saturating_mul(per_thread).saturating_mul(threads)
+            }
+            (Some(_), None) => 32,
+            (None, _) => elem,
+        };
+        Ok(PtrTile {
+            lin,
+            elem: u32::try_from(elem).unwrap_or(u32::MAX),
+            segment: run.clamp(1, 32) as u8,
+        })
+    }
+}
+
+/// The shape of op `v`'s result type.
+fn out_shape(v: &OpView<'_>) -> Option<(u8, [u32; 4])> {
+    let t = parse_type(v.outs.first().or(v.ins.first())?.trim())?;
+    if !t.is_tensor() {
+        return None;
+    }
+    shape_of(&t.shape)
+}
+
+/// The bytes of the element a `!tt.ptr<T>` (or tensor of them) points to.
+pub(super) fn pointee_bytes(ty: &str) -> Option<u64> {
+    let i = ty.find("ptr<")?;
+    let inner = ty[i + 4..].split(['>', ',']).next()?.trim();
+    match inner {
+        "i1" | "i8" => Some(1),
+        e => Dtype::from_mlir(e).map(Dtype::bytes),
+    }
+}
+
+/// The predicate with its operands swapped (`a < b` is `b > a`).
+fn flipped(pred: &str) -> &str {
+    match pred {
+        "slt" => "sgt",
+        "sgt" => "slt",
+        "sle" => "sge",
+        "sge" => "sle",
+        "ult" => "ugt",
+        "ugt" => "ult",
+        "ule" => "uge",
+        "uge" => "ule",
+        p => p,
+    }
+}
