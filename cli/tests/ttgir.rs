@@ -163,3 +163,33 @@ fn a_warp_specialised_gluon_gemm_matches_the_generator() {
     assert_eq!(t["wgmmas"], g["wgmmas"]);
     replays_to("gluon_ws_gemm", &t);
 }
+
+/// Kernels that load and store through pointers, as Triton's tutorials
+/// write them, run clean and replay, moving exactly the bytes their tiles
+/// cover.
+#[test]
+fn pointer_kernels_move_their_tiles_and_replay() {
+    // The cp.async GEMM at 4096^3: 512 tiles of 128x256, each reading a
+    // 128-row panel of A and a 256-column panel of B (fp16), writing its
+    // C tile; 64 k-steps of 8 m64n256k16 WGMMAs (two WarpGroups).
+    let g = ttgir_run("ptr_gemm");
+    assert_eq!(g["bytes_loaded"], 512 * (128 * 4096 + 4096 * 256) * 2);
+    assert_eq!(g["bytes_stored"], 4096 * 4096 * 2);
+    assert_eq!(g["wgmmas"], 512 * 64 * 8);
+    replays_to("ptr_gemm", &g);
+    // The vector add reads x and y and writes out once: 2^22 fp32 each.
+    let v = ttgir_run("vector_add");
+    assert_eq!(v["bytes_loaded"], 2 * 4 * (1 << 22));
+    assert_eq!(v["bytes_stored"], 4 * (1 << 22));
+    replays_to("vector_add", &v);
+    // The softmax's pipelined row copies: every row once, in and out.
+    let s = ttgir_run("row_softmax");
+    assert_eq!(s["bytes_loaded"], 4096 * 1024 * 4);
+    assert_eq!(s["bytes_stored"], 4096 * 1024 * 4);
+    // The layer norm reads each row three times and the weights and bias
+    // once per row; it writes the row, and the mean and rstd scalars as
+    // the 16-byte runs that hold them.
+    let l = ttgir_run("layer_norm");
+    assert_eq!(l["bytes_loaded"], 5 * 4096 * 4096 * 2);
+    assert_eq!(l["bytes_stored"], 4096 * 4096 * 2 + 2 * 4096 * 16);
+}

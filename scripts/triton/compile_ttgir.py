@@ -1,14 +1,24 @@
 """Compiles the project's small Triton kernels to TTGIR for sm_90 without a
 GPU: a pipelined TMA GEMM, a persistent TMA GEMM (grouped tile order,
 runtime M, N, K), a persistent GEMM whose descriptors are made in the
-kernel, and a warp-specialised attention forward.
+kernel, a warp-specialised attention forward, and four kernels written the
+way Triton's tutorials write them, through pointers: a GEMM whose loads
+Triton pipelines into cp.async copies (grouped order, masked K), a vector
+add, a row softmax (persistent, pipelined) and a layer-norm forward.
 
-Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/gemm.ttgir,
-OUT_DIR/persistent_gemm.ttgir, OUT_DIR/device_desc_gemm.ttgir and
-OUT_DIR/attention.ttgir (only what
-compiles; prints what did not)."""
+The pointer kernels' pointer and integer arguments are marked divisible
+by 16, as Triton's launcher marks them for aligned tensors and sizes
+(without the mark the compiler neither vectorises nor pipelines the
+loads).
 
+Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/NAME.ttgir for each
+kernel (only what compiles; prints what did not) and prints the registers
+per thread ptxas gave it (a launch file's `regs`)."""
+
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import triton
@@ -102,11 +112,127 @@ def attention_fwd(q_desc, k_desc, v_desc, o_desc, N: tl.constexpr,
     o_desc.store([pid * BM, 0], (acc / l_i[:, None]).to(tl.float16))
 
 
-def compile_one(fn, signature, constexprs, num_warps):
-    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+@triton.jit
+def ptr_gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+             GROUP_M: tl.constexpr):
+    # Row-major A, B and C through pointers, tiles in groups of GROUP_M
+    # rows of tiles, the K tail masked.
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    rows = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % per_group) % rows
+    pid_n = (pid % per_group) // rows
+    rm = (pid_m * BM + tl.arange(0, BM)) % M
+    rn = (pid_n * BN + tl.arange(0, BN)) % N
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        left = K - k * BK
+        x = tl.load(a, mask=rk[None, :] < left, other=0.0)
+        y = tl.load(b, mask=rk[:, None] < left, other=0.0)
+        acc = tl.dot(x, y, acc)
+        a += BK
+        b += BK * stride_bk
+    cm = pid_m * BM + tl.arange(0, BM)
+    cn = pid_n * BN + tl.arange(0, BN)
+    c = c_ptr + cm[:, None] * stride_cm + cn[None, :]
+    tl.store(c, acc.to(tl.float16), mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+@triton.jit
+def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    keep = offs < n
+    x = tl.load(x_ptr + offs, mask=keep)
+    y = tl.load(y_ptr + offs, mask=keep)
+    tl.store(out_ptr + offs, x + y, mask=keep)
+
+
+@triton.jit
+def row_softmax(out_ptr, in_ptr, in_stride, out_stride, rows, cols,
+                BLOCK: tl.constexpr, STAGES: tl.constexpr):
+    # Persistent over rows; Triton pipelines each row's load.
+    for r in tl.range(tl.program_id(0), rows, tl.num_programs(0),
+                      num_stages=STAGES):
+        offs = tl.arange(0, BLOCK)
+        keep = offs < cols
+        x = tl.load(in_ptr + r * in_stride + offs, mask=keep,
+                    other=-float("inf"))
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(out_ptr + r * out_stride + offs, e / tl.sum(e, axis=0),
+                 mask=keep)
+
+
+@triton.jit
+def layer_norm(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, N,
+               eps, BLOCK: tl.constexpr):
+    # One row per program: a pass for the mean, one for the variance, one
+    # to normalise.
+    row = tl.program_id(0)
+    x_ptr += row * stride
+    y_ptr += row * stride
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        s += tl.load(x_ptr + cols, mask=cols < N, other=0.).to(tl.float32)
+    mean = tl.sum(s, axis=0) / N
+    s = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < N, other=0.).to(tl.float32)
+        d = tl.where(cols < N, x - mean, 0.)
+        s += d * d
+    rstd = 1 / tl.sqrt(tl.sum(s, axis=0) / N + eps)
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        keep = cols < N
+        w = tl.load(w_ptr + cols, mask=keep)
+        b = tl.load(b_ptr + cols, mask=keep)
+        x = tl.load(x_ptr + cols, mask=keep, other=0.).to(tl.float32)
+        tl.store(y_ptr + cols, (x - mean) * rstd * w + b, mask=keep)
+
+
+def registers(compiled):
+    """Registers per thread ptxas gave the kernel (the wheel's cuobjdump
+    reads them from the cubin; no GPU needed), or None."""
+    tool = os.path.join(os.path.dirname(triton.__file__),
+                        "backends", "nvidia", "bin", "cuobjdump")
+    cubin = compiled.asm.get("cubin")
+    if not cubin or not os.path.exists(tool):
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([tool, "-res-usage", f.name],
+                             capture_output=True, text=True).stdout
+    for word in out.split():
+        if word.startswith("REG:"):
+            return int(word[4:])
+    return None
+
+
+def compile_one(fn, signature, constexprs, num_warps, aligned=False):
+    # With `aligned`, integer and pointer arguments are divisible by 16, as
+    # the launcher marks them for aligned tensors and sizes.
+    attrs = {(i,): [["tt.divisibility", 16]]
+             for i, ty in enumerate(signature.values())
+             if aligned and (ty.startswith("*") or ty == "i32")}
+    src = ASTSource(fn=fn, signature=signature, constexprs=constexprs,
+                    attrs=attrs)
     target = GPUTarget("cuda", 90, 32)
-    return triton.compile(src, target=target,
-                          options={"num_warps": num_warps}).asm["ttgir"]
+    return triton.compile(src, target=target, options={"num_warps": num_warps})
+
+
+# The kernels that load through pointers (compiled with aligned arguments).
+POINTER_KERNELS = ("ptr_gemm", "vector_add", "row_softmax", "layer_norm")
 
 
 def main():
@@ -140,17 +266,44 @@ def main():
             "o_desc": "tensordesc<fp16[128, 128]>",
             "N": "constexpr", "BM": "constexpr", "BN": "constexpr", "D": "constexpr",
         }, {"N": 1024, "BM": 128, "BN": 128, "D": 128}, 8),
+        "ptr_gemm": (ptr_gemm, {
+            "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+            "M": "i32", "N": "i32", "K": "i32",
+            "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+            "GROUP_M": "constexpr",
+        }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8}, 8),
+        "vector_add": (vector_add, {
+            "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+            "n": "i32", "BLOCK": "constexpr",
+        }, {"BLOCK": 1024}, 4),
+        "row_softmax": (row_softmax, {
+            "out_ptr": "*fp32", "in_ptr": "*fp32",
+            "in_stride": "i32", "out_stride": "i32",
+            "rows": "i32", "cols": "i32",
+            "BLOCK": "constexpr", "STAGES": "constexpr",
+        }, {"BLOCK": 1024, "STAGES": 4}, 8),
+        "layer_norm": (layer_norm, {
+            "x_ptr": "*fp16", "y_ptr": "*fp16", "w_ptr": "*fp16",
+            "b_ptr": "*fp16", "mean_ptr": "*fp32", "rstd_ptr": "*fp32",
+            "stride": "i32", "N": "i32", "eps": "fp32",
+            "BLOCK": "constexpr",
+        }, {"BLOCK": 1024}, 8),
     }
     failed = 0
     for name, (fn, sig, cx, warps) in jobs.items():
         try:
-            ttgir = compile_one(fn, sig, cx, warps)
+            compiled = compile_one(fn, sig, cx, warps,
+                                   aligned=name in POINTER_KERNELS)
         except Exception as e:  # report and go on: the caller says what ran
             print(f"{name}: did not compile: {type(e).__name__}: {e}".splitlines()[0])
             failed += 1
             continue
+        ttgir = compiled.asm["ttgir"]
         (out / f"{name}.ttgir").write_text(ttgir)
-        print(f"{name}: {len(ttgir)} bytes of TTGIR")
+        regs = registers(compiled)
+        print(f"{name}: {len(ttgir)} bytes of TTGIR, "
+              f"{regs if regs is not None else 'unknown'} registers per thread")
     sys.exit(1 if failed == len(jobs) else 0)
 
 

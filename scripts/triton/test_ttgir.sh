@@ -50,11 +50,14 @@ done
 
 # The same compiler's kernels simulated from their TTGIR (`simfa ttgir
 # run`, with the launch files of tests/fixtures/ttgir-compiled/), checked
-# by the read-after-transfer checker; the Gluon GEMM too.
+# by the read-after-transfer checker: the TMA kernels, the Gluon GEMM, and
+# the kernels that load through pointers (cp.async pipelines, loads into
+# registers, register stores).
 TRITON_DEFAULT_FP_FUSION=1 "$work/venv/bin/python" scripts/triton/compile_gluon.py "$work/ttgir"
 launches=tests/fixtures/ttgir-compiled
 for k in gemm:tma_gemm persistent_gemm:persistent_gemm device_desc_gemm:device_desc_gemm \
-    gluon_ws_gemm:gluon_ws_gemm attention:attention; do
+    gluon_ws_gemm:gluon_ws_gemm attention:attention ptr_gemm:ptr_gemm vector_add:vector_add \
+    row_softmax:row_softmax layer_norm:layer_norm; do
     f="$work/ttgir/${k%%:*}.ttgir"
     [ -s "$f" ] || { echo "FAIL: ${k%%:*} did not compile to TTGIR"; exit 1; }
     out=$("$simfa" ttgir run "$f" --launch "$launches/${k#*:}.launch.toml" --gpu h100 --check) ||

@@ -133,7 +133,10 @@ fn consistent_and_round_trips() {
     r.unwrap();
     assert_clean(&check);
     let text = simfa_std::asm::print(&k);
-    assert!(text.contains("ld.global X, full[wg], [wg*256], 32"), "{text}");
+    assert!(
+        text.contains("ld.global X, full[wg], [wg*256], 32"),
+        "{text}"
+    );
     let back = simfa_std::asm::parse(&text, "t.sasm").unwrap();
     assert_eq!(simfa_std::asm::print(&back), text);
     let zero = text.replace("], 32", "], 0");

@@ -105,6 +105,10 @@ pub struct RunState {
     unsynced: bool,
     /// Loads through pointers in flight.
     inflight: Inflight,
+    /// Each WarpGroup's work since its last op that is not work.
+    compute: Vec<Option<Work>>,
+    /// Each WarpGroup's queue length before the effect being lowered.
+    lens: Vec<usize>,
 }
 
 impl<'m, 'a> Program<'m, 'a> {
@@ -363,6 +367,44 @@ impl<'m, 'a> Program<'m, 'a> {
         Ok(out)
     }
 
+    /// Appends the run's pending work to every WarpGroup's queue (at the
+    /// next op that is not work, and at the end of the run).
+    pub(super) fn flush(st: &mut RunState, out: &mut [VecDeque<Op>]) {
+        for (s, w) in out.iter_mut().zip(st.compute.iter_mut()) {
+            if let Some(work) = w.take() {
+                s.push_back(Op::Compute { work });
+            }
+        }
+    }
+
+    /// The ops of one effect (of op `from`, in the CTA at `coords`)
+    /// appended to the WarpGroups' queues; `st` is what lowering keeps of
+    /// the run. A WarpGroup's consecutive work is one `compute`, placed
+    /// before its next other op, so the streams do not depend on when
+    /// the WarpGroups pull.
+    pub(super) fn lower(
+        &self,
+        coords: [u32; 3],
+        role: u8,
+        from: Origin<'_>,
+        e: Effect<'_>,
+        st: &mut RunState,
+        out: &mut [VecDeque<Op>],
+    ) -> Result<(), LowerError> {
+        st.compute.resize(out.len(), None);
+        st.lens.clear();
+        st.lens.extend(out.iter().map(VecDeque::len));
+        self.lower_one(coords, role, from, e, st, out)?;
+        for ((s, w), &len) in out.iter_mut().zip(st.compute.iter_mut()).zip(&st.lens) {
+            if s.len() > len {
+                if let Some(work) = w.take() {
+                    s.insert(len, Op::Compute { work });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The `ld.global`s or `st.global`s of pointer tile `tile`: the map,
     /// coordinates and segment of each, and the bytes they complete.
     fn ptr_ops(
@@ -392,10 +434,8 @@ impl<'m, 'a> Program<'m, 'a> {
         ))
     }
 
-    /// The ops of one effect (of op `from`, in the CTA at `coords`)
-    /// appended to the WarpGroups' queues; `st` is what lowering keeps of
-    /// the run.
-    pub(super) fn lower(
+    /// [`Program::lower`] without the pending work.
+    fn lower_one(
         &self,
         coords: [u32; 3],
         role: u8,
@@ -484,8 +524,9 @@ impl<'m, 'a> Program<'m, 'a> {
                 fp16,
                 int,
             } => {
-                // Each WarpGroup's share, added to a compute op it has not
-                // pulled yet when there is one.
+                // Each WarpGroup's share, added to the run's pending
+                // compute: consecutive work is one op, whenever the
+                // WarpGroups pull.
                 let wgs = wgs as u64;
                 let share = |x: u64| u32::try_from(x.div_ceil(wgs)).unwrap_or(u32::MAX);
                 let add = Work {
@@ -494,11 +535,8 @@ impl<'m, 'a> Program<'m, 'a> {
                     fp16: share(fp16),
                     int: share(int),
                 };
-                for s in out.iter_mut() {
-                    match s.back_mut() {
-                        Some(Op::Compute { work }) => *work = work.plus(add),
-                        _ => s.push_back(Op::Compute { work: add }),
-                    }
+                for w in st.compute.iter_mut() {
+                    *w = Some(w.map_or(add, |w| w.plus(add)));
                 }
             }
             Effect::InitBarrier { bar: m, count } => {

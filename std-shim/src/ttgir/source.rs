@@ -79,6 +79,9 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
                 &mut self.queues,
             )?;
         }
+        if self.finished {
+            Program::flush(&mut self.state, &mut self.queues);
+        }
         Ok(())
     }
 

@@ -3,6 +3,8 @@
 //! them, and `cp.async` copies into shared memory with their commit groups
 //! and waits.
 //!
+//! A load or store of one scalar moves the 16-byte run that holds it.
+//!
 //! A load into registers is load number `n` of the run: its result is
 //! [`Value::Loaded`], and the first op that reads it waits for it
 //! ([`Effect::Use`]), as a warp's scoreboard stalls at the first use of a
@@ -259,11 +261,22 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let ty = v.ins.first().copied().unwrap_or("");
                 self.tile(n, l, ty)?
             }
-            Value::Ptr { .. } => {
-                return Err(self.fail(
-                    n,
-                    "a load or store of one scalar through a pointer is not simulated",
-                ))
+            Value::Ptr { arg, off } => {
+                // One scalar moves as the 16-byte run that holds it (one
+                // request).
+                let ty = v.ins.first().copied().unwrap_or("");
+                let elem = pointee_bytes(ty)
+                    .filter(|&e| (1..=16).contains(&e))
+                    .ok_or_else(|| self.fail(n, format!("no pointee type of 1 to 16 bytes in `{ty}`")))?;
+                let run = 16 / elem as u32;
+                PtrTile {
+                    lin: Lin {
+                        coef: [elem as i64, 0, 0, 0],
+                        ..Lin::splat(1, [run, 1, 1, 1], off - off.rem_euclid(16), 64, Some(arg))
+                    },
+                    elem: elem as u32,
+                    segment: 16,
+                }
             }
             other => {
                 return Err(self.fail(

@@ -251,6 +251,8 @@ impl<'m, 'a> Interp<'m, 'a> {
                 match super::work::tensor_work(v) {
                     Some(w) => self.emit(sink, n, w),
                     None if super::work::FREE.contains(&name) => {}
+                    // One thread's scalar math costs next to nothing.
+                    None if dialect == "math" && !on_tensor(v) => {}
                     None => return Err(self.unsupported(n)),
                 }
                 self.define(v, &[]);
@@ -467,7 +469,9 @@ impl<'m, 'a> Interp<'m, 'a> {
             // Whatever the kind of the values chosen between (buffers too).
             return Ok(if *c != 0 { *a } else { *b });
         }
-        if vals.iter().any(|x| !matches!(x, Value::Int { .. })) {
+        // Conversions to floats, and anything on a non-integer, are opaque.
+        if matches!(op, "sitofp" | "uitofp") || vals.iter().any(|x| !matches!(x, Value::Int { .. }))
+        {
             return Ok(Value::Opaque);
         }
         let ints: Vec<(i64, u8)> = vals
