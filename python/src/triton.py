@@ -14,6 +14,12 @@ pointer argument, `Descriptor(tensor, block_shape)` for a host TMA
 descriptor, a Python int for an integer argument; keyword arguments are the
 kernel's constexprs. Tensors get global addresses one after the other,
 each 1 MiB-aligned, row-major with packed strides.
+
+As Triton's launcher does for such arguments, pointers and integers that
+are multiples of 16 are marked divisible by 16 (the compiler vectorises
+and pipelines loads through pointers only with the mark). The launch's
+`regs` are the registers per thread ptxas gave the kernel (read from the
+cubin with the wheel's `cuobjdump`, when it is there).
 """
 
 ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1, "fp8e5": 1, "int8": 1, "int32": 4}
@@ -61,6 +67,28 @@ def _tensor_entry(t):
     return {"base": t.base, "elem": elem, "dims": dims, "strides": strides}
 
 
+def _registers(compiled):
+    """Registers per thread in the compiled kernel's cubin, or None."""
+    import os
+    import subprocess
+    import tempfile
+
+    import triton
+
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    cubin = compiled.asm.get("cubin")
+    if not cubin or not os.path.exists(tool):
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True).stdout
+    for word in out.split():
+        if word.startswith("REG:"):
+            return int(word[4:])
+    return None
+
+
 def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
     """The TTGIR of `fn` for sm_90 and its launch dict for `grid` and the
     stand-in `args`; `fn` is a `@triton.jit` or `@gluon.jit` function."""
@@ -80,6 +108,7 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
     gluon = type(fn).__module__.startswith("triton.experimental.gluon")
     signature, launch = {}, {"grid": [int(g) for g in (tuple(grid) + (1, 1))[:3]],
                              "args": {}, "tensors": {}}
+    aligned = []
     for name, a in zip(positional, args):
         if isinstance(a, Descriptor):
             dt, block = a.tensor.dtype, list(a.block_shape)
@@ -93,24 +122,31 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
         elif isinstance(a, Tensor):
             signature[name] = f"*{a.dtype}"
             launch["tensors"][name] = _tensor_entry(a)
+            aligned.append(name)
         elif isinstance(a, bool) or not isinstance(a, int):
             raise TypeError(f"argument {name}: expected a Tensor, a Descriptor or an int, got {a!r}")
         else:
             signature[name] = "i32" if -(1 << 31) <= a < (1 << 31) else "i64"
             launch["args"][name] = a
+            if a % 16 == 0:
+                aligned.append(name)
     for k in constexprs:
         signature[k] = "constexpr"
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     if gluon:
         from triton.experimental import gluon as gluon_mod
-        src = gluon_mod.GluonASTSource(fn=fn, signature=signature, constexprs=constexprs)
+        src = gluon_mod.GluonASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     else:
         from triton.compiler import ASTSource
-        src = ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+        src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     options = {"num_warps": num_warps}
     if not gluon:
         options["num_stages"] = num_stages
     compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
     launch["kernel"] = fn.fn.__name__
+    regs = _registers(compiled)
+    if regs is not None:
+        launch["regs"] = regs
     return compiled.asm["ttgir"], launch
 
 

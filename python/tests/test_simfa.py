@@ -163,3 +163,26 @@ def test_triton_simulate_compiles_on_the_cpu():
     r = st.simulate(copy_gemm, (4, 4), st.Descriptor(a, (128, 64)), st.Descriptor(b, (64, 128)),
                     st.Descriptor(c, (128, 128)), K=512, BM=128, BN=128, BK=64)
     assert r["ctas"] == 16 and r["wgmmas"] == 16 * 8 * 8
+
+
+def test_triton_pointer_kernels_simulate_with_their_registers():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    import simfa.triton as st
+
+    @triton.jit
+    def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        keep = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=keep) + tl.load(y_ptr + offs, mask=keep),
+                 mask=keep)
+
+    n = 1 << 20
+    x, y, out = st.Tensor((n,), "fp32"), st.Tensor((n,), "fp32"), st.Tensor((n,), "fp32")
+    ttgir, launch = st.compile(add, (n // 1024,), x, y, out, n, BLOCK=1024)
+    # Pointers and n are marked divisible by 16, as Triton's launcher marks them.
+    assert "tt.divisibility = 16" in ttgir
+    # ptxas's registers, when the wheel carries cuobjdump.
+    assert launch.get("regs", 1) < 128
+    r = st.simulate(add, (n // 1024,), x, y, out, n, BLOCK=1024)
+    assert r["bytes_loaded"] == 2 * 4 * n and r["bytes_stored"] == 4 * n
