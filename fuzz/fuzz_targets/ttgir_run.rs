@@ -1,7 +1,7 @@
 //! Arbitrary bytes as a TTGIR kernel, interpreted and lowered for two CTAs
 //! with a small step budget: streams or an error naming the input, never a
 //! panic or a hang. Every argument of the first function gets a value: a
-//! 4096 x 4096 tensor for a descriptor, 64 for an integer.
+//! 4096 x 4096 tensor for a descriptor or a pointer, 64 for an integer.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -24,10 +24,11 @@ fuzz_target!(|data: &[u8]| {
     let mut args = BTreeMap::new();
     let mut tensors = BTreeMap::new();
     for (i, (_, ty)) in f.args.iter().enumerate() {
-        if ty.starts_with("!tt.tensordesc") {
+        if ty.starts_with("!tt.tensordesc") || ty.starts_with("!tt.ptr") {
+            let wide = ty.contains("f32") || ty.contains("i32");
             let t = Tensor {
                 base: 0x1000_0000 * (i as u64 + 1),
-                elem: 2,
+                elem: if wide { 4 } else { 2 },
                 dims: vec![4096, 4096],
                 strides: Vec::new(),
             };

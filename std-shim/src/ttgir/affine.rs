@@ -206,13 +206,29 @@ impl Lin {
                     self.base
                         .saturating_add(self.coef[d].saturating_mul(i as i64))
                 };
-                let first = (0..n).find(|&i| holds(at(i)) == Some(true));
-                match first {
-                    None => m.hi[d] = 0,
-                    Some(f) => {
-                        let end = (f..n).find(|&i| holds(at(i)) != Some(true)).unwrap_or(n);
-                        m.lo[d] = f;
-                        m.hi[d] = end;
+                let h = |i: u32| holds(at(i)) == Some(true);
+                // Monotonic: it holds on a prefix or on a suffix of the
+                // indices; the boundary is found by bisection.
+                let first_change = |from: bool| {
+                    let (mut lo, mut hi) = (0u32, n);
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if h(mid) == from {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    lo
+                };
+                if n == 0 {
+                    m.hi[d] = 0;
+                } else if h(0) {
+                    m.hi[d] = first_change(true);
+                } else {
+                    m.lo[d] = first_change(false);
+                    if m.lo[d] >= n {
+                        m.hi[d] = 0;
                     }
                 }
             }
@@ -378,6 +394,14 @@ mod tests {
         };
         assert!(Mask::combine("andi", &m, &none).unwrap().empty());
         assert_eq!(Mask::combine("ori", &m, &none), Some(m));
+        // Decreasing values hold on a suffix; a huge range takes no time.
+        let down = Lin {
+            coef: [-1, 0, 0, 0],
+            ..Lin::splat(1, [u32::MAX, 1, 1, 1], 100, 32, None)
+        };
+        let m = down.compare("slt", 50).unwrap();
+        assert_eq!((m.lo[0], m.hi[0]), (51, u32::MAX));
+        assert!(down.compare("sgt", 100).unwrap().empty());
         // Varying along two dimensions is not a box.
         let both = Lin {
             coef: [1, 1, 0, 0],

@@ -263,15 +263,27 @@ impl<'m, 'a> Program<'m, 'a> {
         }
         let mut ptr_maps = PtrMaps::new();
         let mut rings = Rings::default();
-        for (tile, ring) in &tiles {
+        for &(from, ref tile, ring) in &tiles {
+            let at_op = |why: String| {
+                LowerError::Ttgir(module.error(
+                    from.at,
+                    super::error::TtgirErrorKind::Exec {
+                        op: from.op.into(),
+                        x: 0,
+                        y: 0,
+                        z: 0,
+                        why,
+                    },
+                ))
+            };
             let arg = tile.lin.ptr.unwrap_or(u16::MAX);
             let (name, t) = ptr_tensors.get(&arg).ok_or_else(|| {
-                fail(format!(
+                at_op(format!(
                     "a load or store through pointer argument {arg}, which has no [tensors] entry"
                 ))
             })?;
             let p = super::pointer::place(t, tile)
-                .map_err(|why| fail(format!("a tile of `{name}`: {why}")))?;
+                .map_err(|why| at_op(format!("a tile of `{name}`: {why}")))?;
             if !ptr_maps.contains_key(&(arg, p.block.clone())) {
                 let m = super::pointer::map_for(name, t, &p.block).map_err(|why| {
                     LowerError::Launch(LaunchError {
@@ -282,7 +294,7 @@ impl<'m, 'a> Program<'m, 'a> {
                 let i = b.map(m).map_err(|e| fail(e.to_string()))?;
                 ptr_maps.insert((arg, p.block), i);
             }
-            let Some(regs) = *ring else { continue };
+            let Some(regs) = ring else { continue };
             let ring = if regs {
                 &mut rings.loads
             } else {
@@ -661,7 +673,7 @@ impl<'m, 'a> Program<'m, 'a> {
 
 /// The allocations and barrier initialisations of a run, in order.
 #[derive(Default)]
-struct Decls {
+struct Decls<'m> {
     /// Each buffer once: its allocation and bytes.
     allocs: Vec<(u32, u64)>,
     /// Each initialisation: the buffer, the index and the count.
@@ -671,11 +683,11 @@ struct Decls {
     /// Each tile moved through pointers, and the ring it needs: `Some`
     /// for a copy into shared memory (`false`) or a load into registers
     /// (`true`), `None` for a store.
-    tiles: Vec<(super::interp::PtrTile, Option<bool>)>,
+    tiles: Vec<(Origin<'m>, super::interp::PtrTile, Option<bool>)>,
 }
 
-impl<'m> EffectSink<'m> for Decls {
-    fn effect(&mut self, _: Origin<'m>, e: Effect<'m>) {
+impl<'m> EffectSink<'m> for Decls<'m> {
+    fn effect(&mut self, from: Origin<'m>, e: Effect<'m>) {
         match e {
             Effect::Alloc { mem, bytes } if !self.allocs.iter().any(|a| a.0 == mem.alloc) => {
                 self.allocs.push((mem.alloc, bytes));
@@ -688,8 +700,8 @@ impl<'m> EffectSink<'m> for Decls {
                 dims,
                 strides,
             } => self.made.push((key, ptr, (boxdim, dims, strides))),
-            Effect::PtrLoad { tile, regs } => self.tiles.push((tile, Some(regs.is_some()))),
-            Effect::PtrStore { tile } => self.tiles.push((tile, None)),
+            Effect::PtrLoad { tile, regs } => self.tiles.push((from, tile, Some(regs.is_some()))),
+            Effect::PtrStore { tile } => self.tiles.push((from, tile, None)),
             _ => {}
         }
     }

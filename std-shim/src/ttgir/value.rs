@@ -50,6 +50,13 @@ pub enum Value {
     /// A tensor loaded into registers by load number `n` of the run: the
     /// first op that reads it waits for the load.
     Loaded(u64),
+    /// An undefined integer (MLIR's poison): the result of a division by
+    /// zero or an oversized shift at the op at this byte offset, and of
+    /// integer ops on it. The GPU does not trap there (pipelined kernels
+    /// compute a next tile past the last one and mask its loads off), so
+    /// only a use that needs its value (a loop bound, a branch, a
+    /// coordinate) is an error.
+    Poison(u32),
     /// A global scratch buffer (the byte offset of its allocating op).
     Scratch(u32),
     /// A shared-memory buffer.

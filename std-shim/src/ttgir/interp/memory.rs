@@ -122,6 +122,17 @@ impl<'m, 'a> Interp<'m, 'a> {
                 // A comparison that is not a box holds everywhere.
                 Value::Mask(m.unwrap_or(Mask::full(a.rank, a.shape)))
             }
+            // `tl.where(mask, a, b)`: where the mask holds everywhere or
+            // nowhere, one side; otherwise the side it keeps (`tl.where(
+            // offs < M, offs, 0)` clamps the rows past the tensor, which
+            // move nothing as `offs` does either).
+            ("select", [Value::Mask(m), a, b]) => {
+                if m.empty() {
+                    *b
+                } else {
+                    *a
+                }
+            }
             ("andi" | "ori", [Value::Mask(a), Value::Mask(b)]) => {
                 Mask::combine(op, a, b).map_or(Value::Opaque, Value::Mask)
             }
@@ -256,6 +267,13 @@ impl<'m, 'a> Interp<'m, 'a> {
             None => false,
         };
         let ptr_name = ssa.first().copied().unwrap_or("");
+        if off {
+            // Masked off everywhere: nothing moves, whatever the pointer
+            // (a pipelined kernel's address past its last tile may be
+            // undefined).
+            self.define(v, &[]);
+            return Ok(());
+        }
         let tile = match self.get(n, ptr_name)? {
             Value::Lin(l) if l.ptr.is_some() => {
                 let ty = v.ins.first().copied().unwrap_or("");
@@ -290,12 +308,10 @@ impl<'m, 'a> Interp<'m, 'a> {
         };
         let result = match op {
             "store" => {
-                if !off {
-                    self.emit(sink, n, Effect::PtrStore { tile });
-                }
+                self.emit(sink, n, Effect::PtrStore { tile });
                 None
             }
-            "load" if !off => {
+            "load" => {
                 let load = self.loads;
                 self.loads += 1;
                 self.emit(
@@ -308,11 +324,8 @@ impl<'m, 'a> Interp<'m, 'a> {
                 );
                 Some(Value::Loaded(load))
             }
-            "load" => None,
             _ => {
-                if !off {
-                    self.emit(sink, n, Effect::PtrLoad { tile, regs: None });
-                }
+                self.emit(sink, n, Effect::PtrLoad { tile, regs: None });
                 None
             }
         };

@@ -23,6 +23,13 @@ impl<'m, 'a> Interp<'m, 'a> {
     pub(super) fn int(&self, n: &Node<'a>, name: &str) -> Result<(i64, u8), TtgirError> {
         match self.get(n, name)? {
             Value::Int { v, bits } => Ok((v, bits)),
+            Value::Poison(at) => {
+                let (line, col) = super::super::error::position(self.module.src, at as usize);
+                Err(self.fail(
+                    n,
+                    format!("`{name}` is undefined: it comes from a division by zero or an oversized shift at {line}:{col}"),
+                ))
+            }
             other => Err(self.fail(
                 n,
                 format!("`{name}` must be an integer here, and is {}", kind(&other)),
@@ -469,6 +476,12 @@ impl<'m, 'a> Interp<'m, 'a> {
             // Whatever the kind of the values chosen between (buffers too).
             return Ok(if *c != 0 { *a } else { *b });
         }
+        // Integer ops on an undefined value are undefined.
+        if let Some(p) = vals.iter().find(|x| matches!(x, Value::Poison(_))) {
+            if op != "sitofp" && op != "uitofp" && !on_tensor(v) {
+                return Ok(*p);
+            }
+        }
         // Conversions to floats, and anything on a non-integer, are opaque.
         if matches!(op, "sitofp" | "uitofp") || vals.iter().any(|x| !matches!(x, Value::Int { .. }))
         {
@@ -525,8 +538,12 @@ impl<'m, 'a> Interp<'m, 'a> {
             _ => {
                 need(2)?;
                 let bits = ints[0].1;
-                let r = binary(op, ints[0].0, ints[1].0, bits).map_err(|w| self.fail(n, w))?;
-                Ok(Value::Int { v: r, bits })
+                match binary(op, ints[0].0, ints[1].0, bits) {
+                    Ok(r) => Ok(Value::Int { v: r, bits }),
+                    // The GPU gives some value and goes on; so do we.
+                    Err(w) if w != "not an integer op" => Ok(Value::Poison(n.stmt.start as u32)),
+                    Err(w) => Err(self.fail(n, w)),
+                }
             }
         }
     }
@@ -572,6 +589,7 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Lin(_) => "an integer or pointer tensor",
         Value::Mask(_) => "a mask tensor",
         Value::Loaded(_) => "a tensor loaded from memory",
+        Value::Poison(_) => "an undefined integer (from a division by zero)",
         Value::Scratch(_) => "a global scratch buffer",
         Value::Mem(_) => "a shared-memory buffer",
         Value::Opaque => "a tensor, float or pointer",
