@@ -177,6 +177,11 @@ fn pointer_kernels_move_their_tiles_and_replay() {
     assert_eq!(g["bytes_stored"], 4096 * 4096 * 2);
     assert_eq!(g["wgmmas"], 512 * 64 * 8);
     replays_to("ptr_gemm", &g);
+    // Its persistent form: the same tiles, on 132 programs.
+    let p = ttgir_run("persistent_ptr_gemm");
+    assert_eq!(p["bytes_loaded"], g["bytes_loaded"]);
+    assert_eq!(p["wgmmas"], g["wgmmas"]);
+    assert_eq!(p["ctas"], 132);
     // The vector add reads x and y and writes out once: 2^22 fp32 each.
     let v = ttgir_run("vector_add");
     assert_eq!(v["bytes_loaded"], 2 * 4 * (1 << 22));

@@ -3,8 +3,9 @@ GPU: a pipelined TMA GEMM, a persistent TMA GEMM (grouped tile order,
 runtime M, N, K), a persistent GEMM whose descriptors are made in the
 kernel, a warp-specialised attention forward, and four kernels written the
 way Triton's tutorials write them, through pointers: a GEMM whose loads
-Triton pipelines into cp.async copies (grouped order, masked K), a vector
-add, a row softmax (persistent, pipelined) and a layer-norm forward.
+Triton pipelines into cp.async copies (grouped order, masked K), its
+persistent form (a flattened tile loop), a vector add, a row softmax
+(persistent, pipelined) and a layer-norm forward.
 
 The pointer kernels' pointer and integer arguments are marked divisible
 by 16, as Triton's launcher marks them for aligned tensors and sizes
@@ -146,6 +147,52 @@ def ptr_gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 
 
 @triton.jit
+def _tile_of(tile, per_group, tiles_m, GROUP_M: tl.constexpr):
+    first_m = (tile // per_group) * GROUP_M
+    rows = min(tiles_m - first_m, GROUP_M)
+    return first_m + tile % rows, (tile % per_group) // rows
+
+
+@triton.jit
+def persistent_ptr_gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk,
+                        stride_cm, BM: tl.constexpr, BN: tl.constexpr,
+                        BK: tl.constexpr, GROUP_M: tl.constexpr,
+                        NUM_SMS: tl.constexpr):
+    # The persistent tutorial GEMM through pointers: one program per SM
+    # walks its tiles in a flattened loop (Triton computes the next tile
+    # while the last k-steps run, past the end too, with its loads masked
+    # off), rows and columns past the tensor clamped to 0.
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    k_tiles = tl.cdiv(K, BK)
+    per_group = GROUP_M * tiles_n
+    tile_c = tl.program_id(0) - NUM_SMS
+    rk0 = tl.arange(0, BK)
+    for tile in tl.range(tl.program_id(0), tiles_m * tiles_n, NUM_SMS,
+                         flatten=True):
+        pid_m, pid_n = _tile_of(tile, per_group, tiles_m, GROUP_M)
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rm = tl.max_contiguous(tl.multiple_of(tl.where(rm < M, rm, 0), BM), BM)
+        rn = tl.max_contiguous(tl.multiple_of(tl.where(rn < N, rn, 0), BN), BN)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(k_tiles):
+            rk = ki * BK + rk0
+            x = tl.load(a_ptr + rm[:, None] * stride_am + rk[None, :],
+                        mask=rk0[None, :] < K - ki * BK, other=0.0)
+            y = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :],
+                        mask=rk0[:, None] < K - ki * BK, other=0.0)
+            acc = tl.dot(x, y, acc)
+        tile_c += NUM_SMS
+        pm, pn = _tile_of(tile_c, per_group, tiles_m, GROUP_M)
+        cm = pm * BM + tl.arange(0, BM)
+        cn = pn * BN + tl.arange(0, BN)
+        tl.store(c_ptr + cm[:, None] * stride_cm + cn[None, :],
+                 acc.to(tl.float16),
+                 mask=(cm[:, None] < M) & (cn[None, :] < N))
+
+
+@triton.jit
 def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     keep = offs < n
@@ -232,7 +279,8 @@ def compile_one(fn, signature, constexprs, num_warps, aligned=False):
 
 
 # The kernels that load through pointers (compiled with aligned arguments).
-POINTER_KERNELS = ("ptr_gemm", "vector_add", "row_softmax", "layer_norm")
+POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "vector_add",
+                   "row_softmax", "layer_norm")
 
 
 def main():
@@ -273,6 +321,13 @@ def main():
             "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
             "GROUP_M": "constexpr",
         }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8}, 8),
+        "persistent_ptr_gemm": (persistent_ptr_gemm, {
+            "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+            "M": "i32", "N": "i32", "K": "i32",
+            "stride_am": "i32", "stride_bk": "i32", "stride_cm": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+            "GROUP_M": "constexpr", "NUM_SMS": "constexpr",
+        }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}, 8),
         "vector_add": (vector_add, {
             "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
             "n": "i32", "BLOCK": "constexpr",

@@ -212,18 +212,50 @@ impl<'m, 'a> Interp<'m, 'a> {
         };
         if let Some(t) = v.ins.first().and_then(|t| parse_type(t)) {
             if t.is_tensor() {
-                // The address arithmetic is integer work on every element.
                 let e = Effect::Compute {
                     fp32: 0,
                     mufu: 0,
                     fp16: 0,
                     int: t.elements(),
                 };
+                let e = self.per_vector(n, e);
                 self.emit(sink, n, e);
             }
         }
         self.define(v, &[r]);
         Ok(())
+    }
+
+    /// The work `e` of an op on an address, offset or mask tensor, one
+    /// operation per vector instead of per element: Triton's lowering
+    /// keeps one address (and predicate) per run of `sizePerThread`
+    /// contiguous elements and folds the rest into immediate offsets.
+    pub(super) fn per_vector(&self, n: &Node<'a>, e: Effect<'m>) -> Effect<'m> {
+        let v = &n.view;
+        let ty = v.outs.first().or(v.ins.first()).copied().unwrap_or("");
+        let vec = self
+            .module
+            .blocked(ty, n.stmt.start)
+            .and_then(|[spt, _, order]| {
+                let fast = usize::try_from(*order.first()?).ok()?;
+                u64::try_from(*spt.get(fast)?).ok()
+            })
+            .unwrap_or(1)
+            .max(1);
+        match e {
+            Effect::Compute {
+                fp32,
+                mufu,
+                fp16,
+                int,
+            } => Effect::Compute {
+                fp32: fp32.div_ceil(vec),
+                mufu: mufu.div_ceil(vec),
+                fp16: fp16.div_ceil(vec),
+                int: int.div_ceil(vec),
+            },
+            other => other,
+        }
     }
 
     /// `tt.load`, `tt.store` and `ttg.async_copy_global_to_local` through

@@ -170,6 +170,10 @@ impl<'m, 'a> Interp<'m, 'a> {
                 }
                 if !matches!(r, Value::Int { .. } | Value::Mem(_) | Value::Desc(_)) {
                     match super::work::tensor_work(v) {
+                        Some(w) if matches!(r, Value::Lin(_) | Value::Mask(_)) => {
+                            let e = self.per_vector(n, w);
+                            self.emit(sink, n, e)
+                        }
                         Some(w) => self.emit(sink, n, w),
                         // A float scalar or a dense constant.
                         None if op == "constant" || !on_tensor(v) => {}
