@@ -100,9 +100,14 @@ fn ttgir_run(kernel: &str) -> serde_json::Value {
 fn replays_to(kernel: &str, direct: &serde_json::Value) {
     let k = compiled(&format!("{kernel}.ttgir"));
     let l = compiled(&format!("{kernel}.launch.toml"));
+    replays_with(&k, &l, direct);
+}
+
+/// [`replays_to`] with kernel `k` and launch `l`.
+fn replays_with(k: &std::path::Path, l: &std::path::Path, direct: &serde_json::Value) {
     let scratch = Scratch::new("ttgir-gen");
     let out = scratch.path("k.sfk");
-    let g = simfa(&["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)]);
+    let g = simfa(&["ttgir", "gen", s(k), "--launch", s(l), "-o", s(&out)]);
     assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
     assert!(scratch.path("k.sfk.ops").exists());
     let replayed = report(&["run", s(&out), "--gpu", "h100", "--json"]);
@@ -164,37 +169,101 @@ fn a_warp_specialised_gluon_gemm_matches_the_generator() {
     replays_to("gluon_ws_gemm", &t);
 }
 
+/// `simfa ttgir run` of a compiled kernel with its launch file edited
+/// (each `(from, to)` replaced), checked clean; the JSON report. With
+/// `replay`, `ttgir gen` then `run` must give its cycles and digest.
+fn ttgir_run_edited(kernel: &str, edits: &[(&str, &str)], replay: bool) -> serde_json::Value {
+    let k = compiled(&format!("{kernel}.ttgir"));
+    let mut text = std::fs::read_to_string(compiled(&format!("{kernel}.launch.toml"))).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{kernel}: no `{from}` in its launch");
+        text = text.replace(from, to);
+    }
+    let scratch = Scratch::new("ttgir-launch");
+    let l = scratch.path("launch.toml");
+    std::fs::write(&l, text).unwrap();
+    let r = report(&[
+        "ttgir",
+        "run",
+        s(&k),
+        "--launch",
+        s(&l),
+        "--gpu",
+        "h100",
+        "--json",
+        "--check",
+    ]);
+    if replay {
+        replays_with(&k, &l, &r);
+    }
+    r
+}
+
 /// Kernels that load and store through pointers, as Triton's tutorials
-/// write them, run clean and replay, moving exactly the bytes their tiles
-/// cover.
+/// write them, and the tutorial's attention, run clean, moving exactly the
+/// bytes their tiles cover, and replay through `ttgir gen` (at smaller
+/// sizes than their launch files', to keep the test quick).
 #[test]
-fn pointer_kernels_move_their_tiles_and_replay() {
-    // The cp.async GEMM at 4096^3: 512 tiles of 128x256, each reading a
+fn tutorial_kernels_move_their_tiles() {
+    // The cp.async GEMM at 1024^3: 32 tiles of 128x256, each reading a
     // 128-row panel of A and a 256-column panel of B (fp16), writing its
-    // C tile; 64 k-steps of 8 m64n256k16 WGMMAs (two WarpGroups).
-    let g = ttgir_run("ptr_gemm");
-    assert_eq!(g["bytes_loaded"], 512 * (128 * 4096 + 4096 * 256) * 2);
-    assert_eq!(g["bytes_stored"], 4096 * 4096 * 2);
-    assert_eq!(g["wgmmas"], 512 * 64 * 8);
-    replays_to("ptr_gemm", &g);
-    // Its persistent form: the same tiles, on 132 programs.
-    let p = ttgir_run("persistent_ptr_gemm");
+    // C tile; 16 k-steps of 8 m64n256k16 WGMMAs (two WarpGroups).
+    let small = [
+        ("grid = [512, 1, 1]", "grid = [32, 1, 1]"),
+        (
+            "M = 4096\nN = 4096\nK = 4096",
+            "M = 1024\nN = 1024\nK = 1024",
+        ),
+    ];
+    let g = ttgir_run_edited("ptr_gemm", &small, true);
+    assert_eq!(g["bytes_loaded"], 32 * (128 * 1024 + 1024 * 256) * 2);
+    assert_eq!(g["bytes_stored"], 1024 * 1024 * 2);
+    assert_eq!(g["wgmmas"], 32 * 16 * 8);
+    // Its persistent form: the same tiles on its 132 programs (its
+    // NUM_SMS), 100 of them with none.
+    let p = ttgir_run_edited("persistent_ptr_gemm", &[small[1]], false);
     assert_eq!(p["bytes_loaded"], g["bytes_loaded"]);
     assert_eq!(p["wgmmas"], g["wgmmas"]);
-    assert_eq!(p["ctas"], 132);
-    // The vector add reads x and y and writes out once: 2^22 fp32 each.
-    let v = ttgir_run("vector_add");
-    assert_eq!(v["bytes_loaded"], 2 * 4 * (1 << 22));
-    assert_eq!(v["bytes_stored"], 4 * (1 << 22));
-    replays_to("vector_add", &v);
-    // The softmax's pipelined row copies: every row once, in and out.
-    let s = ttgir_run("row_softmax");
-    assert_eq!(s["bytes_loaded"], 4096 * 1024 * 4);
-    assert_eq!(s["bytes_stored"], 4096 * 1024 * 4);
+    // The causal attention of 4 batch-heads of 1024 tokens: CTA m of a
+    // head takes the m blocks before the diagonal and the diagonal's, 16
+    // m64n128k16 WGMMAs for QK^T and 16 for PV each; Q once, K and V per
+    // block; O (fp16) and the row statistics M (fp32) once.
+    let a = ttgir_run_edited(
+        "causal_attention",
+        &[
+            ("grid = [32, 32, 1]", "grid = [8, 4, 1]"),
+            ("N_CTX = 4096", "N_CTX = 1024"),
+        ],
+        true,
+    );
+    let blocks = 4 * (1..=8).sum::<u64>();
+    assert_eq!(a["wgmmas"], blocks * 32);
+    assert_eq!(a["bytes_loaded"], 32 * 32768 + blocks * 2 * 32768);
+    assert_eq!(a["bytes_stored"], 32 * 32768 + 32 * 128 * 4);
+    // The vector add reads x and y and writes out once: 2^20 fp32 each.
+    let v = ttgir_run_edited(
+        "vector_add",
+        &[
+            ("grid = [4096, 1, 1]", "grid = [1024, 1, 1]"),
+            ("n = 4194304", "n = 1048576"),
+        ],
+        true,
+    );
+    assert_eq!(v["bytes_loaded"], 2 * 4 * (1 << 20));
+    assert_eq!(v["bytes_stored"], 4 * (1 << 20));
+    // The softmax's pipelined row copies: every row once, in and out (1024
+    // rows on 264 programs).
+    let r = ttgir_run_edited("row_softmax", &[("rows = 4096", "rows = 1024")], true);
+    assert_eq!(r["bytes_loaded"], 1024 * 1024 * 4);
+    assert_eq!(r["bytes_stored"], 1024 * 1024 * 4);
     // The layer norm reads each row three times and the weights and bias
     // once per row; it writes the row, and the mean and rstd scalars as
-    // the 16-byte runs that hold them.
-    let l = ttgir_run("layer_norm");
-    assert_eq!(l["bytes_loaded"], 5 * 4096 * 4096 * 2);
-    assert_eq!(l["bytes_stored"], 4096 * 4096 * 2 + 2 * 4096 * 16);
+    // the 16-byte runs that hold them (512 rows).
+    let l = ttgir_run_edited(
+        "layer_norm",
+        &[("grid = [4096, 1, 1]", "grid = [512, 1, 1]")],
+        true,
+    );
+    assert_eq!(l["bytes_loaded"], 512 * 5 * 4096 * 2);
+    assert_eq!(l["bytes_stored"], 512 * 4096 * 2 + 2 * 512 * 16);
 }

@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
         kernel: Some(f.name.to_string()),
         grid: [2, 1, 1],
         regs: None,
+        smem: None,
         max_steps: Some(10_000),
         args,
         tensors,

@@ -19,7 +19,8 @@ As Triton's launcher does for such arguments, pointers and integers that
 are multiples of 16 are marked divisible by 16 (the compiler vectorises
 and pipelines loads through pointers only with the mark). The launch's
 `regs` are the registers per thread ptxas gave the kernel (read from the
-cubin with the wheel's `cuobjdump`, when it is there).
+cubin with the wheel's `cuobjdump`, when it is there), and its `smem` the
+shared memory Triton's allocator laid out.
 """
 
 ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1, "fp8e5": 1, "int8": 1, "int32": 4}
@@ -147,6 +148,7 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
     regs = _registers(compiled)
     if regs is not None:
         launch["regs"] = regs
+    launch["smem"] = int(compiled.metadata.shared)
     return compiled.asm["ttgir"], launch
 
 

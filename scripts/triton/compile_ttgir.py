@@ -4,8 +4,9 @@ runtime M, N, K), a persistent GEMM whose descriptors are made in the
 kernel, a warp-specialised attention forward, and four kernels written the
 way Triton's tutorials write them, through pointers: a GEMM whose loads
 Triton pipelines into cp.async copies (grouped order, masked K), its
-persistent form (a flattened tile loop), a vector add, a row softmax
-(persistent, pipelined) and a layer-norm forward.
+persistent form (a flattened tile loop), the fused-attention forward
+(causal, host descriptors, no warp specialisation), a vector add, a row
+softmax (persistent, pipelined) and a layer-norm forward.
 
 The pointer kernels' pointer and integer arguments are marked divisible
 by 16, as Triton's launcher marks them for aligned tensors and sizes
@@ -14,7 +15,8 @@ loads).
 
 Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/NAME.ttgir for each
 kernel (only what compiles; prints what did not) and prints the registers
-per thread ptxas gave it (a launch file's `regs`)."""
+per thread ptxas gave it and the shared memory Triton laid out for it (a
+launch file's `regs` and `smem`)."""
 
 import os
 import subprocess
@@ -193,6 +195,67 @@ def persistent_ptr_gemm(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk,
 
 
 @triton.jit
+def _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_kv, start_m, qk_scale,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                 STAGE: tl.constexpr, offs_m, offs_n):
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    else:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        k = desc_k.load([off_kv + start_n, 0]).T
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_ij = tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([off_kv + start_n, 0])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        l_i = l_i * alpha + l_ij
+        m_i = m_ij
+    return acc, l_i, m_i
+
+@triton.jit
+def causal_attention(sm_scale, M, desc_q, desc_k, desc_v, desc_o, N_CTX,
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+    # The fused-attention tutorial's forward on Hopper: host descriptors, no
+    # warp specialisation, the blocks before the diagonal then the
+    # diagonal's masked blocks (STAGE 3 is causal).
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_q = off_hz * N_CTX + start_m * BLOCK_M
+    off_kv = off_hz * N_CTX
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = desc_q.load([off_q, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_kv,
+                                     start_m, qk_scale, BLOCK_M, BLOCK_N,
+                                     4 - STAGE, offs_m, offs_n)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_blocks(acc, l_i, m_i, q, desc_k, desc_v, off_kv,
+                                     start_m, qk_scale, BLOCK_M, BLOCK_N, 2,
+                                     offs_m, offs_n)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([off_q, 0], acc.to(tl.float16))
+
+
+@triton.jit
 def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     keep = offs < n
@@ -279,8 +342,8 @@ def compile_one(fn, signature, constexprs, num_warps, aligned=False):
 
 
 # The kernels that load through pointers (compiled with aligned arguments).
-POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "vector_add",
-                   "row_softmax", "layer_norm")
+POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "causal_attention",
+                   "vector_add", "row_softmax", "layer_norm")
 
 
 def main():
@@ -328,6 +391,15 @@ def main():
             "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
             "GROUP_M": "constexpr", "NUM_SMS": "constexpr",
         }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}, 8),
+        "causal_attention": (causal_attention, {
+            "sm_scale": "fp32", "M": "*fp32",
+            "desc_q": "tensordesc<fp16[128, 128]>",
+            "desc_k": "tensordesc<fp16[128, 128]>",
+            "desc_v": "tensordesc<fp16[128, 128]>",
+            "desc_o": "tensordesc<fp16[128, 128]>",
+            "N_CTX": "i32", "HEAD_DIM": "constexpr", "BLOCK_M": "constexpr",
+            "BLOCK_N": "constexpr", "STAGE": "constexpr",
+        }, {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 128, "STAGE": 3}, 8),
         "vector_add": (vector_add, {
             "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
             "n": "i32", "BLOCK": "constexpr",
@@ -358,7 +430,8 @@ def main():
         (out / f"{name}.ttgir").write_text(ttgir)
         regs = registers(compiled)
         print(f"{name}: {len(ttgir)} bytes of TTGIR, "
-              f"{regs if regs is not None else 'unknown'} registers per thread")
+              f"{regs if regs is not None else 'unknown'} registers per thread, "
+              f"{compiled.metadata.shared} bytes of shared memory")
     sys.exit(1 if failed == len(jobs) else 0)
 
 

@@ -57,7 +57,8 @@ TRITON_DEFAULT_FP_FUSION=1 "$work/venv/bin/python" scripts/triton/compile_gluon.
 launches=tests/fixtures/ttgir-compiled
 for k in gemm:tma_gemm persistent_gemm:persistent_gemm device_desc_gemm:device_desc_gemm \
     gluon_ws_gemm:gluon_ws_gemm attention:attention ptr_gemm:ptr_gemm \
-    persistent_ptr_gemm:persistent_ptr_gemm vector_add:vector_add \
+    persistent_ptr_gemm:persistent_ptr_gemm causal_attention:causal_attention \
+    vector_add:vector_add \
     row_softmax:row_softmax layer_norm:layer_norm; do
     f="$work/ttgir/${k%%:*}.ttgir"
     [ -s "$f" ] || { echo "FAIL: ${k%%:*} did not compile to TTGIR"; exit 1; }

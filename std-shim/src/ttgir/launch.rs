@@ -87,6 +87,13 @@ pub struct Launch {
     /// decides how many CTAs an SM holds.
     #[serde(default)]
     pub regs: Option<u32>,
+    /// Shared memory per CTA in bytes, as Triton's allocator laid it out
+    /// (`kernel.metadata.shared`; the compile script and
+    /// `simfa.triton.compile` give it). Without it, the most bytes of
+    /// buffers CTA 0 holds at once (from `local_alloc` to
+    /// `local_dealloc`).
+    #[serde(default)]
+    pub smem: Option<u32>,
     /// Ops one CTA may execute in the interpreter before it is taken for
     /// a kernel that never ends (default [`DEFAULT_MAX_STEPS`]).
     #[serde(default)]

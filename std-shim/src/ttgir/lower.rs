@@ -13,7 +13,9 @@
 //!   from that op's type, its tensor from the launch.
 //! - **MBarriers**: one array per barrier buffer CTA 0 initialises, of the
 //!   buffer's length, with the count its `init_barrier` gives.
-//! - **Shared memory**: the sum of the buffers CTA 0 allocates.
+//! - **Shared memory**: the launch's `smem` (Triton's own layout), or
+//!   the most bytes of buffers CTA 0 holds at once, from `local_alloc` to
+//!   `local_dealloc`.
 //!
 //! # The streams (a kernel without warp specialisation)
 //!
@@ -196,9 +198,11 @@ impl<'m, 'a> Program<'m, 'a> {
         probe.run(func, &args, &mut decls)?;
         let Decls {
             allocs,
+            peak,
             inits,
             made: made_list,
             tiles,
+            ..
         } = decls;
         let mut made = HashMap::new();
         for (key, ptr, (boxdim, dims, strides)) in made_list {
@@ -229,7 +233,7 @@ impl<'m, 'a> Program<'m, 'a> {
             maps.insert(key, i);
             made.insert(key, (boxdim, dims, strides));
         }
-        let smem: u64 = allocs.iter().map(|a| a.1).sum();
+        let smem = launch.smem.map_or(peak, u64::from);
         b.smem(u32::try_from(smem).map_err(|_| fail(format!("{smem} bytes of shared memory")))?);
         let mut bars = HashMap::new();
         for &(alloc, bytes) in &allocs {
@@ -502,7 +506,7 @@ impl<'m, 'a> Program<'m, 'a> {
             }
         };
         match e {
-            Effect::Alloc { .. } => {}
+            Effect::Alloc { .. } | Effect::Dealloc { .. } => {}
             Effect::MakeDesc {
                 key,
                 boxdim,
@@ -676,6 +680,11 @@ impl<'m, 'a> Program<'m, 'a> {
 struct Decls<'m> {
     /// Each buffer once: its allocation and bytes.
     allocs: Vec<(u32, u64)>,
+    /// Which of them are allocated now, and their bytes.
+    live: Vec<bool>,
+    live_bytes: u64,
+    /// The most bytes allocated at once.
+    peak: u64,
     /// Each initialisation: the buffer, the index and the count.
     inits: Vec<(u32, i64, u32)>,
     /// Each descriptor made: key, pointer argument, box, dims, strides.
@@ -689,8 +698,25 @@ struct Decls<'m> {
 impl<'m> EffectSink<'m> for Decls<'m> {
     fn effect(&mut self, from: Origin<'m>, e: Effect<'m>) {
         match e {
-            Effect::Alloc { mem, bytes } if !self.allocs.iter().any(|a| a.0 == mem.alloc) => {
-                self.allocs.push((mem.alloc, bytes));
+            Effect::Alloc { mem, bytes } => {
+                match self.allocs.iter().position(|a| a.0 == mem.alloc) {
+                    Some(i) if self.live[i] => return,
+                    Some(i) => self.live[i] = true,
+                    None => {
+                        self.allocs.push((mem.alloc, bytes));
+                        self.live.push(true);
+                    }
+                }
+                self.live_bytes += bytes;
+                self.peak = self.peak.max(self.live_bytes);
+            }
+            Effect::Dealloc { mem } => {
+                if let Some(i) = self.allocs.iter().position(|a| a.0 == mem.alloc) {
+                    if self.live[i] {
+                        self.live[i] = false;
+                        self.live_bytes -= self.allocs[i].1;
+                    }
+                }
             }
             Effect::InitBarrier { bar, count } => self.inits.push((bar.alloc, bar.index, count)),
             Effect::MakeDesc {

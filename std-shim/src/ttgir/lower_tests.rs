@@ -302,3 +302,20 @@ fn warp_specialize_partitions_become_roles() {
         &producer[0][..6]
     );
 }
+
+/// Shared memory is the most bytes of buffers held at once (a buffer freed
+/// by `local_dealloc` before another is allocated does not add to it), or
+/// the launch's `smem`, Triton's own layout.
+#[test]
+fn shared_memory_is_the_peak_of_live_buffers_or_the_launch_s() {
+    let freed = RING.replace(
+        "    %bb = ttg.local_alloc",
+        "    %tmp = ttg.local_alloc : () -> !ttg.memdesc<128x128xf16, #shared, #smem, mutable>\n    ttg.local_dealloc %tmp : !ttg.memdesc<128x128xf16, #shared, #smem, mutable>\n    %bb = ttg.local_alloc",
+    );
+    let m = ring_module(&freed);
+    let p = Program::new(&m, &launch(), "ring.toml").unwrap();
+    assert_eq!(p.kernel.smem_bytes, 2 * 128 * 64 * 2 + 128 * 128 * 2);
+    let given = Launch::parse("ring.toml", &format!("smem = 70000\n{RING_LAUNCH}")).unwrap();
+    let p = Program::new(&m, &given, "ring.toml").unwrap();
+    assert_eq!(p.kernel.smem_bytes, 70000);
+}

@@ -28,6 +28,11 @@ pub enum Effect<'m> {
         /// Its size.
         bytes: u64,
     },
+    /// `local_dealloc`: the buffer's shared memory is free again.
+    Dealloc {
+        /// The buffer.
+        mem: MemRef,
+    },
     /// `init_barrier` with an arrival count.
     InitBarrier {
         /// The barrier.

@@ -220,6 +220,11 @@ impl<'m, 'a> Interp<'m, 'a> {
                 };
                 self.define(v, &[Value::Mem(mem)]);
             }
+            ("ttg", "local_dealloc") | ("triton_gpu", "local_dealloc") => {
+                let ssa = Self::ssa(n);
+                let mem = self.mem(n, ssa.first().copied().unwrap_or(""))?;
+                self.emit(sink, n, Effect::Dealloc { mem });
+            }
             ("ttng", "init_barrier") | ("triton_nvidia_gpu", "init_barrier") => {
                 let ssa = Self::ssa(n);
                 let bar = self.mem(n, ssa.first().copied().unwrap_or(""))?;

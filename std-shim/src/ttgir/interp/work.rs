@@ -17,7 +17,7 @@
 //! | `tt.reduce` | `fp32` per element of its input |
 //!
 //! The ops that cost nothing are [`FREE`]: shape-only ops, views of
-//! shared memory, barrier invalidation and deallocation, descriptor
+//! shared memory, barrier invalidation, descriptor
 //! fences, hints, and (a simplification, not timed yet) layout conversions
 //! and shared-memory loads and stores of tensors. Any op that is neither
 //! executed, timed, priced here nor in [`FREE`] is an error naming it.
@@ -46,7 +46,6 @@ pub const FREE: &[&str] = &[
     "ttg.memdesc_reshape",
     "ttg.memdesc_reinterpret",
     // Ends of lifetimes, fences and hints.
-    "ttg.local_dealloc",
     "ttng.inval_barrier",
     "triton_nvidia_gpu.inval_barrier",
     "ttng.tensormap_fenceproxy_acquire",
