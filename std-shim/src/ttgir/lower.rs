@@ -31,6 +31,8 @@
 //! reversed to simfa's innermost-first order. Element-wise tensor math is
 //! `compute` work, each WarpGroup taking its share of the CTA's
 //! ([`super::interp`]'s work table); consecutive work is one `compute`.
+//! Loads and stores through pointers, and TMA loads into registers, are
+//! [`super::pointer`]'s.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -202,6 +204,7 @@ impl<'m, 'a> Program<'m, 'a> {
             inits,
             made: made_list,
             tiles,
+            tma_regs,
             ..
         } = decls;
         let mut made = HashMap::new();
@@ -267,6 +270,7 @@ impl<'m, 'a> Program<'m, 'a> {
         }
         let mut ptr_maps = PtrMaps::new();
         let mut rings = Rings::default();
+        let (mut need_groups, mut need_loads) = (false, false);
         for &(from, ref tile, ring) in &tiles {
             let at_op = |why: String| {
                 LowerError::Ttgir(module.error(
@@ -298,14 +302,14 @@ impl<'m, 'a> Program<'m, 'a> {
                 let i = b.map(m).map_err(|e| fail(e.to_string()))?;
                 ptr_maps.insert((arg, p.block), i);
             }
-            let Some(regs) = ring else { continue };
-            let ring = if regs {
-                &mut rings.loads
-            } else {
-                &mut rings.groups
-            };
-            if ring.is_none() {
-                let nm = if regs { "loads" } else { "groups" };
+            need_groups |= ring == Some(false);
+            need_loads |= ring == Some(true);
+        }
+        for (need, nm, ring) in [
+            (need_groups, "groups", &mut rings.groups),
+            (need_loads || tma_regs, "loads", &mut rings.loads),
+        ] {
+            if need {
                 let d = b
                     .mbarriers(nm, super::pointer::RING as u16, 1)
                     .map_err(|e| fail(e.to_string()))?;
@@ -584,14 +588,43 @@ impl<'m, 'a> Program<'m, 'a> {
                 desc,
                 coords,
                 box_shape,
-                bar: m,
+                bar: None,
+                regs,
                 ..
             } => {
-                let Some(m) = m else {
-                    return Err(fail(
-                        "a descriptor load into registers is not simulated yet".into(),
-                    ));
+                // Into registers: the TMA lands it in shared memory, on the
+                // ring of loads into registers, then the threads read it.
+                let map = map(desc)?;
+                let copies = self.copies(map, box_shape, &coords).map_err(fail)?;
+                let full = self.kernel.maps[map as usize].full_box_bytes() * copies.len() as u64;
+                let bytes = u32::try_from(full)
+                    .map_err(|_| fail(format!("{full} bytes do not fit an mbarrier")))?;
+                let push = |bar, q: &mut VecDeque<Op>| {
+                    for coords in copies {
+                        q.push_back(Op::TmaLoad {
+                            map,
+                            bar,
+                            coords,
+                            multicast: 0,
+                        });
+                    }
                 };
+                let rings = if role == 0 {
+                    self.rings
+                } else {
+                    Rings::default()
+                };
+                rings
+                    .load(&mut st.inflight, regs.or(Some(0)), bytes, push, out)
+                    .map_err(|w| fail(w.to_string()))?;
+            }
+            Effect::TmaLoad {
+                desc,
+                coords,
+                box_shape,
+                bar: Some(m),
+                ..
+            } => {
                 let map = map(desc)?;
                 let bar = bar(m)?;
                 for coords in self.copies(map, box_shape, &coords).map_err(fail)? {
@@ -638,8 +671,9 @@ impl<'m, 'a> Program<'m, 'a> {
                     Rings::default()
                 };
                 let (ops, bytes) = self.ptr_ops(&tile).map_err(fail)?;
+                let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, q);
                 rings
-                    .load(&mut st.inflight, regs, bytes, ops.into_iter(), out)
+                    .load(&mut st.inflight, regs, bytes, push, out)
                     .map_err(|w| fail(w.to_string()))?;
             }
             Effect::PtrStore { tile } => {
@@ -693,6 +727,8 @@ struct Decls<'m> {
     /// for a copy into shared memory (`false`) or a load into registers
     /// (`true`), `None` for a store.
     tiles: Vec<(Origin<'m>, super::interp::PtrTile, Option<bool>)>,
+    /// Whether a TMA copy loads into registers.
+    tma_regs: bool,
 }
 
 impl<'m> EffectSink<'m> for Decls<'m> {
@@ -727,6 +763,7 @@ impl<'m> EffectSink<'m> for Decls<'m> {
                 strides,
             } => self.made.push((key, ptr, (boxdim, dims, strides))),
             Effect::PtrLoad { tile, regs } => self.tiles.push((from, tile, Some(regs.is_some()))),
+            Effect::TmaLoad { bar: None, .. } => self.tma_regs = true,
             Effect::PtrStore { tile } => self.tiles.push((from, tile, None)),
             _ => {}
         }

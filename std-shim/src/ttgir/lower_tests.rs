@@ -319,3 +319,46 @@ fn shared_memory_is_the_peak_of_live_buffers_or_the_launch_s() {
     let p = Program::new(&m, &given, "ring.toml").unwrap();
     assert_eq!(p.kernel.smem_bytes, 70000);
 }
+
+/// A descriptor load into registers (`tt.descriptor_load`, as Triton
+/// before 3.9 leaves it in TTGIR) is a TMA copy on the ring of loads into
+/// registers, waited for where its registers are first read.
+#[test]
+fn a_descriptor_load_into_registers_waits_at_first_use() {
+    let src = "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#blocked = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {\"ttg.num-warps\" = 4 : i32} {
+  tt.func public @k(%d: !tt.tensordesc<tensor<64x64xf16, #shared>>) {
+    %c0 = arith.constant 0 : i32
+    %x = tt.descriptor_load %d[%c0, %c0] : !tt.tensordesc<tensor<64x64xf16, #shared>> -> tensor<64x64xf16, #blocked>
+    %c1 = arith.constant 1 : i32
+    %y = arith.addf %x, %x : tensor<64x64xf16, #blocked>
+    tt.return
+  }
+}
+";
+    let m = parse("d.mlir", src).unwrap();
+    let launch = Launch::parse(
+        "d.toml",
+        "grid = [1, 1, 1]\n[tensors.d]\nbase = 0x10000\nelem = 2\ndims = [1024, 1024]\n",
+    )
+    .unwrap();
+    let p = Program::new(&m, &launch, "d.toml").unwrap();
+    let s = p.streams(0, 0).unwrap();
+    let bar = p.kernel.mbar_base(0);
+    assert_eq!(
+        s[0][..4],
+        [
+            Op::MbarExpectTx { bar, bytes: 8192 },
+            Op::TmaLoad {
+                map: 0,
+                bar,
+                coords: [0; 5],
+                multicast: 0
+            },
+            Op::MbarArrive { bar },
+            Op::MbarWait { bar, parity: 0 },
+        ]
+    );
+    assert!(matches!(s[0][4], Op::Compute { .. }));
+}

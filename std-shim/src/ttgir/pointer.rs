@@ -48,6 +48,18 @@ use super::launch::{Launch, Tensor};
 /// coordinates (innermost first) and bytes per sector request.
 pub type PtrOp = (u8, [i64; 5], u8);
 
+/// Pushes the `ld.global`s `ops` completing on `bar` to `q`.
+pub fn ld_globals(ops: &[PtrOp], bar: u16, q: &mut VecDeque<Op>) {
+    for &(map, coords, segment) in ops {
+        q.push_back(Op::LdGlobal {
+            map,
+            bar,
+            coords,
+            segment,
+        });
+    }
+}
+
 /// mbarriers per ring.
 pub const RING: u64 = 16;
 
@@ -172,13 +184,13 @@ impl Rings {
     }
 
     /// A copy into shared memory (`regs: None`) or a load into registers
-    /// of `bytes` through `ops` (the `ld.global`s, without their barrier).
+    /// of `bytes`, whose copies `ops` pushes for the barrier it is given.
     pub fn load(
         &self,
         st: &mut Inflight,
         regs: Option<u64>,
         bytes: u32,
-        ops: impl Iterator<Item = PtrOp>,
+        ops: impl FnOnce(u16, &mut VecDeque<Op>),
         out: &mut [VecDeque<Op>],
     ) -> Result<(), String> {
         let (bar, arrive) = match regs {
@@ -198,14 +210,7 @@ impl Rings {
             }
         };
         out[0].push_back(Op::MbarExpectTx { bar, bytes });
-        for (map, coords, segment) in ops {
-            out[0].push_back(Op::LdGlobal {
-                map,
-                bar,
-                coords,
-                segment,
-            });
-        }
+        ops(bar, &mut out[0]);
         if arrive {
             out[0].push_back(Op::MbarArrive { bar });
         }
@@ -304,7 +309,13 @@ mod tests {
         let mut out = vec![VecDeque::new(), VecDeque::new()];
         for _ in 0..3 {
             rings
-                .load(&mut st, None, 128, [(0, [0; 5], 32)].into_iter(), &mut out)
+                .load(
+                    &mut st,
+                    None,
+                    128,
+                    |b, q| ld_globals(&[(0, [0; 5], 32)], b, q),
+                    &mut out,
+                )
                 .unwrap();
             rings.commit(&mut st, &mut out).unwrap();
         }
@@ -344,7 +355,7 @@ mod tests {
                 &mut st,
                 Some(0),
                 64,
-                [(0, [0; 5], 32)].into_iter(),
+                |b, q| ld_globals(&[(0, [0; 5], 32)], b, q),
                 &mut out,
             )
             .unwrap();

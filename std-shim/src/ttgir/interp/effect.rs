@@ -72,8 +72,10 @@ pub enum Effect<'m> {
         box_shape: &'m [u32],
         /// Bytes moved.
         bytes: u64,
-        /// The barrier it completes on.
+        /// The barrier it completes on (`None`: into registers).
         bar: Option<MemRef>,
+        /// For a load into registers, its number among the run's loads.
+        regs: Option<u64>,
     },
     /// A TMA copy to global memory.
     TmaStore {

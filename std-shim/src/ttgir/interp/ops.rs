@@ -119,8 +119,8 @@ impl<'m, 'a> Interp<'m, 'a> {
             self.use_loads(n, sink);
         }
         if let Some(s) = &n.scope {
-            self.scoped(n, s, sink)?;
-            self.define(v, &[]);
+            let r = self.scoped(n, s, sink)?;
+            self.define(v, &[r]);
             return Ok(());
         }
         let (dialect, op) = name.split_once('.').unwrap_or(("", name));
@@ -294,10 +294,11 @@ impl<'m, 'a> Interp<'m, 'a> {
         n: &'m Node<'a>,
         s: &'m ScopeOp,
         sink: &mut impl EffectSink<'m>,
-    ) -> Result<(), TtgirError> {
+    ) -> Result<Value, TtgirError> {
         if !self.enabled(n) {
-            return Ok(());
+            return Ok(Value::Opaque);
         }
+        let mut result = Value::Opaque;
         let e = match s {
             ScopeOp::Wgmma(w) => Effect::Wgmma {
                 shape: w,
@@ -322,13 +323,26 @@ impl<'m, 'a> Interp<'m, 'a> {
                 };
                 let coords = self.coords(n, c.coords as usize)?;
                 match s {
-                    ScopeOp::TmaLoad(_) => Effect::TmaLoad {
-                        desc,
-                        coords,
-                        box_shape: &c.box_shape,
-                        bytes: c.bytes,
-                        bar: c.bar.as_deref().map(|b| self.mem(n, b)).transpose()?,
-                    },
+                    ScopeOp::TmaLoad(_) => {
+                        let bar = c.bar.as_deref().map(|b| self.mem(n, b)).transpose()?;
+                        // A load into registers (`tt.descriptor_load`):
+                        // waited for where its registers are first read.
+                        let regs = bar.is_none().then(|| {
+                            self.loads += 1;
+                            self.loads - 1
+                        });
+                        if let Some(load) = regs {
+                            result = Value::Loaded(load);
+                        }
+                        Effect::TmaLoad {
+                            desc,
+                            coords,
+                            box_shape: &c.box_shape,
+                            bytes: c.bytes,
+                            bar,
+                            regs,
+                        }
+                    }
                     _ => Effect::TmaStore {
                         desc,
                         coords,
@@ -355,7 +369,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             },
         };
         self.emit(sink, n, e);
-        Ok(())
+        Ok(result)
     }
 
     /// `ttng.tensormap_create %scratch, %ptr, [box], [dims], [strides],
