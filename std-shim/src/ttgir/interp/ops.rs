@@ -159,6 +159,22 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("tt", "make_range" | "splat" | "expand_dims" | "broadcast")
             | ("ttg", "convert_layout") => self.shaping(n, op)?,
             ("tt", "addptr") => self.addptr(n, sink)?,
+            ("tt", "mulhiui") if !on_tensor(v) => {
+                // The high half of the unsigned product, exactly.
+                let ssa = Self::ssa(n);
+                let r = match self.values(n, &ssa)?.as_slice() {
+                    [Value::Int { v: a, bits }, Value::Int { v: b, .. }] => {
+                        let p = super::super::value::unsigned(*a, *bits) as u128
+                            * super::super::value::unsigned(*b, *bits) as u128;
+                        Value::Int {
+                            v: super::super::value::wrap((p >> *bits) as i64, *bits),
+                            bits: *bits,
+                        }
+                    }
+                    _ => Value::Opaque,
+                };
+                self.define(v, &[r]);
+            }
             ("tt", "load" | "store")
             | ("ttg", "async_copy_global_to_local" | "async_commit_group" | "async_wait") => {
                 self.memory(n, op, sink)?

@@ -89,11 +89,21 @@ pub(super) fn tensor_work(v: &OpView<'_>) -> Option<Effect<'static>> {
         ("math", "exp2" | "log2" | "sqrt" | "rsqrt" | "sin" | "cos" | "tanh" | "erf") => {
             w[mufu] = elems
         }
-        ("math", "exp" | "log") => {
+        // A base change (exp, log) or a correction step (precise sqrt and
+        // division, a library function) on top of the MUFU op.
+        ("math", "exp" | "log" | "log1p" | "expm1" | "tan" | "atan" | "asin" | "acos")
+        | ("tt", "precise_sqrt" | "precise_divf" | "extern_elementwise") => {
             w[mufu] = elems;
             w[fp32] = elems;
         }
-        ("math", "fma" | "absf") => w[if float16 { fp16 } else { fp32 }] = elems,
+        ("math", "fma" | "absf" | "floor" | "ceil" | "trunc" | "round" | "copysign")
+        | ("tt", "clampf") => w[if float16 { fp16 } else { fp32 }] = elems,
+        ("tt", "fp_to_fp") => w[fp16] = elems,
+        ("math", "absi" | "ctlz" | "cttz" | "ctpop") | ("tt", "mulhiui") => w[int] = elems,
+        ("arith", "remf") => {
+            w[fp32] = 2 * elems;
+            w[mufu] = elems;
+        }
         ("arith", "divf") => {
             w[fp32] = elems;
             w[mufu] = elems;
@@ -175,6 +185,16 @@ mod tests {
             "a reduction's types come with its closing line (tree.rs reads them)"
         );
         assert_eq!(work("%x = arith.addi %a, %b : i32"), None);
+        // Philox's high multiply (dropout's random numbers) is integer work;
+        // a libdevice function a MUFU op and its correction.
+        assert_eq!(
+            work("%h = tt.mulhiui %a, %b : tensor<1024xi32, #l>"),
+            c(0, 0, 0, 1024)
+        );
+        assert_eq!(
+            work("%y = tt.extern_elementwise %x {libname = \"\", libpath = \"\", pure = true, symbol = \"__nv_asinf\"} : (tensor<256xf32, #l>) -> tensor<256xf32, #l>"),
+            c(256, 256, 0, 0)
+        );
         assert_eq!(work("%x = tt.splat %a : f32 -> tensor<128xf32, #l>"), None);
     }
 }
