@@ -253,8 +253,9 @@ pub struct GpuConfig {
     pub store_request_cycles: Ratio,
     /// Cycles the SM's load/store unit takes per sector read request of
     /// loads by threads into shared memory or registers
-    /// ([`crate::Instr::LdGlobal`]: `cp.async`, `ld.global`), shared with
-    /// register stores: the L1 returns 128 bytes (four sectors) per cycle
+    /// ([`crate::Instr::LdGlobal`]: `cp.async`, `ld.global`) and per 32
+    /// bytes of shared-memory moves ([`crate::Instr::SmemMove`]), shared
+    /// with register stores: the L1 returns 128 bytes (four sectors) per cycle
     /// (H100: 32.3 TB/s of shared-memory bandwidth over 144 SMs at
     /// 1755 MHz), so 1/4. Not fitted.
     pub load_request_cycles: Ratio,

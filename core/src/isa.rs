@@ -439,6 +439,17 @@ pub enum Instr {
         /// Bytes of the box one sector request carries (1 to 32).
         segment: u8,
     },
+    /// The WarpGroup's threads move `bytes` between their registers and
+    /// shared memory (`ld.shared`, `st.shared`: a layout conversion
+    /// through shared memory, a tensor stored for a WGMMA or loaded from a
+    /// `cp.async` buffer). The SM's load/store unit takes them as 32-byte
+    /// requests at [`crate::GpuConfig::load_request_cycles`] each (128
+    /// bytes per cycle on Hopper), after the loads and stores before them;
+    /// the WarpGroup goes on when they are done.
+    SmemMove {
+        /// Bytes moved.
+        bytes: u32,
+    },
 }
 
 /// A resolved instruction, with every operand evaluated. This is what the
@@ -571,6 +582,11 @@ pub enum Op {
         /// Bytes one sector request carries (1 to 32).
         segment: u8,
     },
+    /// See [`Instr::SmemMove`].
+    SmemMove {
+        /// Bytes moved.
+        bytes: u32,
+    },
     /// See [`Instr::LdGlobal`]; `bar` is a CTA-wide mbarrier index.
     LdGlobal {
         /// Tensor map.
@@ -609,6 +625,7 @@ impl Op {
             Op::Compute { .. } => 19,
             Op::StGlobal { .. } => 20,
             Op::LdGlobal { .. } => 21,
+            Op::SmemMove { .. } => 22,
         }
     }
 
@@ -636,6 +653,7 @@ impl Op {
             Op::Compute { .. } => "compute",
             Op::StGlobal { .. } => "st.global",
             Op::LdGlobal { .. } => "ld.global",
+            Op::SmemMove { .. } => "smem.move",
         }
     }
 }

@@ -459,6 +459,7 @@ impl Kernel {
                 | Instr::WgmmaCommit
                 | Instr::WgmmaWait { .. }
                 | Instr::Bubble { .. }
+                | Instr::SmemMove { .. }
                 | Instr::Compute { .. }
                 | Instr::Exit => {}
             }

@@ -347,6 +347,7 @@ fn op_word(op: &Op) -> u64 {
             id as u64 | (threads as u64) << 8
         }
         Op::Bubble { cycles } => cycles as u64,
+        Op::SmemMove { bytes } => bytes as u64,
         Op::Compute { work } => {
             work.fp32 as u64
                 ^ (work.mufu as u64).rotate_left(16)

@@ -140,6 +140,8 @@ enum Op {
         coords: [u8; 2],
         segment: u8,
     },
+    /// Shared-memory moves by threads.
+    SmemMove(u16),
     /// Loads by threads; the segment is raw as a store's.
     LdGlobal {
         map: u8,
@@ -314,6 +316,7 @@ fn build(d: &Desc) -> Option<Kernel> {
                     threads: (wgs % 4) as u16 * 128,
                 },
                 Op::Bubble(c) => Instr::Bubble { cycles: c as u32 },
+                Op::SmemMove(b) => Instr::SmemMove { bytes: b as u32 },
                 Op::Compute([fp32, mufu, fp16, int]) => Instr::Compute {
                     work: simfa_core::Work {
                         fp32,

@@ -145,3 +145,35 @@ fn consistent_and_round_trips() {
         .to_string();
     assert!(e.contains("ld.global segment 0"), "{e}");
 }
+
+/// A shared-memory move (`smem.move`: `ld.shared`/`st.shared` of a tensor)
+/// takes the same unit, 32 bytes a request: 4096 bytes at 1 cycle a
+/// request hold it 128 cycles, and a second WarpGroup's move waits for it.
+#[test]
+fn shared_memory_moves_take_the_unit_too() {
+    let mut b = Builder::new("smem_move", [1, 1, 1]);
+    b.role("main", 2, 128);
+    b.op(Instr::SmemMove { bytes: 4096 });
+    b.op(Instr::Bubble { cycles: 1 });
+    let k = b.finish();
+    let mut rec = Recorder::default();
+    run_observed(&cfg(Ratio::new(1, 1)), &k, &mut rec).unwrap();
+    let at = |wg: u8, nth: usize| {
+        rec.events
+            .iter()
+            .filter_map(|(c, e)| match e {
+                Event::Issue { who, .. } if who.wg == wg => Some(*c),
+                _ => None,
+            })
+            .nth(nth)
+            .unwrap()
+    };
+    assert_eq!(at(0, 1), at(0, 0) + 128);
+    assert_eq!(at(1, 1), at(0, 0) + 256);
+    let text = simfa_std::asm::print(&k);
+    assert!(text.contains("smem.move 4096"), "{text}");
+    assert_eq!(
+        simfa_std::asm::print(&simfa_std::asm::parse(&text, "t.sasm").unwrap()),
+        text
+    );
+}

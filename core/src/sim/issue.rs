@@ -543,6 +543,19 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Outcome::Next
                 }
             }
+            Op::SmemMove { bytes } => {
+                // The load/store unit takes the 32-byte requests after those
+                // before them.
+                let requests = (bytes as u64).div_ceil(32);
+                let start = self.sms[sm].lsu_free.max(now);
+                let end = start.saturating_add(self.cfg.load_request_cycles.mul_ceil(requests));
+                self.sms[sm].lsu_free = end;
+                if end > now + 1 {
+                    Outcome::Storing(end)
+                } else {
+                    Outcome::Next
+                }
+            }
             Op::Bubble { cycles } => {
                 if cycles <= 1 {
                     Outcome::Next

@@ -99,6 +99,7 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
             threads,
         },
         Instr::Bubble { cycles } => Op::Bubble { cycles },
+        Instr::SmemMove { bytes } => Op::SmemMove { bytes },
         Instr::Compute { work } => Op::Compute { work },
         Instr::StGlobal {
             map,

@@ -299,6 +299,9 @@ impl Parser<'_> {
                     Instr::BarArrive { id, threads }
                 }
             }
+            "smem.move" => Instr::SmemMove {
+                bytes: uint(l, "byte count", u32::MAX as u64)? as u32,
+            },
             "bubble" => Instr::Bubble {
                 cycles: uint(l, "cycle count", u32::MAX as u64)? as u32,
             },

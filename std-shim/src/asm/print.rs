@@ -202,6 +202,9 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
         Instr::Bubble { cycles } => {
             let _ = write!(out, "bubble {cycles}");
         }
+        Instr::SmemMove { bytes } => {
+            let _ = write!(out, "smem.move {bytes}");
+        }
         Instr::Compute { work } => {
             out.push_str("compute");
             let mut any = false;

@@ -335,6 +335,7 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::BarSync { .. } => "BAR_SYNC",
         Op::BarArrive { .. } => "BAR_ARRIVE",
         Op::Bubble { .. } => "BUBBLE",
+        Op::SmemMove { .. } => "SMEM_MOVE",
         Op::Compute { .. } => "COMPUTE",
         Op::Exit => "EXIT",
     }

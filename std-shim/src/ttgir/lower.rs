@@ -511,6 +511,11 @@ impl<'m, 'a> Program<'m, 'a> {
         };
         match e {
             Effect::Alloc { .. } | Effect::Dealloc { .. } => {}
+            Effect::SharedMove { bytes } => {
+                // Each WarpGroup moves its share.
+                let share = u32::try_from(bytes.div_ceil(wgs as u64)).unwrap_or(u32::MAX);
+                all(out, Op::SmemMove { bytes: share });
+            }
             Effect::MakeDesc {
                 key,
                 boxdim,

@@ -28,6 +28,13 @@ pub enum Effect<'m> {
         /// Its size.
         bytes: u64,
     },
+    /// Tensor data moved between registers and shared memory by the CTA's
+    /// threads: a layout conversion through shared memory, `local_load`,
+    /// `local_store`, a `local_alloc` of a tensor.
+    SharedMove {
+        /// Bytes moved, for the whole CTA.
+        bytes: u64,
+    },
     /// `local_dealloc`: the buffer's shared memory is free again.
     Dealloc {
         /// The buffer.

@@ -96,6 +96,40 @@ impl<'m, 'a> Interp<'m, 'a> {
         Ok(())
     }
 
+    /// The bytes a `convert_layout`, `local_load`, `local_store` or
+    /// `local_alloc` of a data tensor moves through shared memory (`None`
+    /// for none): a conversion stores and loads the tensor, except into a
+    /// WGMMA operand layout (`#ttg.dot_op`), which Hopper's lowering does
+    /// in registers.
+    pub(super) fn shared_bytes(&self, n: &Node<'a>, op: &str) -> Option<u64> {
+        let v = &n.view;
+        fn tensor(t: &str) -> Option<super::super::types::TypeInfo<'_>> {
+            parse_type(t.trim().trim_start_matches('(').trim_end_matches(')'))
+        }
+        match op {
+            "convert_layout" => {
+                let to = v.outs.first()?;
+                let resolved = |t: &str| {
+                    let i = t.rfind('#')?;
+                    let name = t[i..]
+                        .split(|c: char| c == ',' || c == '>' || c.is_whitespace())
+                        .next()?;
+                    self.module.aliases.get(name, n.stmt.start)
+                };
+                if to.contains("dot_op") || resolved(to).is_some_and(|a| a.contains("dot_op")) {
+                    return None;
+                }
+                Some(2 * tensor(to)?.bytes()?)
+            }
+            "local_load" => tensor(v.outs.first()?)?.bytes(),
+            "local_store" | "local_alloc" => {
+                let t = tensor(v.ins.first()?)?;
+                t.is_tensor().then(|| t.bytes()).flatten()
+            }
+            _ => None,
+        }
+    }
+
     /// Integer `arith` on address, offset and mask tensors: an affine
     /// result or a box mask where there is one, opaque otherwise.
     pub(super) fn tensor_arith(&self, n: &Node<'a>, op: &str) -> Result<Value, TtgirError> {

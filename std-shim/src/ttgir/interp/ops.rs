@@ -156,8 +156,23 @@ impl<'m, 'a> Interp<'m, 'a> {
                     }],
                 );
             }
-            ("tt", "make_range" | "splat" | "expand_dims" | "broadcast")
-            | ("ttg", "convert_layout") => self.shaping(n, op)?,
+            ("ttg", "convert_layout") => {
+                self.shaping(n, op)?;
+                let moved = !matches!(
+                    self.vals.get(&(v.results.first().map_or("", |r| r.0), 0)),
+                    Some(Value::Lin(_) | Value::Mask(_))
+                );
+                if let Some(bytes) = self.shared_bytes(n, op).filter(|_| moved) {
+                    self.emit(sink, n, Effect::SharedMove { bytes });
+                }
+            }
+            ("ttg", "local_load" | "local_store") => {
+                if let Some(bytes) = self.shared_bytes(n, op) {
+                    self.emit(sink, n, Effect::SharedMove { bytes });
+                }
+                self.define(v, &[]);
+            }
+            ("tt", "make_range" | "splat" | "expand_dims" | "broadcast") => self.shaping(n, op)?,
             ("tt", "addptr") => self.addptr(n, sink)?,
             ("tt", "mulhiui") if !on_tensor(v) => {
                 // The high half of the unsigned product, exactly.
@@ -210,6 +225,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                     .and_then(|t| t.bytes())
                     .unwrap_or(0);
                 self.emit(sink, n, Effect::Alloc { mem, bytes });
+                if let Some(bytes) = self.shared_bytes(n, "local_alloc") {
+                    self.emit(sink, n, Effect::SharedMove { bytes });
+                }
                 self.define(v, &[Value::Mem(mem)]);
             }
             ("ttg", "memdesc_index")

@@ -238,12 +238,12 @@ fn unknown_ops_are_not_silently_dropped() {
         err.to_string(),
         "u.mlir:3:3: op 'tt.atomic_rmw' is not supported"
     );
-    let src = "tt.func public @k() {\n  %a = arith.constant dense<1.0> : tensor<4xf32, #l>\n  %b = arith.remf %a, %a : tensor<4xf32, #l>\n  tt.return\n}\n";
+    let src = "tt.func public @k() {\n  %a = arith.constant dense<1> : tensor<4xi32, #l>\n  %b = arith.mului_extended %a, %a : tensor<4xi32, #l>\n  tt.return\n}\n";
     let m = parse("u.mlir", src).unwrap();
     let err = effects(&m, [0, 0, 0], [1, 1, 1], &[]).unwrap_err();
     assert!(
         err.to_string()
-            .ends_with("op 'arith.remf' is not supported"),
+            .ends_with("op 'arith.mului_extended' is not supported"),
         "{err}"
     );
 }
@@ -365,4 +365,40 @@ fn mulhiui_on_scalars_is_exact() {
     let none = src.replace("%b = arith.constant 6", "%b = arith.constant 1");
     let m = parse("h.mlir", &none).unwrap();
     assert!(effects(&m, [0, 0, 0], [1, 1, 1], &[]).is_ok());
+}
+
+/// Tensors moved through shared memory are shared-memory moves: a layout
+/// conversion both ways (none into a WGMMA operand layout, which stays in
+/// registers, and none for an address tensor), a `local_load` and a
+/// `local_store` one way.
+#[test]
+fn layout_conversions_and_shared_loads_move_bytes() {
+    let src = "#b = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]}>\n\
+tt.func public @k(%m: !ttg.memdesc<64x64xf16, #s, #smem, mutable>) {\n\
+  %t = ttg.local_load %m : !ttg.memdesc<64x64xf16, #s, #smem, mutable> -> tensor<64x64xf16, #mma>\n\
+  %u = ttg.convert_layout %t : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #b>\n\
+  %d = ttg.convert_layout %t : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>>\n\
+  %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #l>\n\
+  %q = ttg.convert_layout %r : tensor<64xi32, #l> -> tensor<64xi32, #l2>\n\
+  ttg.local_store %u, %m : tensor<64x64xf16, #b> -> !ttg.memdesc<64x64xf16, #s, #smem, mutable>\n\
+  tt.return\n\
+}\n";
+    let m = parse("s.mlir", src).unwrap();
+    let mem = Value::Mem(crate::ttgir::value::MemRef { alloc: 1, index: 0 });
+    let e = effects(&m, [0, 0, 0], [1, 1, 1], &[mem]).unwrap();
+    let moves: Vec<(&str, u64)> = e
+        .iter()
+        .filter_map(|(o, e)| match e {
+            Effect::SharedMove { bytes } => Some((o.op, *bytes)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            ("ttg.local_load", 8192),
+            ("ttg.convert_layout", 16384),
+            ("ttg.local_store", 8192)
+        ]
+    );
 }

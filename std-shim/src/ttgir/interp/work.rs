@@ -18,8 +18,8 @@
 //!
 //! The ops that cost nothing are [`FREE`]: shape-only ops, views of
 //! shared memory, barrier invalidation, descriptor
-//! fences, hints, and (a simplification, not timed yet) layout conversions
-//! and shared-memory loads and stores of tensors. Any op that is neither
+//! fences and hints (layout conversions and shared-memory loads and stores
+//! of tensors are timed as shared-memory moves). Any op that is neither
 //! executed, timed, priced here nor in [`FREE`] is an error naming it.
 
 use super::super::stmt::OpView;
@@ -36,11 +36,6 @@ pub const FREE: &[&str] = &[
     "tt.join",
     "tt.split",
     "tt.cat",
-    // Not timed yet: moving a tensor between layouts or through shared
-    // memory (its SIMT work and bank traffic).
-    "ttg.convert_layout",
-    "ttg.local_load",
-    "ttg.local_store",
     // Views of shared memory.
     "ttg.memdesc_trans",
     "ttg.memdesc_reshape",
