@@ -1,5 +1,5 @@
 """Compiles the project's small Triton kernels to TTGIR for sm_90 without a
-GPU: a pipelined TMA GEMM, a persistent TMA GEMM (grouped tile order,
+GPU: a pipelined TMA GEMM (3 and 5 stages), a persistent TMA GEMM (grouped tile order,
 runtime M, N, K), a persistent GEMM whose descriptors are made in the
 kernel, a warp-specialised attention forward, and four kernels written the
 way Triton's tutorials write them, through pointers: a GEMM whose loads
@@ -37,6 +37,22 @@ def tma_gemm(a_desc, b_desc, c_desc, K: tl.constexpr, BM: tl.constexpr,
     pid_n = tl.program_id(1)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in tl.range(0, K, BK, num_stages=3):
+        a = a_desc.load([pid_m * BM, k])
+        b = b_desc.load([k, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
+
+
+@triton.jit
+def deep_tma_gemm(a_desc, b_desc, c_desc, K: tl.constexpr, BM: tl.constexpr,
+                  BN: tl.constexpr, BK: tl.constexpr):
+    # tma_gemm with a 5-stage ring: deep enough that the loads, issued one
+    # iteration later than a warp-specialised producer would, still arrive
+    # in time.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in tl.range(0, K, BK, num_stages=5):
         a = a_desc.load([pid_m * BM, k])
         b = b_desc.load([k, pid_n * BN])
         acc = tl.dot(a, b, acc)
@@ -351,6 +367,12 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     jobs = {
         "gemm": (tma_gemm, {
+            "a_desc": "tensordesc<fp16[128, 64]>",
+            "b_desc": "tensordesc<fp16[64, 128]>",
+            "c_desc": "tensordesc<fp16[128, 128]>",
+            "K": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+        }, {"K": 1024, "BM": 128, "BN": 128, "BK": 64}, 4),
+        "deep_tma_gemm": (deep_tma_gemm, {
             "a_desc": "tensordesc<fp16[128, 64]>",
             "b_desc": "tensordesc<fp16[64, 128]>",
             "c_desc": "tensordesc<fp16[128, 128]>",

@@ -55,7 +55,7 @@ done
 # registers, register stores).
 TRITON_DEFAULT_FP_FUSION=1 "$work/venv/bin/python" scripts/triton/compile_gluon.py "$work/ttgir"
 launches=tests/fixtures/ttgir-compiled
-for k in gemm:tma_gemm persistent_gemm:persistent_gemm device_desc_gemm:device_desc_gemm \
+for k in gemm:tma_gemm deep_tma_gemm:deep_tma_gemm persistent_gemm:persistent_gemm device_desc_gemm:device_desc_gemm \
     gluon_ws_gemm:gluon_ws_gemm attention:attention ptr_gemm:ptr_gemm \
     persistent_ptr_gemm:persistent_ptr_gemm causal_attention:causal_attention \
     vector_add:vector_add \
