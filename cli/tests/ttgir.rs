@@ -80,19 +80,7 @@ fn report(args: &[&str]) -> serde_json::Value {
 /// `simfa ttgir run KERNEL.ttgir --launch KERNEL.launch.toml --gpu h100
 /// --json --check` (the checker must find it clean, or the run fails).
 fn ttgir_run(kernel: &str) -> serde_json::Value {
-    let k = compiled(&format!("{kernel}.ttgir"));
-    let l = compiled(&format!("{kernel}.launch.toml"));
-    report(&[
-        "ttgir",
-        "run",
-        s(&k),
-        "--launch",
-        s(&l),
-        "--gpu",
-        "h100",
-        "--json",
-        "--check",
-    ])
+    ttgir_run_edited(kernel, &[], false)
 }
 
 /// `ttgir gen` of the kernel, then `simfa run` of what it wrote, gives the

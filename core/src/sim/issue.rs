@@ -20,7 +20,7 @@ use crate::wait::WaitReason;
 const CONTROL_BUDGET: u32 = 4 * MAX_LOOP_DEPTH as u32;
 
 /// What issuing an instruction did to its WarpGroup.
-enum Outcome {
+pub(super) enum Outcome {
     /// Issued; the next instruction may issue next cycle.
     Next,
     /// Not issued: the WarpGroup stalls and retries it when woken.
@@ -234,7 +234,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         Ok(None)
     }
 
-    fn bar_index(
+    pub(super) fn bar_index(
         &self,
         ti: usize,
         bar: u16,
@@ -311,70 +311,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 map,
                 coords,
                 segment,
-            } => {
-                if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
-                    return Ok(Outcome::Stall(WaitReason::TmaSlot));
-                }
-                let kernel = self.kernel;
-                let m = &kernel.maps[map as usize];
-                let bytes = m.box_bytes(&coords);
-                // The SM's store path takes the requests of one `st.global`
-                // after those of the ones before it; the lines follow.
-                let requests = bytes.div_ceil(segment.max(1) as u64);
-                let start = self.sms[sm].lsu_free.max(now);
-                let end = start.saturating_add(self.cfg.store_request_cycles.mul_ceil(requests));
-                self.sms[sm].lsu_free = end;
-                self.start_transfer(
-                    ti,
-                    u16::MAX,
-                    Direction::Store,
-                    Shape::Tensor { map: m, coords },
-                    bytes,
-                    end - now,
-                    obs,
-                )?;
-                if end > now + 1 {
-                    Outcome::Storing(end)
-                } else {
-                    Outcome::Next
-                }
-            }
+            } => self.st_global(ti, map, coords, segment, obs)?,
             Op::LdGlobal {
                 map,
                 bar,
                 coords,
                 segment,
-            } => {
-                if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
-                    return Ok(Outcome::Stall(WaitReason::TmaSlot));
-                }
-                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
-                let kernel = self.kernel;
-                let m = &kernel.maps[map as usize];
-                // Only the in-bounds part is requested (masked-off elements
-                // move nothing); the whole box completes, as a TMA load's.
-                let bytes = m.full_box_bytes();
-                // The load/store unit takes this box's requests after those
-                // of the loads and stores before it; the lines follow.
-                let requests = m.box_bytes(&coords).div_ceil(segment.max(1) as u64);
-                let start = self.sms[sm].lsu_free.max(now);
-                let end = start.saturating_add(self.cfg.load_request_cycles.mul_ceil(requests));
-                self.sms[sm].lsu_free = end;
-                self.start_transfer(
-                    ti,
-                    landing_code(b as u16, 0),
-                    Direction::Load,
-                    Shape::Tensor { map: m, coords },
-                    bytes,
-                    end - now,
-                    obs,
-                )?;
-                if end > now + 1 {
-                    Outcome::Storing(end)
-                } else {
-                    Outcome::Next
-                }
-            }
+            } => self.ld_global(ti, map, bar, coords, segment, obs)?,
             Op::BulkLoad { bar, addr, bytes } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let setup = self.cfg.tma_setup_common as u64;
@@ -546,15 +489,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             Op::SmemMove { bytes } => {
                 // The load/store unit takes the 32-byte requests after those
                 // before them.
-                let requests = (bytes as u64).div_ceil(32);
-                let start = self.sms[sm].lsu_free.max(now);
-                let end = start.saturating_add(self.cfg.load_request_cycles.mul_ceil(requests));
-                self.sms[sm].lsu_free = end;
-                if end > now + 1 {
-                    Outcome::Storing(end)
-                } else {
-                    Outcome::Next
-                }
+                let end = self.lsu(
+                    sm,
+                    self.cfg.load_request_cycles,
+                    (bytes as u64).div_ceil(32),
+                );
+                Self::lsu_outcome(now, end)
             }
             Op::Bubble { cycles } => {
                 if cycles <= 1 {
@@ -586,7 +526,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn start_transfer(
+    pub(super) fn start_transfer(
         &mut self,
         ti: usize,
         bar: u16,

@@ -28,6 +28,7 @@ mod deadlines;
 mod engine;
 mod ext;
 mod issue;
+mod lsu;
 mod residency;
 mod resolve;
 mod snapshot;

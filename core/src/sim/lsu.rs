@@ -1,0 +1,108 @@
+//! The SM's load/store unit: the requests of its WarpGroups' own loads and
+//! stores (`st.global` from registers, `ld.global`/`cp.async` into shared
+//! memory, `smem.move` between registers and shared memory) leave it one
+//! after another, at the configured cycles per request; a WarpGroup goes on
+//! once its requests have left, and global loads and stores then move
+//! their lines as TMA operations do.
+
+use super::cluster::landing_code;
+use super::issue::Outcome;
+use super::Simulator;
+use crate::error::SimError;
+use crate::observer::Observer;
+use crate::source::StreamSource;
+use crate::transfer::{Direction, Shape};
+use crate::wait::WaitReason;
+use crate::Ratio;
+
+impl<'a, S: StreamSource> Simulator<'a, S> {
+    /// Queues `requests` on SM `sm`'s load/store unit at `per` cycles
+    /// each, after those before them; returns when the last has left.
+    pub(super) fn lsu(&mut self, sm: usize, per: Ratio, requests: u64) -> u64 {
+        let start = self.sms[sm].lsu_free.max(self.now);
+        let end = start.saturating_add(per.mul_ceil(requests));
+        self.sms[sm].lsu_free = end;
+        end
+    }
+
+    /// The WarpGroup waits for its load/store-unit requests to leave at
+    /// `end` (goes on at once when that is the next cycle).
+    pub(super) fn lsu_outcome(now: u64, end: u64) -> Outcome {
+        if end > now + 1 {
+            Outcome::Storing(end)
+        } else {
+            Outcome::Next
+        }
+    }
+
+    /// `st.global`: WarpGroup `ti` stores a box of tensor map `map` from
+    /// its registers in requests of `segment` bytes.
+    pub(super) fn st_global(
+        &mut self,
+        ti: usize,
+        map: u8,
+        coords: [i64; 5],
+        segment: u8,
+        obs: &mut impl Observer,
+    ) -> Result<Outcome, SimError> {
+        let (sm, now) = (self.threads[ti].sm as usize, self.now);
+        if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
+            return Ok(Outcome::Stall(WaitReason::TmaSlot));
+        }
+        let kernel = self.kernel;
+        let m = &kernel.maps[map as usize];
+        let bytes = m.box_bytes(&coords);
+        // The SM's store path takes the requests of one `st.global` after
+        // those of the ones before it; the lines follow.
+        let requests = bytes.div_ceil(segment.max(1) as u64);
+        let end = self.lsu(sm, self.cfg.store_request_cycles, requests);
+        self.start_transfer(
+            ti,
+            u16::MAX,
+            Direction::Store,
+            Shape::Tensor { map: m, coords },
+            bytes,
+            end - now,
+            obs,
+        )?;
+        Ok(Self::lsu_outcome(now, end))
+    }
+
+    /// `ld.global`: WarpGroup `ti` loads a box of tensor map `map` with its
+    /// threads' own loads, in requests of `segment` bytes, completing on
+    /// mbarrier `bar`.
+    pub(super) fn ld_global(
+        &mut self,
+        ti: usize,
+        map: u8,
+        bar: u16,
+        coords: [i64; 5],
+        segment: u8,
+        obs: &mut impl Observer,
+    ) -> Result<Outcome, SimError> {
+        let (sm, now) = (self.threads[ti].sm as usize, self.now);
+        if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
+            return Ok(Outcome::Stall(WaitReason::TmaSlot));
+        }
+        let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+        let kernel = self.kernel;
+        let m = &kernel.maps[map as usize];
+        // Only the in-bounds part is requested (masked-off elements move
+        // nothing); the whole box completes, as a TMA load's.
+        let bytes = m.full_box_bytes();
+        // The load/store unit takes this box's requests after those of
+        // the loads and stores before it; the lines follow.
+        let requests = m.box_bytes(&coords).div_ceil(segment.max(1) as u64);
+        let end = self.lsu(sm, self.cfg.load_request_cycles, requests);
+        self.start_transfer(
+            ti,
+            landing_code(b as u16, 0),
+            Direction::Load,
+            Shape::Tensor { map: m, coords },
+            bytes,
+            end - now,
+            obs,
+        )?;
+        Ok(Self::lsu_outcome(now, end))
+    }
+}
