@@ -222,7 +222,7 @@ impl Launch {
                     .get(bare.as_str())
                     .or_else(|| self.args.get(&format!("arg{i}")))
                     .copied();
-                let v = match given.or_else(|| self.descriptor_arg(f, bare)) {
+                let v = match given.or_else(|| self.descriptor_arg(f, i)) {
                     Some(v) => v,
                     None => {
                         return Err(fail(format!(
@@ -248,22 +248,24 @@ impl Launch {
         Ok(out)
     }
 
-    /// `%d.shape.j` or `%d.stride.j` of descriptor `%d`'s tensor.
-    fn descriptor_arg(&self, f: &Func<'_>, bare: &str) -> Option<i64> {
-        let (desc, rest) = bare.split_once('.')?;
-        let (what, j) = rest.split_once('.')?;
-        let j: usize = j.parse().ok()?;
-        let pos = f
-            .args
+    /// Argument `i` if it is one of the shape and stride arguments that
+    /// follow a host descriptor in the signature (`rank` i32 shapes, then
+    /// `rank` i64 strides in elements, outermost first; Triton 3.9 names
+    /// them `%d.shape.j` and `%d.stride.j`, 3.6 `%d_0`, `%d_1`, ...): the
+    /// value its tensor gives.
+    fn descriptor_arg(&self, f: &Func<'_>, i: usize) -> Option<i64> {
+        let p = f.args[..i]
             .iter()
-            .position(|(n, _)| n.trim_start_matches('%') == desc)?;
-        let t = self.tensor(desc, pos)?;
+            .rposition(|(_, ty)| ty.starts_with("!tt.tensordesc"))?;
+        let t = self.tensor(f.args[p].0, p)?;
         let rank = t.dims.len();
-        let i = rank.checked_sub(1 + j)?;
-        let v = match what {
-            "shape" => t.dims[i],
-            "stride" => t.stride(i) / t.elem as u64,
-            _ => return None,
+        let k = i - p - 1;
+        let v = if k < rank {
+            t.dims[rank - 1 - k]
+        } else if k < 2 * rank {
+            t.stride(rank - 1 - (k - rank)) / t.elem.max(1) as u64
+        } else {
+            return None;
         };
         i64::try_from(v).ok()
     }

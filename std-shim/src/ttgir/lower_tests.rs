@@ -362,3 +362,32 @@ module attributes {\"ttg.num-warps\" = 4 : i32} {
     );
     assert!(matches!(s[0][4], Op::Compute { .. }));
 }
+
+/// The shape and stride arguments after a host descriptor come from its
+/// tensor by position, whatever Triton named them (3.9: `%d.shape.0`; 3.6:
+/// `%d_0`).
+#[test]
+fn descriptor_shapes_and_strides_bind_by_position() {
+    let src = "module attributes {\"ttg.num-warps\" = 4 : i32} {
+  tt.func public @k(%d: !tt.tensordesc<tensor<64x64xf16, #shared>>, %d_0: i32, %d_1: i32, %d_2: i64, %d_3: i64, %n: i32) {
+    tt.return
+  }
+}
+";
+    let m = parse("p.mlir", src).unwrap();
+    let l = Launch::parse(
+        "p.toml",
+        "grid = [1, 1, 1]\n[args]\nn = 7\n[tensors.d]\nbase = 0x10000\nelem = 2\ndims = [256, 512]\n",
+    )
+    .unwrap();
+    let v = l.bind("p.toml", m.func(None).unwrap()).unwrap();
+    let ints: Vec<i64> = v[1..]
+        .iter()
+        .map(|x| match x {
+            Value::Int { v, .. } => *v,
+            _ => -1,
+        })
+        .collect();
+    // Shape outermost first (512 rows of 256), strides in elements.
+    assert_eq!(ints, [512, 256, 256, 1, 7]);
+}
