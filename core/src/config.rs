@@ -557,20 +557,16 @@ impl GpuConfig {
             "launch_gap_ns",
             "must be at most 10^9 (one second)",
         )?;
-        check(
-            self.store_request_cycles.den > 0
-                && self.store_request_cycles.num <= 1 << 20
-                && self.store_request_cycles.den <= 1 << 20,
-            "store_request_cycles",
-            "denominator must be positive, numerator and denominator at most 1048576",
-        )?;
-        check(
-            self.load_request_cycles.den > 0
-                && self.load_request_cycles.num <= 1 << 20
-                && self.load_request_cycles.den <= 1 << 20,
-            "load_request_cycles",
-            "denominator must be positive, numerator and denominator at most 1048576",
-        )?;
+        for (r, field) in [
+            (self.store_request_cycles, "store_request_cycles"),
+            (self.load_request_cycles, "load_request_cycles"),
+        ] {
+            check(
+                r.den > 0 && r.num <= 1 << 20 && r.den <= 1 << 20,
+                field,
+                "denominator must be positive, numerator and denominator at most 1048576",
+            )?;
+        }
         check(
             self.warps_per_sm >= 4 && self.warps_per_sm % 4 == 0 && self.warps_per_sm <= 128,
             "warps_per_sm",

@@ -181,19 +181,13 @@ pub enum KernelError {
         /// The offending N.
         n: u16,
     },
-    /// An `st.global` whose sector requests would carry no bytes or more
-    /// than a 32-byte sector.
-    BadStoreSegment {
+    /// An `st.global` or `ld.global` whose sector requests would carry no
+    /// bytes or more than a 32-byte sector.
+    BadSegment {
         /// Instruction index.
         at: u16,
-        /// The offending segment.
-        segment: u8,
-    },
-    /// An `ld.global` whose sector requests would carry no bytes or more
-    /// than a 32-byte sector.
-    BadLoadSegment {
-        /// Instruction index.
-        at: u16,
+        /// The instruction's mnemonic.
+        op: &'static str,
         /// The offending segment.
         segment: u8,
     },
@@ -308,13 +302,9 @@ impl fmt::Display for KernelError {
                 f,
                 "instruction {at}: wgmma N={n} is not a Hopper shape (multiple of 8 in 8..=256)"
             ),
-            KernelError::BadStoreSegment { at, segment } => write!(
+            KernelError::BadSegment { at, op, segment } => write!(
                 f,
-                "instruction {at}: st.global segment {segment} is not 1 to 32 bytes (one sector request)"
-            ),
-            KernelError::BadLoadSegment { at, segment } => write!(
-                f,
-                "instruction {at}: ld.global segment {segment} is not 1 to 32 bytes (one sector request)"
+                "instruction {at}: {op} segment {segment} is not 1 to 32 bytes (one sector request)"
             ),
             KernelError::BadCluster {
                 dims: [x, y, z],

@@ -582,11 +582,6 @@ pub enum Op {
         /// Bytes one sector request carries (1 to 32).
         segment: u8,
     },
-    /// See [`Instr::SmemMove`].
-    SmemMove {
-        /// Bytes moved.
-        bytes: u32,
-    },
     /// See [`Instr::LdGlobal`]; `bar` is a CTA-wide mbarrier index.
     LdGlobal {
         /// Tensor map.
@@ -597,6 +592,11 @@ pub enum Op {
         coords: [i64; 5],
         /// Bytes one sector request carries (1 to 32).
         segment: u8,
+    },
+    /// See [`Instr::SmemMove`].
+    SmemMove {
+        /// Bytes moved.
+        bytes: u32,
     },
 }
 

@@ -381,7 +381,11 @@ impl Kernel {
                 } => {
                     self.map_ok(map, &coords, depth, at)?;
                     if !(1..=32).contains(&segment) {
-                        return Err(KernelError::BadStoreSegment { at, segment });
+                        return Err(KernelError::BadSegment {
+                            at,
+                            op: "st.global",
+                            segment,
+                        });
                     }
                 }
                 Instr::LdGlobal {
@@ -393,7 +397,11 @@ impl Kernel {
                     self.map_ok(map, &coords, depth, at)?;
                     self.mbar_ok(bar, depth, at)?;
                     if !(1..=32).contains(&segment) {
-                        return Err(KernelError::BadLoadSegment { at, segment });
+                        return Err(KernelError::BadSegment {
+                            at,
+                            op: "ld.global",
+                            segment,
+                        });
                     }
                 }
                 Instr::BulkLoad { bar, addr, .. } => {

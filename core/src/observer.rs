@@ -325,12 +325,11 @@ fn op_word(op: &Op) -> u64 {
             coords,
             segment,
         } => {
-            (map as u64)
-                ^ ((bar as u64) << 8)
-                ^ ((segment as u64) << 56)
-                ^ coords
-                    .iter()
-                    .fold(0u64, |a, &c| a.rotate_left(13) ^ c as u64)
+            op_word(&Op::StGlobal {
+                map,
+                coords,
+                segment,
+            }) ^ ((bar as u64) << 8)
         }
         Op::BulkLoad { bar, addr, bytes } => addr ^ ((bytes as u64) << 32) ^ bar as u64,
         Op::BulkStore { addr, bytes } => addr ^ ((bytes as u64) << 32),

@@ -311,13 +311,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 map,
                 coords,
                 segment,
-            } => self.st_global(ti, map, coords, segment, obs)?,
+            } => self.thread_transfer(ti, map, None, coords, segment, obs)?,
             Op::LdGlobal {
                 map,
                 bar,
                 coords,
                 segment,
-            } => self.ld_global(ti, map, bar, coords, segment, obs)?,
+            } => self.thread_transfer(ti, map, Some(bar), coords, segment, obs)?,
             Op::BulkLoad { bar, addr, bytes } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let setup = self.cfg.tma_setup_common as u64;

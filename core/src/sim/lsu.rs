@@ -35,12 +35,16 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         }
     }
 
-    /// `st.global`: WarpGroup `ti` stores a box of tensor map `map` from
-    /// its registers in requests of `segment` bytes.
-    pub(super) fn st_global(
+    /// `st.global` (`bar: None`) or `ld.global` (completing on mbarrier
+    /// `bar`): WarpGroup `ti` stores or loads a box of tensor map `map`
+    /// with its threads' own requests of `segment` bytes. Only the
+    /// in-bounds part is requested and moves; a load completes the whole
+    /// box's bytes, as a TMA load does.
+    pub(super) fn thread_transfer(
         &mut self,
         ti: usize,
         map: u8,
+        bar: Option<u16>,
         coords: [i64; 5],
         segment: u8,
         obs: &mut impl Observer,
@@ -51,53 +55,32 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         }
         let kernel = self.kernel;
         let m = &kernel.maps[map as usize];
-        let bytes = m.box_bytes(&coords);
-        // The SM's store path takes the requests of one `st.global` after
-        // those of the ones before it; the lines follow.
-        let requests = bytes.div_ceil(segment.max(1) as u64);
-        let end = self.lsu(sm, self.cfg.store_request_cycles, requests);
-        self.start_transfer(
-            ti,
-            u16::MAX,
-            Direction::Store,
-            Shape::Tensor { map: m, coords },
-            bytes,
-            end - now,
-            obs,
-        )?;
-        Ok(Self::lsu_outcome(now, end))
-    }
-
-    /// `ld.global`: WarpGroup `ti` loads a box of tensor map `map` with its
-    /// threads' own loads, in requests of `segment` bytes, completing on
-    /// mbarrier `bar`.
-    pub(super) fn ld_global(
-        &mut self,
-        ti: usize,
-        map: u8,
-        bar: u16,
-        coords: [i64; 5],
-        segment: u8,
-        obs: &mut impl Observer,
-    ) -> Result<Outcome, SimError> {
-        let (sm, now) = (self.threads[ti].sm as usize, self.now);
-        if self.sms[sm].tma_inflight >= self.cfg.tma_slots {
-            return Ok(Outcome::Stall(WaitReason::TmaSlot));
-        }
-        let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
-        let kernel = self.kernel;
-        let m = &kernel.maps[map as usize];
-        // Only the in-bounds part is requested (masked-off elements move
-        // nothing); the whole box completes, as a TMA load's.
-        let bytes = m.full_box_bytes();
-        // The load/store unit takes this box's requests after those of
-        // the loads and stores before it; the lines follow.
         let requests = m.box_bytes(&coords).div_ceil(segment.max(1) as u64);
-        let end = self.lsu(sm, self.cfg.load_request_cycles, requests);
+        let (landing, dir, bytes, per) = match bar {
+            Some(bar) => {
+                let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
+                let code = landing_code(b as u16, 0);
+                (
+                    code,
+                    Direction::Load,
+                    m.full_box_bytes(),
+                    self.cfg.load_request_cycles,
+                )
+            }
+            None => (
+                u16::MAX,
+                Direction::Store,
+                m.box_bytes(&coords),
+                self.cfg.store_request_cycles,
+            ),
+        };
+        // The unit takes this box's requests after those of the loads and
+        // stores before it; the lines follow.
+        let end = self.lsu(sm, per, requests);
         self.start_transfer(
             ti,
-            landing_code(b as u16, 0),
-            Direction::Load,
+            landing,
+            dir,
             Shape::Tensor { map: m, coords },
             bytes,
             end - now,

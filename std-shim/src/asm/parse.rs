@@ -271,8 +271,7 @@ impl Parser<'_> {
             | KernelError::BadMbarrier { at }
             | KernelError::BadStage { at }
             | KernelError::BadWgmmaShape { at, .. }
-            | KernelError::BadStoreSegment { at, .. }
-            | KernelError::BadLoadSegment { at, .. }
+            | KernelError::BadSegment { at, .. }
             | KernelError::BadClusterMask { at, .. }
             | KernelError::BadThreadCount { at }
             | KernelError::UnbalancedLoop { at }
