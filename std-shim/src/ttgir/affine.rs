@@ -31,8 +31,6 @@ pub struct Lin {
     pub base: i64,
     /// The step per index along each dimension (bytes for a pointer tensor).
     pub coef: [i64; MAX_RANK],
-    /// Width of the integer elements (64 for pointers).
-    pub bits: u8,
     /// For a pointer tensor, the pointer argument it is an offset from.
     pub ptr: Option<u16>,
 }
@@ -65,13 +63,12 @@ pub fn shape_of(dims: &[u64]) -> Option<(u8, [u32; MAX_RANK])> {
 
 impl Lin {
     /// The same value at every index of `shape`.
-    pub fn splat(rank: u8, shape: [u32; MAX_RANK], v: i64, bits: u8, ptr: Option<u16>) -> Lin {
+    pub fn splat(rank: u8, shape: [u32; MAX_RANK], v: i64, ptr: Option<u16>) -> Lin {
         Lin {
             rank,
             shape,
             base: v,
             coef: [0; MAX_RANK],
-            bits,
             ptr,
         }
     }
@@ -346,7 +343,6 @@ mod tests {
             shape,
             base: 0,
             coef: [1, 0, 0, 0],
-            bits: 32,
             ptr: None,
         }
     }
@@ -356,7 +352,7 @@ mod tests {
         // offs_m[:, None] * 4096 + offs_k[None, :], as the tutorial builds it.
         let (r2, s) = shape_of(&[128, 64]).unwrap();
         let rows = range(128).expand(1).unwrap();
-        let stride = Lin::splat(rows.rank, rows.shape, 4096, 32, None);
+        let stride = Lin::splat(rows.rank, rows.shape, 4096, None);
         let rows = Lin::binary("muli", &rows, &stride)
             .unwrap()
             .broadcast(r2, s)
@@ -367,9 +363,9 @@ mod tests {
         assert_eq!(off.range(), (0, 127 * 4096 + 63));
         // A remainder by a bound above every value changes nothing; one
         // below some is not affine.
-        let m = Lin::splat(1, range(128).shape, 128, 32, None);
+        let m = Lin::splat(1, range(128).shape, 128, None);
         assert_eq!(Lin::binary("remsi", &range(128), &m), Some(range(128)));
-        let m = Lin::splat(1, range(128).shape, 100, 32, None);
+        let m = Lin::splat(1, range(128).shape, 100, None);
         assert_eq!(Lin::binary("remsi", &range(128), &m), None);
         // Two varying tensors do not multiply.
         assert_eq!(Lin::binary("muli", &range(8), &range(8)), None);
@@ -397,7 +393,7 @@ mod tests {
         // Decreasing values hold on a suffix; a huge range takes no time.
         let down = Lin {
             coef: [-1, 0, 0, 0],
-            ..Lin::splat(1, [u32::MAX, 1, 1, 1], 100, 32, None)
+            ..Lin::splat(1, [u32::MAX, 1, 1, 1], 100, None)
         };
         let m = down.compare("slt", 50).unwrap();
         assert_eq!((m.lo[0], m.hi[0]), (51, u32::MAX));
@@ -405,7 +401,7 @@ mod tests {
         // Varying along two dimensions is not a box.
         let both = Lin {
             coef: [1, 1, 0, 0],
-            ..Lin::splat(r2, s, 0, 32, None)
+            ..Lin::splat(r2, s, 0, None)
         };
         assert_eq!(both.compare("slt", 5), None);
     }

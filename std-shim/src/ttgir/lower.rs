@@ -42,7 +42,7 @@ use simfa_core::{Kernel, Op, WgmmaMode, Work};
 use super::error::TtgirError;
 use super::interp::{Effect, EffectSink, Interp, Origin};
 use super::launch::{Launch, LaunchError, Tensor};
-use super::pointer::{Inflight, PtrMaps, Rings};
+use super::pointer::{all, Inflight, PtrMaps, Rings};
 use super::scope::ScopeOp;
 use super::tree::{Func, Module, Node};
 use super::value::Value;
@@ -387,6 +387,16 @@ impl<'m, 'a> Program<'m, 'a> {
         Ok(out)
     }
 
+    /// The mbarrier rings of role `role`'s loads: the kernel's own warps
+    /// have them (declared from CTA 0's run); a worker partition has none.
+    fn rings(&self, role: u8) -> Rings {
+        if role == 0 {
+            self.rings
+        } else {
+            Rings::default()
+        }
+    }
+
     /// Appends the run's pending work to every WarpGroup's queue (at the
     /// next op that is not work, and at the end of the run).
     pub(super) fn flush(st: &mut RunState, out: &mut [VecDeque<Op>]) {
@@ -504,11 +514,6 @@ impl<'m, 'a> Program<'m, 'a> {
                 .copied()
                 .ok_or_else(|| fail(format!("descriptor argument {d} has no tensor map")))
         };
-        let all = |out: &mut [VecDeque<Op>], op: Op| {
-            for s in out.iter_mut() {
-                s.push_back(op);
-            }
-        };
         match e {
             Effect::Alloc { .. } | Effect::Dealloc { .. } => {}
             Effect::SharedMove { bytes } => {
@@ -614,11 +619,7 @@ impl<'m, 'a> Program<'m, 'a> {
                         });
                     }
                 };
-                let rings = if role == 0 {
-                    self.rings
-                } else {
-                    Rings::default()
-                };
+                let rings = self.rings(role);
                 rings
                     .load(&mut st.inflight, regs.or(Some(0)), bytes, push, out)
                     .map_err(|w| fail(w.to_string()))?;
@@ -670,11 +671,7 @@ impl<'m, 'a> Program<'m, 'a> {
                 }
             }
             Effect::PtrLoad { tile, regs } => {
-                let rings = if role == 0 {
-                    self.rings
-                } else {
-                    Rings::default()
-                };
+                let rings = self.rings(role);
                 let (ops, bytes) = self.ptr_ops(&tile).map_err(fail)?;
                 let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, q);
                 rings
@@ -692,17 +689,15 @@ impl<'m, 'a> Program<'m, 'a> {
                 }
             }
             Effect::AsyncCommit => {
-                let rings = if role == 0 {
-                    self.rings
-                } else {
-                    Rings::default()
-                };
+                let rings = self.rings(role);
                 rings
                     .commit(&mut st.inflight, out)
                     .map_err(|w| fail(w.to_string()))?;
             }
-            Effect::AsyncWait { pendings } => self.rings.wait(&mut st.inflight, pendings, out),
-            Effect::Use { load } => self.rings.use_load(&mut st.inflight, load, out),
+            Effect::AsyncWait { pendings } => {
+                self.rings(role).wait(&mut st.inflight, pendings, out)
+            }
+            Effect::Use { load } => self.rings(role).use_load(&mut st.inflight, load, out),
             Effect::WgmmaWait { pendings } => all(
                 out,
                 Op::WgmmaWait {

@@ -149,7 +149,7 @@ fn slot(base: u16, i: u64) -> (u16, u8) {
 }
 
 /// Pushes `op` to every WarpGroup's queue.
-fn all(out: &mut [VecDeque<Op>], op: Op) {
+pub fn all(out: &mut [VecDeque<Op>], op: Op) {
     for s in out.iter_mut() {
         s.push_back(op);
     }
@@ -273,7 +273,6 @@ mod tests {
                 shape,
                 base,
                 coef,
-                bits: 64,
                 ptr: Some(0),
             },
             elem: 2,

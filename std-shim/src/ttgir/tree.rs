@@ -106,29 +106,31 @@ impl<'a> Module<'a> {
         }
     }
 
-    /// The swizzle span, in bytes, of the shared layout a tensor or
-    /// descriptor type `ty` (at byte `at`) names: its `#alias`'s
-    /// `swizzlingByteWidth` (`None` without one).
-    pub fn swizzle_bytes(&self, ty: &str, at: usize) -> Option<u64> {
+    /// The layout a tensor or memdesc type `ty` (at byte `at`) names: the
+    /// definition of its `#alias`, or the layout written inline
+    /// (`#ttg.dot_op<...>`); `None` without one.
+    pub fn layout<'t>(&'t self, ty: &'t str, at: usize) -> Option<&'t str> {
         let start = ty.find('#')?;
         let name = ty[start..]
             .split(|c: char| c == ',' || c == '>' || c.is_whitespace())
             .next()?;
-        let value = self.aliases.get(name, at)?;
-        let w = super::types::find_int(value, "swizzlingByteWidth")?;
+        Some(self.aliases.get(name, at).unwrap_or(&ty[start..]))
+    }
+
+    /// The swizzle span, in bytes, of the shared layout a tensor or
+    /// descriptor type `ty` (at byte `at`) names: its layout's
+    /// `swizzlingByteWidth` (`None` without one).
+    pub fn swizzle_bytes(&self, ty: &str, at: usize) -> Option<u64> {
+        let w = super::types::find_int(self.layout(ty, at)?, "swizzlingByteWidth")?;
         u64::try_from(w).ok().filter(|&w| w > 0)
     }
 
-    /// The `#ttg.blocked` layout a tensor type `ty` (at byte `at`) names
-    /// through its `#alias`: `sizePerThread`, `threadsPerWarp` and
-    /// `order` (`None` for another layout or without an alias).
+    /// The `#ttg.blocked` layout a tensor type `ty` (at byte `at`) names:
+    /// `sizePerThread`, `threadsPerWarp` and `order` (`None` for another
+    /// layout).
     pub fn blocked(&self, ty: &str, at: usize) -> Option<[Vec<i64>; 3]> {
-        let start = ty.rfind('#')?;
-        let name = ty[start..]
-            .split(|c: char| c == ',' || c == '>' || c.is_whitespace())
-            .next()?;
-        let value = self.aliases.get(name, at)?;
-        if !value.contains("blocked<") {
+        let value = self.layout(ty, at)?;
+        if !value.starts_with("#ttg.blocked<") && !value.starts_with("#triton_gpu.blocked<") {
             return None;
         }
         let f = |k| super::types::find_ints(value, k);

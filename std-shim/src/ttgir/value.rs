@@ -96,7 +96,10 @@ pub fn unsigned(v: i64, bits: u8) -> u64 {
     }
 }
 
-/// Integer ops of `arith` on two operands of `bits` bits: the result, or
+/// What [`binary`] says of an op it does not know.
+pub const NOT_INTEGER: &str = "not an integer op";
+
+/// Integer ops of `arith` (and `tt.mulhiui`) on two operands of `bits` bits: the result, or
 /// why there is none (division by zero, an oversized shift, an unknown op).
 pub fn binary(op: &str, a: i64, b: i64, bits: u8) -> Result<i64, &'static str> {
     let (ua, ub) = (unsigned(a, bits), unsigned(b, bits));
@@ -111,6 +114,7 @@ pub fn binary(op: &str, a: i64, b: i64, bits: u8) -> Result<i64, &'static str> {
         "addi" => a.wrapping_add(b),
         "subi" => a.wrapping_sub(b),
         "muli" => a.wrapping_mul(b),
+        "mulhiui" => ((ua as u128 * ub as u128) >> bits.min(64)) as i64,
         "andi" => a & b,
         "ori" => a | b,
         "xori" => a ^ b,
@@ -166,7 +170,7 @@ pub fn binary(op: &str, a: i64, b: i64, bits: u8) -> Result<i64, &'static str> {
                 _ => (ua >> ub) as i64,
             }
         }
-        _ => return Err("not an integer op"),
+        _ => return Err(NOT_INTEGER),
     };
     Ok(wrap(r, bits))
 }
@@ -220,6 +224,9 @@ mod tests {
         assert_eq!(binary("divsi", 1, 0, 32), Err("division by zero"));
         assert_eq!(binary("remui", 1, 0, 64), Err("division by zero"));
         assert_eq!(binary("minui", -1, 3, 32), Ok(3));
+        // The high half of 0xffffffff * 6.
+        assert_eq!(binary("mulhiui", -1, 6, 32), Ok(5));
+        assert_eq!(binary("frob", 1, 1, 32), Err(NOT_INTEGER));
         assert_eq!(binary("maxsi", -1, 3, 32), Ok(3));
     }
 

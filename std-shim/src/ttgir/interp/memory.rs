@@ -32,8 +32,8 @@ impl<'m, 'a> Interp<'m, 'a> {
 
     /// `make_range`, `splat`, `expand_dims`, `broadcast` and
     /// `convert_layout`: the value in its new shape (opaque when it is not
-    /// an address, offset or mask).
-    pub(super) fn shaping(&mut self, n: &Node<'a>, op: &str) -> Result<(), TtgirError> {
+    /// an address, offset or mask), defined and returned.
+    pub(super) fn shaping(&mut self, n: &Node<'a>, op: &str) -> Result<Value, TtgirError> {
         let v = &n.view;
         let shape = out_shape(v);
         let arg = match Self::ssa(n).first() {
@@ -43,17 +43,10 @@ impl<'m, 'a> Interp<'m, 'a> {
         let r = match (op, arg, shape) {
             ("make_range", _, Some((1, s))) => {
                 let start = v.attrs.iter().find_map(|a| find_int(a, "start"));
-                let bits = v
-                    .outs
-                    .first()
-                    .or(v.ins.first())
-                    .and_then(|t| parse_type(t))
-                    .and_then(|t| int_bits(t.elem))
-                    .unwrap_or(32);
                 match start {
                     Some(base) => Value::Lin(Lin {
                         coef: [1, 0, 0, 0],
-                        ..Lin::splat(1, s, base, bits, None)
+                        ..Lin::splat(1, s, base, None)
                     }),
                     None => Value::Opaque,
                 }
@@ -65,11 +58,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                 }
                 Value::Mask(m)
             }
-            ("splat", Value::Int { v, bits }, Some((r, s))) => {
-                Value::Lin(Lin::splat(r, s, v, bits, None))
-            }
+            ("splat", Value::Int { v, .. }, Some((r, s))) => Value::Lin(Lin::splat(r, s, v, None)),
             ("splat", Value::Ptr { arg, off }, Some((r, s))) => {
-                Value::Lin(Lin::splat(r, s, off, 64, Some(arg)))
+                Value::Lin(Lin::splat(r, s, off, Some(arg)))
             }
             ("expand_dims", x, _) => {
                 let axis = v
@@ -89,11 +80,11 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("broadcast", Value::Mask(m), Some((r, s))) => {
                 m.broadcast(r, s).map_or(Value::Opaque, Value::Mask)
             }
-            ("convert_layout", x @ (Value::Lin(_) | Value::Mask(_) | Value::Loaded(_)), _) => x,
+            ("convert_layout", x @ (Value::Lin(_) | Value::Mask(_)), _) => x,
             _ => Value::Opaque,
         };
         self.define(v, &[r]);
-        Ok(())
+        Ok(r)
     }
 
     /// The bytes a `convert_layout`, `local_load`, `local_store` or
@@ -109,14 +100,11 @@ impl<'m, 'a> Interp<'m, 'a> {
         match op {
             "convert_layout" => {
                 let to = v.outs.first()?;
-                let resolved = |t: &str| {
-                    let i = t.rfind('#')?;
-                    let name = t[i..]
-                        .split(|c: char| c == ',' || c == '>' || c.is_whitespace())
-                        .next()?;
-                    self.module.aliases.get(name, n.stmt.start)
-                };
-                if to.contains("dot_op") || resolved(to).is_some_and(|a| a.contains("dot_op")) {
+                if self
+                    .module
+                    .layout(to, n.stmt.start)
+                    .is_some_and(|l| l.contains("dot_op<"))
+                {
                     return None;
                 }
                 Some(2 * tensor(to)?.bytes()?)
@@ -170,18 +158,9 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("andi" | "ori", [Value::Mask(a), Value::Mask(b)]) => {
                 Mask::combine(op, a, b).map_or(Value::Opaque, Value::Mask)
             }
+            // Offsets stay far inside every width Triton uses.
             ("extsi" | "extui" | "trunci" | "index_cast" | "index_castui", [Value::Lin(a)]) => {
-                let bits = v
-                    .outs
-                    .first()
-                    .or(v.ins.first())
-                    .and_then(|t| t.split(" to ").last())
-                    .and_then(|t| parse_type(t.trim()))
-                    .and_then(|t| int_bits(t.elem));
-                match bits {
-                    Some(bits) => Value::Lin(Lin { bits, ..*a }),
-                    None => Value::Opaque,
-                }
+                Value::Lin(*a)
             }
             (_, [Value::Lin(a), Value::Lin(b)]) => {
                 Lin::binary(op, a, b).map_or(Value::Opaque, Value::Lin)
@@ -211,8 +190,8 @@ impl<'m, 'a> Interp<'m, 'a> {
                 hi: [0; 4],
                 ..Mask::full(r, s)
             }),
-            (Some(bits), l) => match l.parse::<i64>() {
-                Ok(k) => Value::Lin(Lin::splat(r, s, k, bits, None)),
+            (Some(_), l) => match l.parse::<i64>() {
+                Ok(k) => Value::Lin(Lin::splat(r, s, k, None)),
                 Err(_) => Value::Opaque,
             },
             _ => Value::Opaque,
@@ -356,7 +335,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 PtrTile {
                     lin: Lin {
                         coef: [elem as i64, 0, 0, 0],
-                        ..Lin::splat(1, [run, 1, 1, 1], off - off.rem_euclid(16), 64, Some(arg))
+                        ..Lin::splat(1, [run, 1, 1, 1], off - off.rem_euclid(16), Some(arg))
                     },
                     elem: elem as u32,
                     segment: 16,

@@ -156,38 +156,28 @@ impl<'m, 'a> Interp<'m, 'a> {
                     }],
                 );
             }
-            ("ttg", "convert_layout") => {
-                self.shaping(n, op)?;
-                let moved = !matches!(
-                    self.vals.get(&(v.results.first().map_or("", |r| r.0), 0)),
-                    Some(Value::Lin(_) | Value::Mask(_))
-                );
-                if let Some(bytes) = self.shared_bytes(n, op).filter(|_| moved) {
-                    self.emit(sink, n, Effect::SharedMove { bytes });
+            ("ttg" | "triton_gpu", "convert_layout") => {
+                // Address tensors are recomputed in the new layout; data
+                // goes through shared memory.
+                if !matches!(self.shaping(n, op)?, Value::Lin(_) | Value::Mask(_)) {
+                    if let Some(bytes) = self.shared_bytes(n, op) {
+                        self.emit(sink, n, Effect::SharedMove { bytes });
+                    }
                 }
             }
-            ("ttg", "local_load" | "local_store") => {
+            ("ttg" | "triton_gpu", "local_load" | "local_store") => {
                 if let Some(bytes) = self.shared_bytes(n, op) {
                     self.emit(sink, n, Effect::SharedMove { bytes });
                 }
                 self.define(v, &[]);
             }
-            ("tt", "make_range" | "splat" | "expand_dims" | "broadcast") => self.shaping(n, op)?,
+            ("tt", "make_range" | "splat" | "expand_dims" | "broadcast") => {
+                self.shaping(n, op)?;
+            }
             ("tt", "addptr") => self.addptr(n, sink)?,
+            // Integer arithmetic outside `arith` (Philox's high multiply).
             ("tt", "mulhiui") if !on_tensor(v) => {
-                // The high half of the unsigned product, exactly.
-                let ssa = Self::ssa(n);
-                let r = match self.values(n, &ssa)?.as_slice() {
-                    [Value::Int { v: a, bits }, Value::Int { v: b, .. }] => {
-                        let p = super::super::value::unsigned(*a, *bits) as u128
-                            * super::super::value::unsigned(*b, *bits) as u128;
-                        Value::Int {
-                            v: super::super::value::wrap((p >> *bits) as i64, *bits),
-                            bits: *bits,
-                        }
-                    }
-                    _ => Value::Opaque,
-                };
+                let r = self.arith(n, op)?;
                 self.define(v, &[r]);
             }
             ("tt", "load" | "store")
@@ -199,15 +189,16 @@ impl<'m, 'a> Interp<'m, 'a> {
                 if r == Value::Opaque && on_tensor(v) {
                     r = self.tensor_arith(n, op)?;
                 }
-                if !matches!(r, Value::Int { .. } | Value::Mem(_) | Value::Desc(_)) {
+                // Tensor math costs its work (address arithmetic one op per
+                // vector); a dense constant nothing; scalars are executed.
+                if on_tensor(v) {
                     match super::work::tensor_work(v) {
                         Some(w) if matches!(r, Value::Lin(_) | Value::Mask(_)) => {
                             let e = self.per_vector(n, w);
                             self.emit(sink, n, e)
                         }
                         Some(w) => self.emit(sink, n, w),
-                        // A float scalar or a dense constant.
-                        None if op == "constant" || !on_tensor(v) => {}
+                        None if op == "constant" => {}
                         None => return Err(self.unsupported(n)),
                     }
                 }
@@ -533,15 +524,15 @@ impl<'m, 'a> Interp<'m, 'a> {
             // Whatever the kind of the values chosen between (buffers too).
             return Ok(if *c != 0 { *a } else { *b });
         }
-        // Integer ops on an undefined value are undefined.
-        if let Some(p) = vals.iter().find(|x| matches!(x, Value::Poison(_))) {
-            if op != "sitofp" && op != "uitofp" && !on_tensor(v) {
-                return Ok(*p);
-            }
+        // Conversions to floats are opaque; integer ops on an undefined
+        // value are undefined; anything else on a non-integer is opaque.
+        if matches!(op, "sitofp" | "uitofp") {
+            return Ok(Value::Opaque);
         }
-        // Conversions to floats, and anything on a non-integer, are opaque.
-        if matches!(op, "sitofp" | "uitofp") || vals.iter().any(|x| !matches!(x, Value::Int { .. }))
-        {
+        if let Some(p) = vals.iter().find(|x| matches!(x, Value::Poison(_))) {
+            return Ok(*p);
+        }
+        if vals.iter().any(|x| !matches!(x, Value::Int { .. })) {
             return Ok(Value::Opaque);
         }
         let ints: Vec<(i64, u8)> = vals
@@ -598,7 +589,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                 match binary(op, ints[0].0, ints[1].0, bits) {
                     Ok(r) => Ok(Value::Int { v: r, bits }),
                     // The GPU gives some value and goes on; so do we.
-                    Err(w) if w != "not an integer op" => Ok(Value::Poison(n.stmt.start as u32)),
+                    Err(w) if w != super::super::value::NOT_INTEGER => {
+                        Ok(Value::Poison(n.stmt.start as u32))
+                    }
                     Err(w) => Err(self.fail(n, w)),
                 }
             }
