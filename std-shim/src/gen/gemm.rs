@@ -69,14 +69,22 @@
 //! K loop, `g = l0 * K/BK + l1`); before each tile's store it waits for the
 //! previous tile's store to drain the C staging buffer. `group_m > 1`
 //! orders the tiles as Triton's grouped matmul does: `group_m` row blocks
-//! are swept column by column before the next band. Without `persistent`
+//! are swept column by column before the next band, and when `group_m`
+//! does not divide the row blocks the last band is the `r = (M/BM) %
+//! group_m` rows left, swept column by column too. Without `persistent`
 //! this is the kernel's [`CtaOrder::Grouped`] launch order; with it, the
-//! tile index is decomposed by the expressions themselves:
-//! `pid_n = (t / group_m) % (N/BN)` and
-//! `pid_m = t / (group_m * N/BN) * group_m + t % group_m`. Because an expression has a single division, the A and C
-//! tensor maps of a persistent kernel view the row dimension as
-//! `[BM, group_m, M/(BM*group_m)]` (rank 4, same base and strides, so the
-//! same addresses as the row-major 2-D map).
+//! tile index is decomposed by the expressions themselves: in the full
+//! bands `pid_n = (t / group_m) % (N/BN)` and `pid_m = t / (group_m *
+//! N/BN) * group_m + t % group_m`; in the last band, with `u = t - F` (`F`
+//! the full bands' tiles), `pid_m = F / (N/BN) + u % r` and `pid_n = u /
+//! r`. A kernel with both kinds of tile runs each tile's body inside a
+//! loop of 0 or 1 trips, `(F - 1 - t + T + 1) / (T + 1)` for the full
+//! bands and `(t - F + T + 1) / (T + 1)` for the last (`T` tiles), which
+//! puts its K loop at depth 2 (`g = l0 * K/BK + l2`). Because an
+//! expression has a single division, the A and C tensor maps of a
+//! persistent kernel view the row dimension as `[BM, group_m,
+//! ceil(M/(BM*group_m))]` (rank 4, same base and strides, so the same
+//! addresses as the row-major 2-D map).
 //!
 //! # The epilogue
 //!
@@ -137,8 +145,10 @@ fn map2d(nm: &str, base: u64, rows: u32, cols: u32, box_cols: u32, box_rows: u32
 }
 
 /// The same row-major `rows x cols` tensor as [`map2d`], its rows viewed as
-/// `[block, group, rows / (block * group)]` (rank 4): element `(c, r, g, b)`
-/// is row `r + block * (g + group * b)`, at the same address.
+/// `[block, group, ceil(rows / (block * group))]` (rank 4): element `(c,
+/// r, g, b)` is row `r + block * (g + group * b)`, at the same address (a
+/// partial last group's missing rows lie past the tensor and are never
+/// addressed).
 fn map_grouped(
     nm: &str,
     base: u64,
@@ -157,7 +167,7 @@ fn map_grouped(
             cols as u64,
             block as u64,
             group as u64,
-            rows as u64 / (block as u64 * group as u64),
+            (rows as u64).div_ceil(block as u64 * group as u64),
             0,
         ],
         strides: [
@@ -191,6 +201,19 @@ fn lc(l: [i64; 4]) -> Expr {
     }
 }
 
+/// The operands of one kind of tile a program computes: the box origins
+/// of A, B and C, and, for a persistent kernel whose tiles come in two
+/// kinds, the 0-or-1 trip count of the loop that runs the tile only when
+/// it is of this kind.
+struct Tile {
+    /// The trip count of the loop guarding this kind (`None`: every tile).
+    when: Option<Expr>,
+    /// Box origins of A, B and C.
+    a: Vec<Expr>,
+    b: Vec<Expr>,
+    c: Vec<Expr>,
+}
+
 /// The operands every program shares, as expression ids.
 struct Operands {
     /// Trip count of the tile loop (persistent only).
@@ -201,10 +224,10 @@ struct Operands {
     slot: Expr,
     /// Phase parity of `full[slot]`.
     parity: Expr,
-    /// Box origins of A, B and C.
-    a: Vec<Expr>,
-    b: Vec<Expr>,
-    c: Vec<Expr>,
+    /// The kinds of tile: one, or for a persistent kernel whose last
+    /// group of row blocks is partial, the full groups' and the last
+    /// group's.
+    tiles: Vec<Tile>,
     /// Cluster dimensions the A and B loads multicast along, and the
     /// consumers release their stages along.
     a_multicast: u8,
@@ -212,17 +235,48 @@ struct Operands {
     release: u8,
 }
 
+/// `1` when the persistent tile `t` (an expression of the CTA and loop
+/// counter 0) is at least `from`, else 0 (`below` false); or the
+/// converse (`below` true): a loop of this count runs its body only for
+/// those tiles. `span` exceeds every tile index.
+fn tile_guard(t: Expr, from: i64, span: i64, below: bool) -> Expr {
+    if below {
+        // (from - 1 - t + span) / span
+        Expr {
+            k: from - 1 + span - t.k,
+            cta: -t.cta,
+            l: t.l.map(|c| -c),
+            div: span,
+            ..Expr::constant(0)
+        }
+    } else {
+        Expr {
+            k: t.k - from + span,
+            div: span,
+            ..t
+        }
+    }
+}
+
 fn operands(p: &GemmParams) -> Operands {
     let z = Expr::constant(0);
     let (bm, bn, bk) = (p.block_m as i64, p.block_n as i64, p.block_k as i64);
     let kt = p.k_iters() as i64;
     let s = p.stages as i64;
-    // The global iteration count g and the K-loop counter.
-    let (g, kl) = if p.persistent {
-        (lc([kt, 1, 0, 0]), 1)
-    } else {
-        (lc([1, 0, 0, 0]), 0)
+    let split = p.persistent && p.partial_group_rows() > 0 && p.full_group_tiles() > 0;
+    // The global iteration count g and the K-loop counter: a persistent
+    // kernel's K loop is inside its tile loop and, when its tiles come in
+    // two kinds, inside the 0-or-1 loop that picks the kind.
+    let kl = match (p.persistent, split) {
+        (false, _) => 0,
+        (true, false) => 1,
+        (true, true) => 2,
     };
+    let mut g = lc([0; 4]);
+    g.l[kl] = 1;
+    if p.persistent {
+        g.l[0] = kt;
+    }
     let mut k_off = lc([0; 4]);
     k_off.l[kl] = bk;
     let slot = if s == 1 { z } else { Expr { rem: s, ..g } };
@@ -233,22 +287,26 @@ fn operands(p: &GemmParams) -> Operands {
     };
     let h = p.rows_per_consumer() as i64;
     let wg_rows = if p.consumers > 1 { h } else { 0 };
+    let shared = |tiles| Operands {
+        tile_trips: None,
+        k_trips: Expr::constant(kt),
+        slot,
+        parity,
+        tiles,
+        a_multicast: 0,
+        b_multicast: 0,
+        release: 0,
+    };
     if !p.persistent {
         let row = Expr { c: [0, bm, 0], ..z };
         let col = Expr { c: [bn, 0, 0], ..z };
         let c_row = Expr { wg: wg_rows, ..row };
-        return Operands {
-            tile_trips: None,
-            k_trips: Expr::constant(kt),
-            slot,
-            parity,
+        return shared(vec![Tile {
+            when: None,
             a: vec![k_off, row],
             b: vec![col, k_off],
             c: vec![col, c_row],
-            a_multicast: 0,
-            b_multicast: 0,
-            release: 0,
-        };
+        }]);
     }
     let grid = p.grid_ctas() as i64;
     let tiles = p.tiles() as i64;
@@ -260,14 +318,46 @@ fn operands(p: &GemmParams) -> Operands {
         l: [grid, 0, 0, 0],
         ..z
     };
-    let within = if gm == 1 { z } else { Expr { rem: gm, ..t } };
-    let band = Expr { div: gm * npn, ..t };
-    let col = Expr {
-        div: if gm == 1 { 0 } else { gm },
-        rem: npn,
-        mul: bn,
-        ..t
-    };
+    let c_rows = Expr { wg: wg_rows, ..z };
+    let mut kinds = Vec::new();
+    let full = p.full_group_tiles() as i64;
+    if full > 0 {
+        // Tiles of the full groups: pid_m = t / (gm * npn) * gm + t % gm,
+        // pid_n = t / gm % npn, through the maps' [BM, group, bands] rows.
+        let within = if gm == 1 { z } else { Expr { rem: gm, ..t } };
+        let band = Expr { div: gm * npn, ..t };
+        let col = Expr {
+            div: if gm == 1 { 0 } else { gm },
+            rem: npn,
+            mul: bn,
+            ..t
+        };
+        kinds.push(Tile {
+            when: split.then(|| tile_guard(t, full, tiles + 1, true)),
+            a: vec![k_off, z, within, band],
+            b: vec![col, k_off],
+            c: vec![col, c_rows, within, band],
+        });
+    }
+    let r = p.partial_group_rows() as i64;
+    if r > 0 {
+        // Tiles of the last group, of r < gm row blocks: with u = t -
+        // full, pid_m = first + u % r and pid_n = u / r.
+        let u = Expr { k: -full, ..t };
+        let within = Expr { rem: r, ..u };
+        let band = Expr::constant(full / (gm * npn));
+        let col = Expr {
+            div: r,
+            mul: bn,
+            ..u
+        };
+        kinds.push(Tile {
+            when: split.then(|| tile_guard(t, full, tiles + 1, false)),
+            a: vec![k_off, z, within, band],
+            b: vec![col, k_off],
+            c: vec![col, c_rows, within, band],
+        });
+    }
     Operands {
         tile_trips: Some(Expr {
             k: tiles - 1 + grid,
@@ -275,15 +365,7 @@ fn operands(p: &GemmParams) -> Operands {
             div: grid,
             ..z
         }),
-        k_trips: Expr::constant(kt),
-        slot,
-        parity,
-        a: vec![k_off, z, within, band],
-        b: vec![col, k_off],
-        c: vec![col, Expr { wg: wg_rows, ..z }, within, band],
-        a_multicast: 0,
-        b_multicast: 0,
-        release: 0,
+        ..shared(kinds)
     }
 }
 
@@ -360,19 +442,25 @@ fn clustered(p: &GemmParams, maps: &mut [TensorMap; 3], ops: &mut Operands) {
         // 2-D map first), then the block's rows in cluster_n slices.
         if !p.persistent {
             maps[0] = block_dim(&block_dim(&maps[0], 1, p.block_m), 2, 1);
-            let cy = Expr { c: [0, 1, 0], ..z };
-            ops.a = vec![ops.a[0], z, z, cy];
         }
         maps[0] = slice_dim(&maps[0], 1, p.cluster_n);
-        ops.a.insert(2, rank_n);
+        for t in &mut ops.tiles {
+            if !p.persistent {
+                let cy = Expr { c: [0, 1, 0], ..z };
+                t.a = vec![t.a[0], z, z, cy];
+            }
+            t.a.insert(2, rank_n);
+        }
         ops.a_multicast = n_dim;
     }
     if p.cluster_m > 1 {
         // B's rows (K) as [block_k, K / block_k], the block in slices.
         maps[1] = slice_dim(&block_dim(&maps[1], 1, p.block_k), 1, p.cluster_m);
-        let mut k_iter = ops.b[1];
-        k_iter.l = k_iter.l.map(|c| c / p.block_k as i64);
-        ops.b = vec![ops.b[0], z, rank_m, k_iter];
+        for t in &mut ops.tiles {
+            let mut k_iter = t.b[1];
+            k_iter.l = k_iter.l.map(|c| c / p.block_k as i64);
+            t.b = vec![t.b[0], z, rank_m, k_iter];
+        }
         ops.b_multicast = m_dim;
     }
     ops.release = ops.a_multicast | ops.b_multicast;
@@ -404,21 +492,21 @@ const FULL: u8 = 0;
 const EMPTY: u8 = 0;
 
 /// The TMA half of an iteration: arm `full[slot]`, load A and B, arrive.
-fn emit_loads(k: &mut Kb, ops: &Operands, bytes: u32) -> Result<(), GenError> {
+fn emit_loads(k: &mut Kb, ops: &Operands, tile: &Tile, bytes: u32) -> Result<(), GenError> {
     let slot = k.expr(ops.slot)?;
     let full = Ref {
         decl: FULL,
         idx: slot,
     };
     k.op(Instr::MbarExpectTx { bar: full, bytes })?;
-    let a = coords(k, MAP_A, &ops.a)?;
+    let a = coords(k, MAP_A, &tile.a)?;
     k.op(Instr::TmaLoad {
         map: MAP_A,
         bar: full,
         coords: a,
         multicast: ops.a_multicast,
     })?;
-    let b = coords(k, MAP_B, &ops.b)?;
+    let b = coords(k, MAP_B, &tile.b)?;
     k.op(Instr::TmaLoad {
         map: MAP_B,
         bar: full,
@@ -453,7 +541,7 @@ fn emit_mma(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> 
 /// FP16 on the SM's shared units (one FP16 result per element), then store
 /// C: by TMA (a persistent kernel first drains the previous tile's store
 /// from the staging buffer) or from registers.
-fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError> {
+fn emit_store(k: &mut Kb, p: &GemmParams, tile: &Tile) -> Result<(), GenError> {
     let elems = p.rows_per_consumer() * p.block_n;
     k.op(Instr::Compute {
         work: simfa_core::Work {
@@ -466,14 +554,14 @@ fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError
             if p.persistent {
                 k.op(Instr::StoreWait { n: 0 })?;
             }
-            let c = coords(k, MAP_C, &ops.c)?;
+            let c = coords(k, MAP_C, &tile.c)?;
             k.op(Instr::TmaStore {
                 map: MAP_C,
                 coords: c,
             })?;
         }
         Epilogue::Registers => {
-            let c = coords(k, MAP_C, &ops.c)?;
+            let c = coords(k, MAP_C, &tile.c)?;
             k.op(Instr::StGlobal {
                 map: MAP_C,
                 coords: c,
@@ -484,7 +572,27 @@ fn emit_store(k: &mut Kb, p: &GemmParams, ops: &Operands) -> Result<(), GenError
     Ok(())
 }
 
-/// Declares the role `nm` whose program is the code from `start` to the end.
+/// Emits `body` for each kind of tile: once, inside the persistent tile
+/// loop when there is one, each kind in the 0-or-1 loop that picks it.
+fn each_tile(
+    k: &mut Kb,
+    ops: &Operands,
+    mut body: impl FnMut(&mut Kb, &Tile) -> Result<(), GenError>,
+) -> Result<(), GenError> {
+    let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
+    for tile in &ops.tiles {
+        let when = tile.when.map(|w| k.loop_begin(w)).transpose()?;
+        body(k, tile)?;
+        if let Some(w) = when {
+            k.loop_end(w)?;
+        }
+    }
+    if let Some(t) = tiles {
+        k.loop_end(t)?;
+    }
+    Ok(())
+}
+
 /// Builds the GEMM kernel `gemm_MxNxK` (the name is cut to the 24
 /// characters a kernel name holds) described by `p`, after checking every
 /// parameter ([`GemmParams::validate`]); the kernel is validated before it
@@ -558,16 +666,14 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         // order of first use, as the text assembly numbers them.
         k.begin_role("main", 1, p.mma_regs())?;
         bubble(k, p.prologue_bubble as u64)?;
-        let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
-        let kl = k.loop_begin(ops.k_trips)?;
-        emit_loads(k, &ops, bytes)?;
-        emit_mma(k, p, &ops)?;
-        bubble(k, iter_bubble)?;
-        k.loop_end(kl)?;
-        emit_store(k, p, &ops)?;
-        if let Some(t) = tiles {
-            k.loop_end(t)?;
-        }
+        each_tile(k, &ops, |k, tile| {
+            let kl = k.loop_begin(ops.k_trips)?;
+            emit_loads(k, &ops, tile, bytes)?;
+            emit_mma(k, p, &ops)?;
+            bubble(k, iter_bubble)?;
+            k.loop_end(kl)?;
+            emit_store(k, p, tile)
+        })?;
         k.op(Instr::StoreWait { n: 0 })?;
         k.op(Instr::Exit)?;
         k.end_role()?;
@@ -580,34 +686,31 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         };
         // producer
         k.begin_role("producer", 1, PRODUCER_REGS as u32)?;
-        let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
-        let kl = k.loop_begin(ops.k_trips)?;
-        let stage = empty(k)?;
-        k.op(Instr::StageAcquire { stage })?;
-        emit_loads(k, &ops, bytes)?;
-        k.loop_end(kl)?;
-        if let Some(t) = tiles {
-            k.loop_end(t)?;
-        }
+        each_tile(k, &ops, |k, tile| {
+            let kl = k.loop_begin(ops.k_trips)?;
+            let stage = empty(k)?;
+            k.op(Instr::StageAcquire { stage })?;
+            emit_loads(k, &ops, tile, bytes)?;
+            k.loop_end(kl)?;
+            Ok(())
+        })?;
         k.op(Instr::Exit)?;
         k.end_role()?;
         // consumers
         k.begin_role("consumer", p.consumers, p.mma_regs())?;
         bubble(k, p.prologue_bubble as u64)?;
-        let tiles = ops.tile_trips.map(|t| k.loop_begin(t)).transpose()?;
-        let kl = k.loop_begin(ops.k_trips)?;
-        emit_mma(k, p, &ops)?;
-        let stage = empty(k)?;
-        k.op(Instr::StageRelease {
-            stage,
-            cluster: ops.release,
+        each_tile(k, &ops, |k, tile| {
+            let kl = k.loop_begin(ops.k_trips)?;
+            emit_mma(k, p, &ops)?;
+            let stage = empty(k)?;
+            k.op(Instr::StageRelease {
+                stage,
+                cluster: ops.release,
+            })?;
+            bubble(k, iter_bubble)?;
+            k.loop_end(kl)?;
+            emit_store(k, p, tile)
         })?;
-        bubble(k, iter_bubble)?;
-        k.loop_end(kl)?;
-        emit_store(k, p, &ops)?;
-        if let Some(t) = tiles {
-            k.loop_end(t)?;
-        }
         k.op(Instr::StoreWait { n: 0 })?;
         k.op(Instr::Exit)?;
         k.end_role()?;

@@ -114,7 +114,7 @@ fn cluster_parameters_are_checked() {
                 persistent: true,
                 ..tile(512, 512, 512, (2, 1))
             },
-            "group_m = 1 must be a multiple of cluster_m",
+            "must be multiples of cluster_m = 2",
         ),
         (
             GemmParams {

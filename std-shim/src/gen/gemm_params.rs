@@ -255,6 +255,19 @@ impl GemmParams {
         }
     }
 
+    /// Row blocks of the last group of a grouped raster when it is
+    /// partial (`tiles_m % group_m`; 0 when the groups divide the rows).
+    pub fn partial_group_rows(&self) -> u32 {
+        self.tiles_m() % self.group_m.max(1)
+    }
+
+    /// Tiles of the grouped raster's full groups (`group_m` row blocks
+    /// each), which come before the partial last group's in its order.
+    pub fn full_group_tiles(&self) -> u64 {
+        let g = self.group_m.max(1);
+        (self.tiles_m() / g * g) as u64 * self.tiles_n() as u64
+    }
+
     /// CTAs per thread block cluster.
     pub fn cluster_size(&self) -> u32 {
         self.cluster_m.saturating_mul(self.cluster_n)
@@ -389,16 +402,6 @@ impl GemmParams {
                     "a persistent kernel needs at least 1 CTA".into(),
                 ));
             }
-            if self.tiles_m() % self.group_m != 0 {
-                return Err(bad(
-                    "group_m",
-                    format!(
-                        "{} does not divide the {} row blocks (M / block_m), as a persistent kernel needs",
-                        self.group_m,
-                        self.tiles_m()
-                    ),
-                ));
-            }
             if self.m % self.block_m != 0 {
                 return Err(bad(
                     "M",
@@ -485,10 +488,13 @@ impl GemmParams {
                 "block_k = {} rows of B and block_m = {} rows of A must split into {cm} and {cn} slices",
                 self.block_k, self.block_m
             ))
-        } else if (self.group_m > 1 || self.persistent) && self.group_m % cm != 0 {
+        } else if (self.group_m > 1 || self.persistent)
+            && (self.group_m % cm != 0 || self.partial_group_rows() % cm != 0)
+        {
             Some(format!(
-                "group_m = {} must be a multiple of cluster_m = {cm} (a cluster's CTAs take tiles of one column of a group)",
-                self.group_m
+                "group_m = {} and the last group's {} row blocks must be multiples of cluster_m = {cm} (a cluster's CTAs take tiles of one column of a group)",
+                self.group_m,
+                self.partial_group_rows()
             ))
         } else if self.persistent && cm > 1 && cn > 1 {
             Some("a persistent kernel clusters along M or along N, not both".to_string())

@@ -199,3 +199,127 @@ fn real_addresses_share_a_row_block_of_a() {
     assert_eq!(c.dims[..4], [512, 128, 2, 2]);
     assert_eq!(c.full_box_bytes(), 128 * 128 * 2);
 }
+
+/// The box origins (map, evaluated coordinates) of every TMA copy the
+/// WarpGroup `wg` of role `role` in CTA `cta` issues, in program order,
+/// loops run with their evaluated trip counts.
+fn walk(k: &Kernel, role: usize, cta: u32, wg: u8) -> Vec<(u8, Vec<i64>)> {
+    let r = &k.roles[role];
+    let (start, end) = (r.start as usize, r.start as usize + r.len as usize);
+    let mut ctx = EvalCtx {
+        cta,
+        c: k.cta_coords(cta),
+        wg,
+        l: [0; 4],
+    };
+    let mut out = vec![];
+    // (begin pc, trip count) of the open loops
+    let mut open: Vec<(usize, i64)> = vec![];
+    let mut pc = start;
+    while pc < end {
+        match k.code[pc] {
+            Instr::LoopBegin { count, end: e } => {
+                let n = k.exprs[count as usize].eval(&ctx);
+                if n <= 0 {
+                    pc = e as usize + 1;
+                    continue;
+                }
+                ctx.l[open.len()] = 0;
+                open.push((pc, n));
+            }
+            Instr::LoopEnd { .. } => {
+                let d = open.len() - 1;
+                ctx.l[d] += 1;
+                if (ctx.l[d] as i64) < open[d].1 {
+                    pc = open[d].0 + 1;
+                    continue;
+                }
+                ctx.l[d] = 0;
+                open.pop();
+            }
+            Instr::Exit => break,
+            i @ (Instr::TmaLoad { .. } | Instr::TmaStore { .. }) => {
+                out.push(eval_coords(k, &i, &ctx));
+            }
+            _ => {}
+        }
+        pc += 1;
+    }
+    out
+}
+
+/// (row, col) of the element at the box origin `c` of map `map`.
+fn row_col(k: &Kernel, p: &GemmParams, map: u8, c: &[i64]) -> (u64, u64) {
+    let [a_base, b_base, c_base] = tensor_bases(p);
+    let (base, cols) = match map {
+        MAP_A => (a_base, p.k),
+        MAP_B => (b_base, p.n),
+        _ => (c_base, p.n),
+    };
+    let e = (origin(&k.maps[map as usize], c) - base) / 2;
+    (e / cols as u64, e % cols as u64)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// A persistent kernel over any grouped raster, the last group partial
+    /// or not, visits every tile once, in Triton's order (CTA `c` takes
+    /// tiles `c, c + grid, ...` of it), its producer loading that tile's A
+    /// rows and B columns over the whole of K.
+    #[test]
+    fn persistent_grouped_raster_visits_every_tile_once(
+        rows in 1u32..12, cols in 1u32..7, kb in 1u32..4,
+        group in 1u32..10, ctas in 1u32..20, stages in 1u32..4,
+    ) {
+        let p = GemmParams {
+            persistent: true,
+            ctas,
+            group_m: group,
+            stages,
+            consumers: if stages > 1 { 2 } else { 1 },
+            ..variant(rows * 128, cols * 128, kb * 64)
+        };
+        let k = gemm(&p).unwrap();
+        let (npm, npn) = (rows as u64, cols as u64);
+        let grid = k.ctas() as u32;
+        let consumer = k.roles.len() - 1;
+        let mut seen = vec![0u32; (npm * npn) as usize];
+        for cta in 0..grid {
+            let stores: Vec<(u64, u64)> = walk(&k, consumer, cta, 1)
+                .into_iter()
+                .filter(|(m, _)| *m == MAP_C)
+                .map(|(m, c)| row_col(&k, &p, m, &c))
+                .collect();
+            let want: Vec<(u64, u64)> = (cta as u64..npm * npn)
+                .step_by(grid as usize)
+                .map(|pid| {
+                    let (pm, pn) = triton(pid, npm, npn, group as u64);
+                    let h = p.rows_per_consumer() as u64;
+                    (pm * 128 + if p.consumers > 1 { h } else { 0 }, pn * 128)
+                })
+                .collect();
+            proptest::prop_assert_eq!(&stores, &want, "cta {}", cta);
+            for (r, c) in &want {
+                seen[(r / 128 * npn + c / 128) as usize] += 1;
+            }
+            // The loads: per tile, kb iterations of A (its rows) and B
+            // (its columns).
+            let loads: Vec<(u8, (u64, u64))> = walk(&k, 0, cta, 0)
+                .into_iter()
+                .filter(|(m, _)| *m != MAP_C)
+                .map(|(m, c)| (m, row_col(&k, &p, m, &c)))
+                .collect();
+            let want_loads: Vec<(u8, (u64, u64))> = want
+                .iter()
+                .flat_map(|&(r, c)| {
+                    (0..kb as u64).flat_map(move |i| {
+                        [(MAP_A, (r / 128 * 128, i * 64)), (MAP_B, (i * 64, c))]
+                    })
+                })
+                .collect();
+            proptest::prop_assert_eq!(loads, want_loads, "cta {}", cta);
+        }
+        proptest::prop_assert!(seen.iter().all(|&n| n == 1), "{:?}", seen);
+    }
+}

@@ -497,7 +497,7 @@ fn persistent_does_the_same_work() {
         },
     ] {
         let (one, _) = run(&base);
-        for (ctas, group_m) in [(5, 1), (7, 2), (100, 4), (1, 1)] {
+        for (ctas, group_m) in [(5, 1), (7, 2), (100, 4), (1, 1), (7, 3), (9, 8)] {
             let p = GemmParams {
                 persistent: true,
                 ctas,
@@ -558,14 +558,6 @@ fn bad_params_name_the_parameter() {
             "consumers",
         ),
         (GemmParams { group_m: 0, ..p }, "group_m"),
-        (
-            GemmParams {
-                persistent: true,
-                group_m: 3,
-                ..p
-            },
-            "group_m",
-        ),
         (
             GemmParams {
                 persistent: true,
