@@ -14,8 +14,7 @@ use crate::Failure;
 /// The GEMM problem shape and kernel parameters.
 #[derive(Debug, Args)]
 pub struct Shape {
-    /// Rows of A and C (any; TMA clips the last row block; a whole number
-    /// of row blocks with --persistent).
+    /// Rows of A and C (any; TMA clips the last row block).
     #[arg(long, default_value_t = 4096)]
     pub m: u32,
     /// Columns of B and C (a multiple of 8: whole 16-byte rows for TMA;

@@ -145,10 +145,8 @@ fn map2d(nm: &str, base: u64, rows: u32, cols: u32, box_cols: u32, box_rows: u32
 }
 
 /// The same row-major `rows x cols` tensor as [`map2d`], its rows viewed as
-/// `[block, group, ceil(rows / (block * group))]` (rank 4): element `(c,
-/// r, g, b)` is row `r + block * (g + group * b)`, at the same address (a
-/// partial last group's missing rows lie past the tensor and are never
-/// addressed).
+/// `[block, group, rows / (block * group)]` (rank 4): element `(c, r, g, b)`
+/// is row `r + block * (g + group * b)`, at the same address.
 fn map_grouped(
     nm: &str,
     base: u64,
@@ -167,7 +165,7 @@ fn map_grouped(
             cols as u64,
             block as u64,
             group as u64,
-            (rows as u64).div_ceil(block as u64 * group as u64),
+            rows as u64 / (block as u64 * group as u64),
             0,
         ],
         strides: [
@@ -208,6 +206,9 @@ fn lc(l: [i64; 4]) -> Expr {
 struct Tile {
     /// The trip count of the loop guarding this kind (`None`: every tile).
     when: Option<Expr>,
+    /// The maps of A and C this kind loads and stores through.
+    map_a: u8,
+    map_c: u8,
     /// Box origins of A, B and C.
     a: Vec<Expr>,
     b: Vec<Expr>,
@@ -263,7 +264,7 @@ fn operands(p: &GemmParams) -> Operands {
     let (bm, bn, bk) = (p.block_m as i64, p.block_n as i64, p.block_k as i64);
     let kt = p.k_iters() as i64;
     let s = p.stages as i64;
-    let split = p.persistent && p.partial_group_rows() > 0 && p.full_group_tiles() > 0;
+    let split = p.last_group_apart() && p.last_group_first() > 0;
     // The global iteration count g and the K-loop counter: a persistent
     // kernel's K loop is inside its tile loop and, when its tiles come in
     // two kinds, inside the 0-or-1 loop that picks the kind.
@@ -303,6 +304,8 @@ fn operands(p: &GemmParams) -> Operands {
         let c_row = Expr { wg: wg_rows, ..row };
         return shared(vec![Tile {
             when: None,
+            map_a: MAP_A,
+            map_c: MAP_C,
             a: vec![k_off, row],
             b: vec![col, k_off],
             c: vec![col, c_row],
@@ -320,10 +323,11 @@ fn operands(p: &GemmParams) -> Operands {
     };
     let c_rows = Expr { wg: wg_rows, ..z };
     let mut kinds = Vec::new();
-    let full = p.full_group_tiles() as i64;
-    if full > 0 {
-        // Tiles of the full groups: pid_m = t / (gm * npn) * gm + t % gm,
-        // pid_n = t / gm % npn, through the maps' [BM, group, bands] rows.
+    // Tiles before the last group (all of them unless it is apart).
+    let before = p.grouped_tiles() as i64;
+    if before > 0 {
+        // pid_m = t / (gm * npn) * gm + t % gm, pid_n = t / gm % npn,
+        // through the maps' [BM, group, bands] rows.
         let within = if gm == 1 { z } else { Expr { rem: gm, ..t } };
         let band = Expr { div: gm * npn, ..t };
         let col = Expr {
@@ -333,29 +337,59 @@ fn operands(p: &GemmParams) -> Operands {
             ..t
         };
         kinds.push(Tile {
-            when: split.then(|| tile_guard(t, full, tiles + 1, true)),
+            when: (before < tiles).then(|| tile_guard(t, before, tiles + 1, true)),
+            map_a: MAP_A,
+            map_c: MAP_C,
             a: vec![k_off, z, within, band],
             b: vec![col, k_off],
             c: vec![col, c_rows, within, band],
         });
     }
-    let r = p.partial_group_rows() as i64;
-    if r > 0 {
-        // Tiles of the last group, of r < gm row blocks: with u = t -
-        // full, pid_m = first + u % r and pid_n = u / r.
-        let u = Expr { k: -full, ..t };
-        let within = Expr { rem: r, ..u };
-        let band = Expr::constant(full / (gm * npn));
+    if before < tiles {
+        // The last group, of r row blocks, through maps based at its first
+        // row: with u = t - before, pid_m - first = u % r, pid_n = u / r,
+        // and consumer wg's rows (u * consumers + wg) % (r * consumers) * h.
+        let r = p.last_group_rows() as i64;
+        let u = Expr { k: -before, ..t };
+        let cons = p.consumers as i64;
+        let c_row = if cons > 1 {
+            Expr {
+                k: u.k * cons,
+                cta: cons,
+                l: u.l.map(|c| c * cons),
+                wg: 1,
+                rem: r * cons,
+                mul: h,
+                ..z
+            }
+        } else {
+            Expr {
+                rem: r,
+                mul: bm,
+                ..u
+            }
+        };
         let col = Expr {
             div: r,
             mul: bn,
             ..u
         };
         kinds.push(Tile {
-            when: split.then(|| tile_guard(t, full, tiles + 1, false)),
-            a: vec![k_off, z, within, band],
+            when: (before > 0).then(|| tile_guard(t, before, tiles + 1, false)),
+            // With no group before it, the last group's maps are the
+            // row-major 2-D maps of A and C.
+            map_a: if before > 0 { MAP_A_LAST } else { MAP_A },
+            map_c: if before > 0 { MAP_C_LAST } else { MAP_C },
+            a: vec![
+                k_off,
+                Expr {
+                    rem: r,
+                    mul: bm,
+                    ..u
+                },
+            ],
             b: vec![col, k_off],
-            c: vec![col, c_rows, within, band],
+            c: vec![col, c_row],
         });
     }
     Operands {
@@ -434,7 +468,7 @@ fn slice_dim(m: &TensorMap, d: usize, parts: u32) -> TensorMap {
 /// The clustered kernel's A and B maps and load operands: the multicast
 /// operand of each side of more than one CTA is cut into one slice per
 /// CTA of that side, each CTA loading its slice for all of them.
-fn clustered(p: &GemmParams, maps: &mut [TensorMap; 3], ops: &mut Operands) {
+fn clustered(p: &GemmParams, maps: &mut [TensorMap], ops: &mut Operands) {
     let ((rank_m, m_dim), (rank_n, n_dim)) = cluster_ranks(p);
     let z = Expr::constant(0);
     if p.cluster_n > 1 {
@@ -487,6 +521,10 @@ fn bubble(k: &mut Kb, cycles: u64) -> Result<(), GenError> {
 const MAP_A: u8 = 0;
 const MAP_B: u8 = 1;
 const MAP_C: u8 = 2;
+/// Map indices of A and C from the last group's first row (a persistent
+/// kernel whose last group is apart).
+const MAP_A_LAST: u8 = 3;
+const MAP_C_LAST: u8 = 4;
 /// Declaration indices of `full` (mbarriers) and `empty` (stages).
 const FULL: u8 = 0;
 const EMPTY: u8 = 0;
@@ -499,9 +537,9 @@ fn emit_loads(k: &mut Kb, ops: &Operands, tile: &Tile, bytes: u32) -> Result<(),
         idx: slot,
     };
     k.op(Instr::MbarExpectTx { bar: full, bytes })?;
-    let a = coords(k, MAP_A, &tile.a)?;
+    let a = coords(k, tile.map_a, &tile.a)?;
     k.op(Instr::TmaLoad {
-        map: MAP_A,
+        map: tile.map_a,
         bar: full,
         coords: a,
         multicast: ops.a_multicast,
@@ -554,16 +592,16 @@ fn emit_store(k: &mut Kb, p: &GemmParams, tile: &Tile) -> Result<(), GenError> {
             if p.persistent {
                 k.op(Instr::StoreWait { n: 0 })?;
             }
-            let c = coords(k, MAP_C, &tile.c)?;
+            let c = coords(k, tile.map_c, &tile.c)?;
             k.op(Instr::TmaStore {
-                map: MAP_C,
+                map: tile.map_c,
                 coords: c,
             })?;
         }
         Epilogue::Registers => {
-            let c = coords(k, MAP_C, &tile.c)?;
+            let c = coords(k, tile.map_c, &tile.c)?;
             k.op(Instr::StGlobal {
-                map: MAP_C,
+                map: tile.map_c,
                 coords: c,
                 segment: Epilogue::STORE_SEGMENT,
             })?;
@@ -631,20 +669,35 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     k.smem(p.smem_bytes() as u32);
     let [a_base, b_base, c_base] = tensor_bases(p);
     let (bm, bn, bk, h) = (p.block_m, p.block_n, p.block_k, p.rows_per_consumer());
-    let mut maps = if p.persistent {
+    let mut maps = if p.persistent && p.grouped_tiles() > 0 {
+        // The grouped view covers the rows before the last group when
+        // that is apart.
         let g = (bm, p.group_m);
-        [
-            map_grouped("A", a_base, (p.m, p.k), g, (bk, bm)),
+        let rows = if p.last_group_apart() {
+            p.last_group_first() * bm
+        } else {
+            p.m
+        };
+        vec![
+            map_grouped("A", a_base, (rows, p.k), g, (bk, bm)),
             map2d("B", b_base, p.k, p.n, bn, bk),
-            map_grouped("C", c_base, (p.m, p.n), g, (bn, h)),
+            map_grouped("C", c_base, (rows, p.n), g, (bn, h)),
         ]
     } else {
-        [
+        vec![
             map2d("A", a_base, p.m, p.k, bk, bm),
             map2d("B", b_base, p.k, p.n, bn, bk),
             map2d("C", c_base, p.m, p.n, bn, h),
         ]
     };
+    if p.last_group_apart() && p.last_group_first() > 0 {
+        let first = p.last_group_first() as u64 * bm as u64;
+        let e = ELEM_BYTES as u64;
+        let rows = p.m - first as u32;
+        let (a_at, c_at) = (first * p.k as u64 * e, first * p.n as u64 * e);
+        maps.push(map2d("A_last", a_base + a_at, rows, p.k, bk, bm));
+        maps.push(map2d("C_last", c_base + c_at, rows, p.n, bn, h));
+    }
     let mut ops = operands(p);
     if p.cluster_size() > 1 {
         clustered(p, &mut maps, &mut ops);

@@ -255,19 +255,38 @@ impl GemmParams {
         }
     }
 
-    /// Row blocks of the last group of a grouped raster when it is
-    /// partial (`tiles_m % group_m`; 0 when the groups divide the rows).
-    pub fn partial_group_rows(&self) -> u32 {
-        self.tiles_m() % self.group_m.max(1)
+    /// Row blocks of the last group of the grouped raster: `group_m`, or
+    /// fewer when `group_m` does not divide the row blocks.
+    pub fn last_group_rows(&self) -> u32 {
+        self.tiles_m() - self.last_group_first()
     }
 
-    /// Tiles of the grouped raster's full groups (`group_m` row blocks
-    /// each), which come before the partial last group's in its order.
-    pub fn full_group_tiles(&self) -> u64 {
+    /// The first row block of the grouped raster's last group.
+    pub fn last_group_first(&self) -> u32 {
         let g = self.group_m.max(1);
-        (self.tiles_m() / g * g) as u64 * self.tiles_n() as u64
+        (self.tiles_m().max(1) - 1) / g * g
     }
 
+    /// Whether a persistent kernel computes the tiles of its last group
+    /// apart from the others (through their own maps of A and C, based at
+    /// the group's first row): when the group is partial or its last row
+    /// block is clipped.
+    pub fn last_group_apart(&self) -> bool {
+        self.persistent
+            && (self.tiles_m() % self.group_m.max(1) != 0 || self.m % self.block_m.max(1) != 0)
+    }
+
+    /// Tiles a persistent kernel walks through the grouped views of A and
+    /// C: those before its last group when that is apart, else all.
+    pub fn grouped_tiles(&self) -> u64 {
+        if self.last_group_apart() {
+            self.last_group_first() as u64 * self.tiles_n() as u64
+        } else {
+            self.tiles()
+        }
+    }
+
+    /// CTAs per thread block cluster.
     /// CTAs per thread block cluster.
     pub fn cluster_size(&self) -> u32 {
         self.cluster_m.saturating_mul(self.cluster_n)
@@ -402,15 +421,6 @@ impl GemmParams {
                     "a persistent kernel needs at least 1 CTA".into(),
                 ));
             }
-            if self.m % self.block_m != 0 {
-                return Err(bad(
-                    "M",
-                    format!(
-                        "a persistent kernel views the rows as whole row blocks, so M = {} must be a multiple of block_m = {} (a non-persistent kernel clips the last row block)",
-                        self.m, self.block_m
-                    ),
-                ));
-            }
         }
         self.validate_cluster()?;
         let regs = self.mma_regs();
@@ -489,12 +499,12 @@ impl GemmParams {
                 self.block_k, self.block_m
             ))
         } else if (self.group_m > 1 || self.persistent)
-            && (self.group_m % cm != 0 || self.partial_group_rows() % cm != 0)
+            && (self.group_m % cm != 0 || self.last_group_rows() % cm != 0)
         {
             Some(format!(
                 "group_m = {} and the last group's {} row blocks must be multiples of cluster_m = {cm} (a cluster's CTAs take tiles of one column of a group)",
                 self.group_m,
-                self.partial_group_rows()
+                self.last_group_rows()
             ))
         } else if self.persistent && cm > 1 && cn > 1 {
             Some("a persistent kernel clusters along M or along N, not both".to_string())

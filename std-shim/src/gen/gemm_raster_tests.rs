@@ -251,7 +251,7 @@ fn walk(k: &Kernel, role: usize, cta: u32, wg: u8) -> Vec<(u8, Vec<i64>)> {
 /// (row, col) of the element at the box origin `c` of map `map`.
 fn row_col(k: &Kernel, p: &GemmParams, map: u8, c: &[i64]) -> (u64, u64) {
     let [a_base, b_base, c_base] = tensor_bases(p);
-    let (base, cols) = match map {
+    let (base, cols) = match map_tensor(k, map) {
         MAP_A => (a_base, p.k),
         MAP_B => (b_base, p.n),
         _ => (c_base, p.n),
@@ -260,17 +260,28 @@ fn row_col(k: &Kernel, p: &GemmParams, map: u8, c: &[i64]) -> (u64, u64) {
     (e / cols as u64, e % cols as u64)
 }
 
+/// The tensor (`MAP_A`, `MAP_B` or `MAP_C`) map `map` views.
+fn map_tensor(k: &Kernel, map: u8) -> u8 {
+    match k.maps[map as usize].name.as_str() {
+        "A" | "A_last" => MAP_A,
+        "B" => MAP_B,
+        _ => MAP_C,
+    }
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
 
     /// A persistent kernel over any grouped raster, the last group partial
     /// or not, visits every tile once, in Triton's order (CTA `c` takes
     /// tiles `c, c + grid, ...` of it), its producer loading that tile's A
-    /// rows and B columns over the whole of K.
+    /// rows and B columns over the whole of K; with M not a whole number of
+    /// row blocks too. A map that covers the last row block clips it.
     #[test]
     fn persistent_grouped_raster_visits_every_tile_once(
         rows in 1u32..12, cols in 1u32..7, kb in 1u32..4,
         group in 1u32..10, ctas in 1u32..20, stages in 1u32..4,
+        clip in proptest::prop_oneof![proptest::strategy::Just(0u32), 1u32..128],
     ) {
         let p = GemmParams {
             persistent: true,
@@ -278,9 +289,25 @@ proptest::proptest! {
             group_m: group,
             stages,
             consumers: if stages > 1 { 2 } else { 1 },
-            ..variant(rows * 128, cols * 128, kb * 64)
+            ..variant(rows * 128 - clip, cols * 128, kb * 64)
         };
         let k = gemm(&p).unwrap();
+        k.validate().unwrap();
+        // No map of A or C reaches past its tensor, so TMA clips the last
+        // row block.
+        let [a_base, _, c_base] = tensor_bases(&p);
+        for (i, m) in k.maps.iter().enumerate() {
+            let last = m.base
+                + (0..m.rank as usize)
+                    .map(|d| (m.dims[d] - 1) * if d == 0 { 2 } else { m.strides[d] })
+                    .sum::<u64>();
+            let end = match map_tensor(&k, i as u8) {
+                MAP_A => a_base + p.m as u64 * p.k as u64 * 2,
+                MAP_B => continue,
+                _ => c_base + p.m as u64 * p.n as u64 * 2,
+            };
+            proptest::prop_assert!(last < end, "map {} ends past its tensor", m.name);
+        }
         let (npm, npn) = (rows as u64, cols as u64);
         let grid = k.ctas() as u32;
         let consumer = k.roles.len() - 1;
@@ -288,7 +315,7 @@ proptest::proptest! {
         for cta in 0..grid {
             let stores: Vec<(u64, u64)> = walk(&k, consumer, cta, 1)
                 .into_iter()
-                .filter(|(m, _)| *m == MAP_C)
+                .filter(|(m, _)| map_tensor(&k, *m) == MAP_C)
                 .map(|(m, c)| row_col(&k, &p, m, &c))
                 .collect();
             let want: Vec<(u64, u64)> = (cta as u64..npm * npn)
@@ -307,8 +334,8 @@ proptest::proptest! {
             // (its columns).
             let loads: Vec<(u8, (u64, u64))> = walk(&k, 0, cta, 0)
                 .into_iter()
-                .filter(|(m, _)| *m != MAP_C)
-                .map(|(m, c)| (m, row_col(&k, &p, m, &c)))
+                .filter(|(m, _)| map_tensor(&k, *m) != MAP_C)
+                .map(|(m, c)| (map_tensor(&k, m), row_col(&k, &p, m, &c)))
                 .collect();
             let want_loads: Vec<(u8, (u64, u64))> = want
                 .iter()
