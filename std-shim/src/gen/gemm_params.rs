@@ -414,13 +414,11 @@ impl GemmParams {
                 ),
             ));
         }
-        if self.persistent {
-            if self.ctas == 0 {
-                return Err(bad(
-                    "ctas",
-                    "a persistent kernel needs at least 1 CTA".into(),
-                ));
-            }
+        if self.persistent && self.ctas == 0 {
+            return Err(bad(
+                "ctas",
+                "a persistent kernel needs at least 1 CTA".into(),
+            ));
         }
         self.validate_cluster()?;
         let regs = self.mma_regs();
