@@ -7,11 +7,16 @@ use std::path::PathBuf;
 use clap::Args;
 use simfa_core::GpuConfig;
 use simfa_std::calibration::gemm_bubbles::read_bubbles;
-use simfa_std::gen::{Calibration, Epilogue, GemmParams};
+use simfa_std::gen::gemm_space::Space;
+use simfa_std::gen::gemm_tune;
+use simfa_std::gen::{Calibration, GemmKernel, GemmParams, GemmSpec};
+
+use crate::progress::Progress;
 
 use crate::Failure;
 
-/// The GEMM problem shape and kernel parameters.
+/// The GEMM problem shape and kernel parameters. A parameter not given
+/// takes the kernel family's default (`--kernel`).
 #[derive(Debug, Args)]
 pub struct Shape {
     /// Rows of A and C (any; TMA clips the last row block).
@@ -25,28 +30,41 @@ pub struct Shape {
     /// clipped).
     #[arg(long, default_value_t = 4096)]
     pub k: u32,
-    /// Tile rows (a multiple of 64 up to 256).
-    #[arg(long, default_value_t = 128)]
-    pub block_m: u32,
-    /// Tile columns, the WGMMA N (a multiple of 8 up to 256).
-    #[arg(long, default_value_t = 128)]
-    pub block_n: u32,
-    /// Tile depth per main-loop iteration (a multiple of 16 up to 256).
-    #[arg(long, default_value_t = 64)]
-    pub block_k: u32,
-    /// Ring stages: 1 is the paper's non-pipelined loop; 2 or more add a
-    /// producer WarpGroup.
-    #[arg(long, default_value_t = 1)]
-    pub stages: u32,
-    /// Consumer WarpGroups of a pipelined kernel (1 to 3).
-    #[arg(long, default_value_t = 1)]
-    pub consumers: u32,
-    /// One CTA per SM looping over the tiles.
+    /// The kernel family the parameters not given come from. ws: the
+    /// warp-specialised persistent Hopper GEMM (producer and 2 consumer
+    /// WarpGroups, 128x256x64 tiles, a ring of up to 4 stages, one CTA per
+    /// SM, tiles grouped by 8 row blocks). paper: the Sim-FA paper's V-B1
+    /// kernel (one WarpGroup, 128x128x64 tiles, no ring, one CTA per tile,
+    /// row-major).
+    #[arg(long, value_name = "KIND", default_value = "ws", value_parser = parse_kernel)]
+    pub kernel: GemmKernel,
+    /// Tile rows (a multiple of 64 up to 256; default 128).
     #[arg(long)]
-    pub persistent: bool,
-    /// Grouped rasterisation: row blocks swept together (1: row-major).
-    #[arg(long, default_value_t = 1)]
-    pub group_m: u32,
+    pub block_m: Option<u32>,
+    /// Tile columns, the WGMMA N (a multiple of 8 up to 256; default 256
+    /// for ws, 128 for paper).
+    #[arg(long)]
+    pub block_n: Option<u32>,
+    /// Tile depth per main-loop iteration (a multiple of 16 up to 256;
+    /// default 64).
+    #[arg(long)]
+    pub block_k: Option<u32>,
+    /// Ring stages: 1 is the paper's non-pipelined loop; 2 or more add a
+    /// producer WarpGroup (default: ws as many as fit up to 4, paper 1).
+    #[arg(long)]
+    pub stages: Option<u32>,
+    /// Consumer WarpGroups of a pipelined kernel (1 to 3; default: ws 2,
+    /// or 1 for 64-row tiles; paper 1).
+    #[arg(long)]
+    pub consumers: Option<u32>,
+    /// One CTA per SM looping over the tiles (default: ws true, paper
+    /// false); `--persistent` alone is true.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub persistent: Option<bool>,
+    /// Grouped rasterisation: row blocks swept together, the last group
+    /// taking those left (1: row-major; default: ws 8, paper 1).
+    #[arg(long)]
+    pub group_m: Option<u32>,
     /// Write C through shared memory with a TMA store (as CUTLASS and
     /// cuBLAS do). Without it the epilogue stores C straight from the
     /// accumulator registers with st.global, 16 bytes per sector request
@@ -64,6 +82,13 @@ pub struct Shape {
     /// cluster. A persistent kernel clusters along one side.
     #[arg(long, value_name = "MxN", default_value = "1x1", value_parser = parse_cluster)]
     pub cluster: (u32, u32),
+    /// Split-K: K slices per tile (1 to 16, dividing K / block_k). The
+    /// slices of a tile run as a cluster; all but the first write FP32
+    /// partial sums to a workspace, which the first loads and adds before
+    /// it stores C. Makes the kernel non-persistent unless --persistent is
+    /// given.
+    #[arg(long, default_value_t = 1)]
+    pub split_k: u32,
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
     /// 330 cycles per BK=64 iteration; section V-B3).
     #[arg(long, conflicts_with = "bubbles")]
@@ -72,6 +97,11 @@ pub struct Shape {
     /// `simfa calibrate gemm-bubbles -o`.
     #[arg(long, value_name = "FILE.toml")]
     pub bubbles: Option<PathBuf>,
+}
+
+/// Parses `--kernel KIND`.
+fn parse_kernel(s: &str) -> Result<GemmKernel, String> {
+    GemmKernel::from_name(s).ok_or_else(|| format!("'{s}' is not a kernel family: ws or paper"))
 }
 
 /// Parses `--cluster MxN`.
@@ -90,42 +120,119 @@ fn parse_cluster(s: &str) -> Result<(u32, u32), String> {
     }
 }
 
+/// `simfa gemm --tune`: search a family of kernels for the shape.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// Simulate a family of kernels for the shape (tiles, stages,
+    /// consumers, persistence, clusters, split-K; the flags given fix the
+    /// shape, epilogue and bubbles) and report the fastest: its report,
+    /// then its flags and the next fastest. Candidates run in order of
+    /// their analytic bound, on every core, and stop once they pass the
+    /// best found so far; the result does not depend on --jobs.
+    #[arg(long)]
+    pub tune: bool,
+    /// The family --tune searches, as a TOML file of lists (tiles,
+    /// block_k, stages, consumers, persistent, group_m, cluster, split_k,
+    /// tma_store) that replace the default family's (docs/workloads.md).
+    #[arg(long, value_name = "FILE.toml", requires = "tune")]
+    pub space: Option<PathBuf>,
+    /// Threads for --tune (0: one per core).
+    #[arg(short = 'j', long, default_value_t = 0, requires = "tune")]
+    pub jobs: usize,
+}
+
 impl Shape {
     /// [`Shape::params`] with the bubbles of `--bubbles` applied.
     pub fn resolve(&self, cfg: &GpuConfig) -> Result<GemmParams, Failure> {
-        let p = self.params(cfg);
-        match &self.bubbles {
-            Some(path) => Ok(read_bubbles(path).map_err(Failure::input)?.apply(p)),
-            None => Ok(p),
-        }
+        Ok(self.bubbles()?(self.params(cfg)))
     }
 
-    /// The generator parameters; persistent kernels get one CTA per SM of
-    /// `cfg`.
-    pub fn params(&self, cfg: &GpuConfig) -> GemmParams {
-        let p = GemmParams {
+    /// What adds the bubbles of `--calibrated` or `--bubbles` to a kernel's
+    /// parameters (nothing without them).
+    pub fn bubbles(&self) -> Result<impl Fn(GemmParams) -> GemmParams + Sync, Failure> {
+        let c = match (&self.bubbles, self.calibrated) {
+            (Some(path), _) => Some(read_bubbles(path).map_err(Failure::input)?),
+            (None, true) => Some(Calibration::H800),
+            (None, false) => None,
+        };
+        Ok(move |p: GemmParams| match c {
+            Some(c) => c.apply(p),
+            None => p,
+        })
+    }
+
+    /// What the flags ask for.
+    pub fn spec(&self) -> GemmSpec {
+        GemmSpec {
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            kernel: Some(self.kernel),
             block_m: self.block_m,
             block_n: self.block_n,
             block_k: self.block_k,
             stages: self.stages,
             consumers: self.consumers,
-            persistent: self.persistent,
-            ctas: cfg.sms as u32,
             group_m: self.group_m,
-            epilogue: if self.tma_store {
-                Epilogue::Tma
-            } else {
-                Epilogue::Registers
-            },
-            wgmma_n: self.wgmma_n.unwrap_or(0),
-            cluster_m: self.cluster.0,
-            cluster_n: self.cluster.1,
-            ..GemmParams::new(self.m, self.n, self.k)
-        };
-        if self.calibrated {
-            p.calibrated(Calibration::H800)
-        } else {
-            p
+            persistent: self.persistent,
+            tma_store: Some(self.tma_store),
+            wgmma_n: self.wgmma_n,
+            cluster_m: Some(self.cluster.0),
+            cluster_n: Some(self.cluster.1),
+            split_k: Some(self.split_k),
         }
     }
+
+    /// The generator parameters without bubbles; persistent kernels get
+    /// one CTA per SM of `cfg`.
+    pub fn params(&self, cfg: &GpuConfig) -> GemmParams {
+        self.spec().params(cfg.sms as u32)
+    }
 }
+
+/// `simfa gemm --tune`: tunes the shape over the family and prints the
+/// best candidate's report and the tuning section (or, with `--json`, the
+/// report with a `tune` array of every candidate).
+pub fn run_tune(
+    cfg: &GpuConfig,
+    shape: &Shape,
+    tune: &TuneArgs,
+    out: &crate::Outputs,
+) -> Result<(), Failure> {
+    let alone = [
+        (out.gantt.is_some(), "--gantt"),
+        (out.svg.is_some(), "--svg"),
+        (out.proton.is_some(), "--proton"),
+        (out.check, "--check"),
+        (out.trace.dram_trace.is_some(), "--dram-trace"),
+        (out.save_at.is_some(), "--save-at"),
+        (out.resume.is_some(), "--resume"),
+    ];
+    if let Some((_, flag)) = alone.iter().find(|(set, _)| *set) {
+        return Err(Failure::Input(format!(
+            "{flag} records one run: run `simfa gemm` with the flags --tune reports as best"
+        )));
+    }
+    let space = match &tune.space {
+        Some(path) => Space::load(path).map_err(Failure::input)?,
+        None => Space::default(),
+    };
+    let bubbles = shape.bubbles()?;
+    let mut bar = Progress::tuning(!out.json);
+    let tuned = gemm_tune::tune(cfg, &shape.spec(), &space, bubbles, tune.jobs, |d, t| {
+        bar.show(d as u64, t as u64, "")
+    });
+    bar.finish();
+    let (_, report) = tuned.best_report(cfg).map_err(Failure::Sim)?;
+    let text = if out.json {
+        let mut j = report.to_json();
+        j["tune"] = tuned.to_json();
+        serde_json::to_string_pretty(&j).map_err(Failure::input)? + "\n"
+    } else {
+        report.to_text() + &tuned.to_text(cfg, TOP)
+    };
+    crate::out(&text)
+}
+
+/// Candidates the text report of `--tune` lists.
+const TOP: usize = 5;

@@ -72,7 +72,7 @@ use bench_cmd::BenchArgs;
 use calibrate_cmd::{CalibrateCmd, L2BwGen, PchaseGen, TmaBwGen};
 use check_cmd::CheckCmd;
 use fa3_cmd::Fa3Shape;
-use gemm_cmd::Shape;
+use gemm_cmd::{Shape, TuneArgs};
 use import_cmd::ImportCmd;
 use progress::Progress;
 use sweep_cmd::SweepArgs;
@@ -107,10 +107,14 @@ enum Cmd {
         #[command(subcommand)]
         what: GenCmd,
     },
-    /// Generate the GEMM kernel and simulate it in one go.
+    /// Generate the GEMM kernel and simulate it in one go (by default the
+    /// warp-specialised persistent kernel, see --kernel; --tune finds the
+    /// fastest of a family).
     Gemm {
         #[command(flatten)]
         shape: Shape,
+        #[command(flatten)]
+        tune: TuneArgs,
         #[command(flatten)]
         gpu: SimGpuArgs,
         #[command(flatten)]
@@ -430,8 +434,16 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
         Cmd::Validate(v) => v.run(),
         Cmd::Agreement(a) => a.run(),
         Cmd::Ttgir { what } => what.run(),
-        Cmd::Gemm { shape, gpu, out } => {
+        Cmd::Gemm {
+            shape,
+            tune,
+            gpu,
+            out,
+        } => {
             let cfg = gpu.resolve()?;
+            if tune.tune {
+                return gemm_cmd::run_tune(&cfg, &shape, &tune, &out);
+            }
             let k = gemm(&shape.resolve(&cfg)?).map_err(Failure::input)?;
             run_and_report(&cfg, &k, NoStream, &out, &mut (), None)
         }

@@ -12,6 +12,7 @@ pub struct Progress {
     enabled: bool,
     start: Instant,
     bar: Option<ProgressBar>,
+    template: &'static str,
 }
 
 impl Progress {
@@ -24,29 +25,40 @@ impl Progress {
             enabled: wanted && std::io::stderr().is_terminal(),
             start: Instant::now(),
             bar: None,
+            template: "simulating [{elapsed_precise}] {bar:30} {pos}/{len} CTAs, cycle {msg}",
         }
+    }
+
+    /// A bar of `simfa gemm --tune`'s candidates decided, active only if
+    /// `wanted` and stderr is a terminal.
+    pub fn tuning(wanted: bool) -> Self {
+        let mut p = Progress::new(wanted);
+        p.template = "tuning [{elapsed_precise}] {bar:30} {pos}/{len} candidates";
+        p
     }
 
     /// Records the state of the run, drawing the bar if it is shown.
     pub fn update(&mut self, cycle: u64, retired: u32, total: u32) {
+        self.show(retired as u64, total as u64, cycle);
+    }
+
+    /// Records `done` of `total` with `msg`, drawing the bar if it is shown.
+    pub fn show(&mut self, done: u64, total: u64, msg: impl ToString) {
         if !self.enabled || self.start.elapsed() < Self::DELAY {
             return;
         }
+        let template = self.template;
         let bar = self.bar.get_or_insert_with(|| {
-            let b = ProgressBar::with_draw_target(
-                Some(total as u64),
-                ProgressDrawTarget::stderr_with_hz(4),
-            );
+            let b =
+                ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr_with_hz(4));
             b.set_style(
-                ProgressStyle::with_template(
-                    "simulating [{elapsed_precise}] {bar:30} {pos}/{len} CTAs, cycle {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template(template)
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             b
         });
-        bar.set_position(retired as u64);
-        bar.set_message(cycle.to_string());
+        bar.set_position(done);
+        bar.set_message(msg.to_string());
     }
 
     /// Erases the bar if it was shown.
@@ -77,11 +89,8 @@ mod tests {
 
     #[test]
     fn the_bar_appears_only_after_the_delay() {
-        let mut p = Progress {
-            enabled: true,
-            start: Instant::now(),
-            bar: None,
-        };
+        let mut p = Progress::new(false);
+        p.enabled = true;
         p.update(10, 1, 4);
         assert!(p.bar.is_none(), "no bar within the first second");
         p.start -= Progress::DELAY;

@@ -369,9 +369,43 @@ pub fn simulate_from<S: StreamSource>(
     k: &Kernel,
     source: S,
     obs: &mut impl Observer,
-    mut progress: impl FnMut(u64, u32, u32),
+    progress: impl FnMut(u64, u32, u32),
     snaps: &Snapshots,
 ) -> Result<RunOutcome, RunError> {
+    run_to(cfg, k, source, obs, progress, snaps, u64::MAX)
+        .map(|o| o.expect("a run without a cycle limit ends finished"))
+}
+
+/// Like [`simulate`], but stops as soon as the simulated cycle passes
+/// `limit`: `None` then, the finished run's outcome otherwise (a run that
+/// ends at cycle `limit` or before).
+pub fn simulate_within(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    limit: u64,
+) -> Result<Option<RunOutcome>, RunError> {
+    run_to(
+        cfg,
+        k,
+        NoStream,
+        &mut (),
+        |_, _, _| {},
+        &Snapshots::default(),
+        limit,
+    )
+}
+
+/// The run of [`simulate_from`], given up (`None`) once the simulated
+/// cycle passes `limit`.
+fn run_to<S: StreamSource>(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    source: S,
+    obs: &mut impl Observer,
+    mut progress: impl FnMut(u64, u32, u32),
+    snaps: &Snapshots,
+    limit: u64,
+) -> Result<Option<RunOutcome>, RunError> {
     if cfg.memory == MemoryModel::External {
         return Err(RunError::ExternalMemory);
     }
@@ -408,6 +442,9 @@ pub fn simulate_from<S: StreamSource>(
         match sim.step(&mut counter) {
             Ok(Status::Finished) => break,
             Ok(Status::Running) => {
+                if sim.now().get() > limit {
+                    return Ok(None);
+                }
                 steps += 1;
                 if steps % PROGRESS_INTERVAL == 0 {
                     let (retired, total) = sim.progress();
@@ -427,14 +464,18 @@ pub fn simulate_from<S: StreamSource>(
     if let Some((_, path)) = save_at {
         save_snapshot(path, &sim, &counter.tally)?;
     }
-    Ok(RunOutcome {
-        summary: sim.summary(),
+    let summary = sim.summary();
+    if summary.cycles > limit {
+        return Ok(None);
+    }
+    Ok(Some(RunOutcome {
+        summary,
         arena_bytes,
         ctas: k.ctas(),
         flops: counter.tally.flops,
         first_transfer: counter.tally.first_transfer,
         last_retire: counter.tally.last_retire,
-    })
+    }))
 }
 
 /// A lower bound on the instructions one WarpGroup of the program

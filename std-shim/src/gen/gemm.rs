@@ -262,7 +262,7 @@ fn tile_guard(t: Expr, from: i64, span: i64, below: bool) -> Expr {
 fn operands(p: &GemmParams) -> Operands {
     let z = Expr::constant(0);
     let (bm, bn, bk) = (p.block_m as i64, p.block_n as i64, p.block_k as i64);
-    let kt = p.k_iters() as i64;
+    let kt = p.k_iters_per_cta() as i64;
     let s = p.stages as i64;
     let split = p.last_group_apart() && p.last_group_first() > 0;
     // The global iteration count g and the K-loop counter: a persistent
@@ -280,6 +280,10 @@ fn operands(p: &GemmParams) -> Operands {
     }
     let mut k_off = lc([0; 4]);
     k_off.l[kl] = bk;
+    if p.split_k > 1 {
+        // K slice z starts at iteration z * K/BK / split_k.
+        k_off.c[2] = kt * bk;
+    }
     let slot = if s == 1 { z } else { Expr { rem: s, ..g } };
     let parity = Expr {
         div: if s == 1 { 0 } else { s },
@@ -610,6 +614,139 @@ fn emit_store(k: &mut Kb, p: &GemmParams, tile: &Tile) -> Result<(), GenError> {
     Ok(())
 }
 
+/// Bytes per element of split-K's FP32 partial sums.
+const PARTIAL_BYTES: u32 = 4;
+
+/// Global base of split-K's workspace, after C.
+pub fn workspace_base(p: &GemmParams) -> u64 {
+    after(
+        tensor_bases(p)[2],
+        p.m as u64 * p.n as u64 * ELEM_BYTES as u64,
+    )
+}
+
+/// Split-K's workspace: the FP32 partial sums of C, one `M x N` plane per
+/// K slice (the first slice's unused), a consumer's rows per box.
+fn workspace_map(p: &GemmParams) -> TensorMap {
+    let e = PARTIAL_BYTES as u64;
+    let plane = p.m as u64 * p.n as u64 * e;
+    TensorMap {
+        name: name("W"),
+        base: workspace_base(p),
+        elem_bytes: PARTIAL_BYTES as u8,
+        rank: 3,
+        dims: [p.n as u64, p.m as u64, p.split_k as u64, 0, 0],
+        strides: [e, p.n as u64 * e, plane, 0, 0],
+        boxdim: [p.block_n, p.rows_per_consumer(), 1, 0, 0],
+    }
+}
+
+/// What a split-K kernel declares: the workspace map, the `partials`
+/// stages and the `reduce` mbarriers.
+#[derive(Clone, Copy)]
+struct SplitK {
+    map: u8,
+    partials: u8,
+    reduce: u8,
+}
+
+/// The end of a tile for a consumer (or the single WarpGroup): its store
+/// of C; with split-K, in the first K slice after adding the others'
+/// partial sums, in every other slice the write of its own.
+///
+/// ```text
+/// loop (split_k - 1 + z) / split_k {     ; slices z >= 1
+///     st.global W, [col, rows, z], 16    ; FP32 partial sums
+///     store.wait 0
+///     stage.release partials[wg], cluster z
+/// }
+/// loop 1 - z {                           ; slice 0
+///     stage.acquire partials[wg]         ; claims the stage
+///     stage.acquire partials[wg]         ; every other slice released it
+///     mbar.expect_tx reduce[wg], (split_k - 1) * rows * BN * 4
+///     loop split_k - 1 { ld.global W, reduce[wg], [col, rows, l + 1], 16 }
+///     mbar.arrive reduce[wg]
+///     mbar.wait reduce[wg], 0
+///     compute fp32 = (split_k - 1) * rows * BN
+///     (the store of C)
+/// }
+/// ```
+fn emit_epilogue(
+    k: &mut Kb,
+    p: &GemmParams,
+    tile: &Tile,
+    split: Option<SplitK>,
+) -> Result<(), GenError> {
+    let Some(sk) = split else {
+        return emit_store(k, p, tile);
+    };
+    let z = Expr::constant(0);
+    let s = p.split_k as i64;
+    let wg = Expr { wg: 1, ..z };
+    let depth = k.depth();
+    let w = |k: &mut Kb, slice: Expr| -> Result<[u16; 5], GenError> {
+        coords(k, sk.map, &[tile.c[0], tile.c[1], slice])
+    };
+    // The other slices: write, drain, release along z.
+    let others = k.loop_begin(Expr {
+        k: s - 1,
+        c: [0, 0, 1],
+        div: s,
+        ..z
+    })?;
+    let c = w(k, Expr { c: [0, 0, 1], ..z })?;
+    k.op(Instr::StGlobal {
+        map: sk.map,
+        coords: c,
+        segment: Epilogue::STORE_SEGMENT,
+    })?;
+    k.op(Instr::StoreWait { n: 0 })?;
+    let stage = Ref {
+        decl: sk.partials,
+        idx: k.expr(wg)?,
+    };
+    k.op(Instr::StageRelease { stage, cluster: 4 })?;
+    k.loop_end(others)?;
+    // The first slice: wait for the others, add their sums, store C.
+    let first = k.loop_begin(Expr {
+        k: 1,
+        c: [0, 0, -1],
+        ..z
+    })?;
+    k.op(Instr::StageAcquire { stage })?;
+    k.op(Instr::StageAcquire { stage })?;
+    let bar = Ref {
+        decl: sk.reduce,
+        idx: k.expr(wg)?,
+    };
+    let elems = p.rows_per_consumer() * p.block_n;
+    let bytes = (s as u32 - 1) * elems * PARTIAL_BYTES;
+    k.op(Instr::MbarExpectTx { bar, bytes })?;
+    let loads = k.loop_begin(Expr::constant(s - 1))?;
+    let mut slice = Expr { k: 1, ..z };
+    slice.l[depth + 1] = 1;
+    let c = w(k, slice)?;
+    k.op(Instr::LdGlobal {
+        map: sk.map,
+        bar,
+        coords: c,
+        segment: Epilogue::STORE_SEGMENT,
+    })?;
+    k.loop_end(loads)?;
+    k.op(Instr::MbarArrive { bar })?;
+    let parity = k.expr(z)?;
+    k.op(Instr::MbarWait { bar, parity })?;
+    k.op(Instr::Compute {
+        work: simfa_core::Work {
+            fp32: (s as u32 - 1) * elems,
+            ..simfa_core::Work::default()
+        },
+    })?;
+    emit_store(k, p, tile)?;
+    k.loop_end(first)?;
+    Ok(())
+}
+
 /// Emits `body` for each kind of tile: once, inside the persistent tile
 /// loop when there is one, each kind in the 0-or-1 loop that picks it.
 fn each_tile(
@@ -642,7 +779,7 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         dims: if p.persistent {
             [cm * cn, 1, 1]
         } else {
-            [cn, cm, 1]
+            [cn, cm, p.split_k as u8]
         },
     };
     let mut b = Builder::new(
@@ -656,7 +793,7 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     k.grid(if p.persistent {
         [p.grid_ctas().min(u32::MAX as u64) as u32, 1, 1]
     } else {
-        [p.tiles_n(), p.tiles_m(), 1]
+        [p.tiles_n(), p.tiles_m(), p.split_k]
     });
     k.order(if p.group_m > 1 && !p.persistent {
         // Clusters follow the order over the grid of clusters.
@@ -698,6 +835,15 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         maps.push(map2d("A_last", a_base + a_at, rows, p.k, bk, bm));
         maps.push(map2d("C_last", c_base + c_at, rows, p.n, bn, h));
     }
+    let split = (p.split_k > 1).then(|| {
+        maps.push(workspace_map(p));
+        SplitK {
+            map: maps.len() as u8 - 1,
+            // After the ring's `empty` and `full`.
+            partials: (p.stages >= 2) as u8,
+            reduce: FULL + 1,
+        }
+    });
     let mut ops = operands(p);
     if p.cluster_size() > 1 {
         clustered(p, &mut maps, &mut ops);
@@ -710,6 +856,13 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         // Every consumer of every CTA of the cluster releases each stage.
         let releases = p.consumers * p.cluster_size();
         k.stages("empty", p.stages as u16, releases as u16)?;
+    }
+    if p.split_k > 1 {
+        // One per consumer of the first K slice, released by the same
+        // consumer of each other slice; one mbarrier per consumer for its
+        // loads of their partial sums.
+        k.stages("partials", p.consumers as u16, p.split_k as u16 - 1)?;
+        k.mbarriers("reduce", p.consumers as u16, 1)?;
     }
     let bytes = p.stage_bytes() as u32;
     let iter_bubble = p.iter_bubble_cycles();
@@ -725,7 +878,7 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
             emit_mma(k, p, &ops)?;
             bubble(k, iter_bubble)?;
             k.loop_end(kl)?;
-            emit_store(k, p, tile)
+            emit_epilogue(k, p, tile, split)
         })?;
         k.op(Instr::StoreWait { n: 0 })?;
         k.op(Instr::Exit)?;
@@ -762,7 +915,7 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
             })?;
             bubble(k, iter_bubble)?;
             k.loop_end(kl)?;
-            emit_store(k, p, tile)
+            emit_epilogue(k, p, tile, split)
         })?;
         k.op(Instr::StoreWait { n: 0 })?;
         k.op(Instr::Exit)?;

@@ -146,6 +146,11 @@ pub struct GemmParams {
     /// CTAs per cluster along N (default 1): the CTAs that share a tile
     /// row multicast its A tile, each loading `block_m / cluster_n` rows.
     pub cluster_n: u32,
+    /// K slices (split-K, default 1): the grid gets a z dimension of
+    /// `split_k` CTAs per tile, each computing `K / split_k`; the CTAs of a
+    /// tile form a `[1, 1, split_k]` cluster whose others write their FP32
+    /// partial sums to a workspace for the first to add before it stores C.
+    pub split_k: u32,
 }
 
 impl Default for GemmParams {
@@ -209,6 +214,7 @@ impl GemmParams {
             wgmma_n: 0,
             cluster_m: 1,
             cluster_n: 1,
+            split_k: 1,
         }
     }
 
@@ -244,14 +250,19 @@ impl GemmParams {
         self.k.div_ceil(self.block_k.max(1))
     }
 
-    /// CTAs launched: one per tile, or `min(ctas, tiles)` when persistent
+    /// Main-loop iterations of one CTA: `k_iters / split_k`.
+    pub fn k_iters_per_cta(&self) -> u32 {
+        self.k_iters() / self.split_k.max(1)
+    }
+
+    /// CTAs launched: one per tile and K slice, or `min(ctas, tiles)` when persistent
     /// (rounded down to whole clusters).
     pub fn grid_ctas(&self) -> u64 {
         if self.persistent {
             let size = self.cluster_size() as u64;
             self.tiles().min(self.ctas as u64) / size * size
         } else {
-            self.tiles()
+            self.tiles() * self.split_k as u64
         }
     }
 
@@ -421,6 +432,7 @@ impl GemmParams {
             ));
         }
         self.validate_cluster()?;
+        self.validate_split_k()?;
         let regs = self.mma_regs();
         if regs > MAX_REGS_PER_THREAD {
             return Err(bad(
@@ -463,6 +475,29 @@ impl GemmParams {
             ));
         }
         Ok(())
+    }
+
+    /// Split-K's checks: a one-CTA-per-tile grid without another cluster,
+    /// and K iterations that split evenly.
+    fn validate_split_k(&self) -> Result<(), GenError> {
+        let s = self.split_k;
+        let problem = if s == 0 || s as usize > simfa_core::cluster::MAX_CLUSTER {
+            format!("{s} must be in 1..=16 (its CTAs form one cluster)")
+        } else if s == 1 {
+            return Ok(());
+        } else if self.persistent {
+            "split-K runs one CTA per tile and K slice: set persistent = false".into()
+        } else if self.cluster_size() > 1 {
+            "split-K's K slices form the cluster: set cluster 1x1".into()
+        } else if self.k_iters() % s != 0 {
+            format!(
+                "the {} iterations of K / block_k do not split into {s} equal slices",
+                self.k_iters()
+            )
+        } else {
+            return Ok(());
+        };
+        Err(bad("split_k", problem))
     }
 
     /// The cluster's checks: its size, a producer to multicast, whole

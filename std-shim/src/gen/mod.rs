@@ -13,7 +13,10 @@
 pub mod fa3;
 pub mod gemm;
 pub mod gemm_params;
+pub mod gemm_space;
+pub mod gemm_spec;
 pub mod gemm_sweep;
+pub mod gemm_tune;
 pub mod pchase;
 pub mod tmabw;
 pub mod wgmma_bench;
@@ -21,6 +24,7 @@ pub mod wgmma_bench;
 pub use fa3::{fa3, Fa3Params, Variant};
 pub use gemm::gemm;
 pub use gemm_params::{Calibration, Epilogue, GemmParams};
+pub use gemm_spec::{GemmKernel, GemmSpec};
 pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};
 pub use pchase::{cycles_per_hop, pchase, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};

@@ -162,6 +162,22 @@ struct OutputFile {
     plot: Option<Plot>,
 }
 
+/// A TOML file's parse error (`text` read from `file`) as a [`PlanError`]:
+/// its line, the field serde names in its message (else `whole`, what the
+/// file is) and the message.
+pub(crate) fn toml_error(text: &str, file: &str, e: &toml::de::Error, whole: &str) -> PlanError {
+    let at = e.span().map_or(0, |s| s.start);
+    let message = e.message().trim().replace('\n', "; ");
+    // serde names the offending field in its message.
+    let key = message.split('`').nth(1).unwrap_or(whole).to_string();
+    PlanError {
+        file: file.to_string(),
+        line: line_of(text, at),
+        key,
+        message,
+    }
+}
+
 /// 1-based line of byte offset `at` in `text`.
 fn line_of(text: &str, at: usize) -> usize {
     crate::config::line_col(text, at).0
@@ -191,18 +207,7 @@ impl Plan {
             key: key.to_string(),
             message,
         };
-        let pf: PlanFile = toml::from_str(text).map_err(|e| {
-            let at = e.span().map_or(0, |s| s.start);
-            let msg = e.message().trim().replace('\n', "; ");
-            // serde names the offending field in its message.
-            let key = msg
-                .split('`')
-                .nth(1)
-                .unwrap_or("plan")
-                .trim_end_matches('`')
-                .to_string();
-            err(at, &key, msg)
-        })?;
+        let pf: PlanFile = toml::from_str(text).map_err(|e| toml_error(text, file, &e, "plan"))?;
         // The base configuration table: a config file's, then `gpu`.
         let mut base = toml::Table::new();
         if let Some(c) = &pf.config {

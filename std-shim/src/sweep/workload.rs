@@ -9,10 +9,11 @@
 //! { kind = "kernel", file = "kernels/ring.sasm" }
 //! ```
 //!
-//! GEMM fields: `m n k` (required), `block_m block_n block_k stages
-//! consumers group_m persistent tma_store wgmma_n cluster_m cluster_n` (the generator's
-//! defaults otherwise; a persistent kernel gets one CTA per SM; as in
-//! `simfa gemm`, C is stored from registers unless `tma_store = true`). FA3 fields: `batch heads
+//! GEMM fields: `m n k` (required), `kernel` (`"ws"`, the default, or
+//! `"paper"`), `block_m block_n block_k stages consumers group_m persistent
+//! tma_store wgmma_n cluster_m cluster_n` (the family's defaults otherwise,
+//! as in `simfa gemm`: [`GemmSpec`]; a persistent kernel gets one CTA per
+//! SM; C is stored from registers unless `tma_store = true`). FA3 fields: `batch heads
 //! kv_heads seqlen seqlen_kv hdim causal variant`, defaults Llama 3 8B
 //! (32 heads, 8 KV heads, head dim 128), 4096 tokens, `"full"`; as in
 //! `simfa fa3`, a head count that 8 does not divide without `kv_heads`
@@ -24,13 +25,13 @@ use serde::Deserialize;
 use simfa_core::{GpuConfig, Kernel};
 
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
-use crate::gen::{gemm, Epilogue, GemmParams};
+use crate::gen::{gemm, GemmSpec};
 
 /// A point's workload.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Workload {
     /// A generated GEMM (persistent CTAs are set from the point's SMs).
-    Gemm(GemmParams),
+    Gemm(GemmSpec),
     /// The generated FA3 forward kernel.
     Fa3(Fa3Params),
     /// A kernel file (either encoding).
@@ -40,22 +41,7 @@ pub enum Workload {
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 enum Spec {
-    Gemm {
-        m: u32,
-        n: u32,
-        k: u32,
-        block_m: Option<u32>,
-        block_n: Option<u32>,
-        block_k: Option<u32>,
-        stages: Option<u32>,
-        consumers: Option<u32>,
-        group_m: Option<u32>,
-        persistent: Option<bool>,
-        tma_store: Option<bool>,
-        wgmma_n: Option<u32>,
-        cluster_m: Option<u32>,
-        cluster_n: Option<u32>,
-    },
+    Gemm(GemmSpec),
     Fa3 {
         batch: Option<u32>,
         heads: Option<u32>,
@@ -80,43 +66,7 @@ impl Workload {
             .try_into()
             .map_err(|e: toml::de::Error| e.message().trim().replace('\n', "; "))?;
         Ok(match spec {
-            Spec::Gemm {
-                m,
-                n,
-                k,
-                block_m,
-                block_n,
-                block_k,
-                stages,
-                consumers,
-                group_m,
-                persistent,
-                tma_store,
-                wgmma_n,
-                cluster_m,
-                cluster_n,
-            } => {
-                let d = GemmParams::new(m, n, k);
-                Workload::Gemm(GemmParams {
-                    block_m: block_m.unwrap_or(d.block_m),
-                    block_n: block_n.unwrap_or(d.block_n),
-                    block_k: block_k.unwrap_or(d.block_k),
-                    stages: stages.unwrap_or(d.stages),
-                    consumers: consumers.unwrap_or(d.consumers),
-                    group_m: group_m.unwrap_or(d.group_m),
-                    persistent: persistent.unwrap_or(d.persistent),
-                    // As `simfa gemm`: register stores unless `tma_store`.
-                    epilogue: if tma_store.unwrap_or(false) {
-                        Epilogue::Tma
-                    } else {
-                        Epilogue::Registers
-                    },
-                    wgmma_n: wgmma_n.unwrap_or(d.wgmma_n),
-                    cluster_m: cluster_m.unwrap_or(d.cluster_m),
-                    cluster_n: cluster_n.unwrap_or(d.cluster_n),
-                    ..d
-                })
-            }
+            Spec::Gemm(spec) => Workload::Gemm(spec),
             Spec::Fa3 {
                 batch,
                 heads,
@@ -155,13 +105,9 @@ impl Workload {
     /// where it has one (FA3's useful FLOPs).
     pub fn kernel(&self, cfg: &GpuConfig) -> Result<(Kernel, Option<u64>), String> {
         match self {
-            Workload::Gemm(p) => {
-                let p = GemmParams {
-                    ctas: cfg.sms as u32,
-                    ..*p
-                };
-                gemm(&p).map(|k| (k, None)).map_err(|e| e.to_string())
-            }
+            Workload::Gemm(spec) => gemm(&spec.params(cfg.sms as u32))
+                .map(|k| (k, None))
+                .map_err(|e| e.to_string()),
             Workload::Fa3(p) => fa3(p, cfg)
                 .map(|(k, _)| (k, Some(p.flops())))
                 .map_err(|e| e.to_string()),

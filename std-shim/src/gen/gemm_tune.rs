@@ -1,0 +1,381 @@
+//! `simfa gemm --tune`: the fastest kernel of a family ([`Space`]) for one
+//! GEMM shape.
+//!
+//! Each choice of the space, applied to the user's [`GemmSpec`] of the
+//! warp-specialised family, is a candidate. Candidates that the generator
+//! refuses (registers, shared memory, a cluster that does not divide the
+//! tiles) or that do not fit an SM are listed as invalid. The others are
+//! ordered by their analytic lower bound
+//! ([`simfa_core::analytic::Estimate::lower_bound_cycles`]), ties in space
+//! order, and simulated in batches of [`BATCH`]:
+//!
+//! - a candidate whose bound is at least the best cycles found so far is
+//!   cut without a run (its simulation could only be slower);
+//! - the others run on the thread pool, each stopped as soon as its
+//!   simulated cycle passes that best ([`crate::run::simulate_within`]);
+//! - the best is updated after the batch: fewest cycles, ties to the
+//!   earlier candidate in bound order.
+//!
+//! The best only changes between batches and a batch's limit is fixed
+//! before it starts, so every verdict and the best are the same whatever
+//! the number of threads.
+
+use rayon::prelude::*;
+use simfa_core::analytic::estimate;
+use simfa_core::{GpuConfig, Kernel};
+
+use super::gemm_space::{Choice, Space};
+use super::gemm_spec::{GemmKernel, GemmSpec};
+use super::{gemm, GemmParams};
+use crate::run::{simulate_within, RunOutcome};
+
+/// Candidates simulated between two updates of the best.
+pub const BATCH: usize = 4;
+
+/// Instructions the analytic walk of one candidate may take; a larger
+/// kernel gets no bound and is always simulated.
+pub const BOUND_STEPS: u64 = 1 << 27;
+
+/// What became of a candidate.
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    /// Simulated to the end.
+    Simulated(RunOutcome),
+    /// Not run: its analytic bound is at least the best cycles then.
+    Bound {
+        /// The best cycles it was compared with.
+        best: u64,
+    },
+    /// Stopped once its simulated cycle passed the best then.
+    Passed {
+        /// The best cycles it passed.
+        best: u64,
+    },
+    /// The generator refused it, or it does not fit an SM.
+    Invalid(String),
+    /// Its simulation failed.
+    Failed(String),
+}
+
+/// One candidate of a tuning run.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The choice of the space it was made from.
+    pub choice: Choice,
+    /// Its generator parameters.
+    pub params: GemmParams,
+    /// Its analytic lower bound in cycles (`None`: invalid or no bound).
+    pub bound: Option<u64>,
+    /// What became of it.
+    pub verdict: Verdict,
+}
+
+impl Candidate {
+    /// Cycles of a candidate simulated to the end.
+    pub fn cycles(&self) -> Option<u64> {
+        match &self.verdict {
+            Verdict::Simulated(o) => Some(o.summary.cycles),
+            _ => None,
+        }
+    }
+}
+
+/// The result of a tuning run.
+#[derive(Clone, Debug)]
+pub struct Tuned {
+    /// Every candidate, in space order.
+    pub candidates: Vec<Candidate>,
+    /// The fastest candidate (`None` when none ran to the end).
+    pub best: Option<usize>,
+}
+
+impl Tuned {
+    /// Candidates simulated to the end, fastest first (ties in space
+    /// order).
+    pub fn ranking(&self) -> Vec<usize> {
+        let mut r: Vec<usize> = (0..self.candidates.len())
+            .filter(|&i| self.candidates[i].cycles().is_some())
+            .collect();
+        r.sort_by_key(|&i| (self.candidates[i].cycles(), i));
+        r
+    }
+
+    /// How many candidates got each verdict: simulated, cut by the bound,
+    /// passed the best while running, invalid, failed.
+    pub fn counts(&self) -> [usize; 5] {
+        let mut c = [0; 5];
+        for cand in &self.candidates {
+            c[match cand.verdict {
+                Verdict::Simulated(_) => 0,
+                Verdict::Bound { .. } => 1,
+                Verdict::Passed { .. } => 2,
+                Verdict::Invalid(_) => 3,
+                Verdict::Failed(_) => 4,
+            }] += 1;
+        }
+        c
+    }
+}
+
+/// `base` (its shape and epilogue bubbles) with `c`'s parameters, in the
+/// warp-specialised family.
+pub fn spec_of(base: &GemmSpec, c: &Choice) -> GemmSpec {
+    let opt = |v: u32| (v != 0).then_some(v);
+    GemmSpec {
+        kernel: Some(GemmKernel::Ws),
+        block_m: Some(c.tile.0),
+        block_n: Some(c.tile.1),
+        block_k: Some(c.block_k),
+        stages: opt(c.stages),
+        consumers: opt(c.consumers),
+        persistent: Some(c.persistent),
+        group_m: Some(c.group_m),
+        cluster_m: Some(c.cluster.0),
+        cluster_n: Some(c.cluster.1),
+        split_k: Some(c.split_k),
+        tma_store: Some(c.tma_store),
+        wgmma_n: None,
+        ..*base
+    }
+}
+
+/// The kernel of a candidate and its bound, or why it is invalid. Split-K
+/// is tried only where the tiles leave SMs idle, as the libraries'
+/// heuristics do: elsewhere its extra traffic cannot pay.
+fn build(cfg: &GpuConfig, p: &GemmParams) -> Result<(Kernel, Option<u64>), String> {
+    if p.split_k > 1 && p.tiles() >= cfg.sms as u64 {
+        return Err(format!(
+            "split_k: {} tiles fill the {} SMs without it",
+            p.tiles(),
+            cfg.sms
+        ));
+    }
+    let k = gemm(p).map_err(|e| e.to_string())?;
+    k.check_fits(cfg).map_err(|e| e.to_string())?;
+    let bound = estimate(cfg, &k, BOUND_STEPS).lower_bound_cycles(cfg);
+    Ok((k, bound))
+}
+
+/// Tunes `base` over `space` on `cfg` with `jobs` threads (0: one per
+/// core); `bubbles` adds frontend bubbles to every candidate. `progress`
+/// is called with (candidates decided, candidates) after each batch.
+///
+/// # Panics
+///
+/// If the thread pool cannot be built.
+pub fn tune(
+    cfg: &GpuConfig,
+    base: &GemmSpec,
+    space: &Space,
+    bubbles: impl Fn(GemmParams) -> GemmParams + Sync,
+    jobs: usize,
+    mut progress: impl FnMut(usize, usize),
+) -> Tuned {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .expect("a thread pool");
+    let choices = space.choices();
+    let sms = cfg.sms as u32;
+    type Built = (Choice, GemmParams, Result<(Kernel, Option<u64>), String>);
+    let built: Vec<Built> = pool.install(|| {
+        choices
+            .par_iter()
+            .map(|c| {
+                let p = bubbles(spec_of(base, c).params(sms));
+                (*c, p, build(cfg, &p))
+            })
+            .collect()
+    });
+    let mut candidates: Vec<Candidate> = built
+        .iter()
+        .map(|(choice, params, b)| Candidate {
+            choice: *choice,
+            params: *params,
+            bound: b.as_ref().ok().and_then(|(_, bound)| *bound),
+            verdict: match b {
+                Err(e) => Verdict::Invalid(e.clone()),
+                Ok(_) => Verdict::Failed("not run".into()),
+            },
+        })
+        .collect();
+    // Valid candidates by bound (no bound: last), then space order.
+    let mut order: Vec<usize> = (0..built.len()).filter(|&i| built[i].2.is_ok()).collect();
+    order.sort_by_key(|&i| (candidates[i].bound.unwrap_or(u64::MAX), i));
+    let total = order.len();
+    let mut best: Option<(u64, usize)> = None;
+    let mut decided = 0;
+    for batch in order.chunks(BATCH) {
+        let limit = best.map_or(u64::MAX, |(c, _)| c);
+        let cands = &candidates;
+        let runs: Vec<(usize, Verdict)> = pool.install(|| {
+            batch
+                .par_iter()
+                .map(|&i| {
+                    let verdict = match (&built[i].2, cands[i].bound) {
+                        (Ok(_), Some(b)) if b >= limit => Verdict::Bound { best: limit },
+                        (Ok((k, _)), _) => match simulate_within(cfg, k, limit) {
+                            Ok(Some(o)) => Verdict::Simulated(o),
+                            Ok(None) => Verdict::Passed { best: limit },
+                            Err(e) => Verdict::Failed(e.to_string()),
+                        },
+                        (Err(e), _) => Verdict::Invalid(e.clone()),
+                    };
+                    (i, verdict)
+                })
+                .collect()
+        });
+        for (i, v) in runs {
+            candidates[i].verdict = v;
+        }
+        // In bound order, so a tie goes to the earlier candidate.
+        for &i in batch {
+            if let Some(c) = candidates[i].cycles() {
+                if best.is_none_or(|(b, bi)| (c, i) < (b, bi)) {
+                    best = Some((c, i));
+                }
+            }
+        }
+        decided += batch.len();
+        progress(decided, total);
+    }
+    Tuned {
+        candidates,
+        best: best.map(|(_, i)| i),
+    }
+}
+
+/// The `simfa gemm` flags of a candidate's parameters.
+pub fn flags(p: &GemmParams) -> String {
+    let mut s = format!(
+        "--block-m {} --block-n {} --block-k {} --stages {} --consumers {} --persistent {} --group-m {} --cluster {}x{} --split-k {}",
+        p.block_m,
+        p.block_n,
+        p.block_k,
+        p.stages,
+        p.consumers,
+        p.persistent,
+        p.group_m,
+        p.cluster_m,
+        p.cluster_n,
+        p.split_k
+    );
+    if p.epilogue == super::Epilogue::Tma {
+        s.push_str(" --tma-store");
+    }
+    s
+}
+
+/// A candidate's parameters as JSON.
+fn config_json(p: &GemmParams) -> serde_json::Value {
+    serde_json::json!({
+        "block_m": p.block_m,
+        "block_n": p.block_n,
+        "block_k": p.block_k,
+        "stages": p.stages,
+        "consumers": p.consumers,
+        "persistent": p.persistent,
+        "group_m": p.group_m,
+        "cluster_m": p.cluster_m,
+        "cluster_n": p.cluster_n,
+        "split_k": p.split_k,
+        "tma_store": p.epilogue == super::Epilogue::Tma,
+    })
+}
+
+impl Tuned {
+    /// The best candidate's kernel and report, or why there is none.
+    pub fn best_report(
+        &self,
+        cfg: &GpuConfig,
+    ) -> Result<(Kernel, crate::reporting::report::Report), String> {
+        let best = self.best.ok_or_else(|| {
+            let [_, _, _, invalid, failed] = self.counts();
+            let why = self
+                .candidates
+                .iter()
+                .find_map(|c| match &c.verdict {
+                    Verdict::Failed(e) | Verdict::Invalid(e) => Some(e.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "the space is empty".into());
+            format!(
+                "no candidate ran to the end ({invalid} invalid, {failed} failed; first: {why})"
+            )
+        })?;
+        let c = &self.candidates[best];
+        let k = gemm(&c.params).map_err(|e| e.to_string())?;
+        let Verdict::Simulated(o) = &c.verdict else {
+            return Err("the best candidate has no run".into());
+        };
+        let r = crate::reporting::report::Report::new(cfg, &k, o);
+        Ok((k, r))
+    }
+
+    /// Every candidate as JSON, in space order: its configuration, bound,
+    /// and cycles or why it was cut.
+    pub fn to_json(&self) -> serde_json::Value {
+        let rows: Vec<serde_json::Value> = self
+            .candidates
+            .iter()
+            .map(|c| {
+                let mut j = serde_json::json!({
+                    "config": config_json(&c.params),
+                    "bound_cycles": c.bound,
+                });
+                match &c.verdict {
+                    Verdict::Simulated(o) => j["cycles"] = o.summary.cycles.into(),
+                    Verdict::Bound { best } => {
+                        j["cut"] = "bound".into();
+                        j["why"] = format!("its bound is at least the best {best} cycles").into();
+                    }
+                    Verdict::Passed { best } => {
+                        j["cut"] = "passed".into();
+                        j["why"] = format!("its run passed the best {best} cycles").into();
+                    }
+                    Verdict::Invalid(e) => {
+                        j["cut"] = "invalid".into();
+                        j["why"] = e.clone().into();
+                    }
+                    Verdict::Failed(e) => {
+                        j["cut"] = "failed".into();
+                        j["why"] = e.clone().into();
+                    }
+                }
+                j
+            })
+            .collect();
+        serde_json::Value::Array(rows)
+    }
+
+    /// The text section after the best's report: the counts, the best's
+    /// flags and the fastest `top` candidates.
+    pub fn to_text(&self, cfg: &GpuConfig, top: usize) -> String {
+        let [sim, bound, passed, invalid, failed] = self.counts();
+        let mut s = format!(
+            "tune          {} candidates: {sim} simulated, {bound} cut by the bound, {passed} passed the best while running, {invalid} invalid, {failed} failed\n",
+            self.candidates.len()
+        );
+        if let Some(b) = self.best {
+            s.push_str(&format!(
+                "best          {}\n",
+                flags(&self.candidates[b].params)
+            ));
+        }
+        s.push_str("  cycles      TFLOPS  configuration\n");
+        for &i in self.ranking().iter().take(top) {
+            let c = &self.candidates[i];
+            let (Verdict::Simulated(o), Ok(k)) = (&c.verdict, gemm(&c.params)) else {
+                continue;
+            };
+            let r = crate::reporting::report::Report::new(cfg, &k, o);
+            s.push_str(&format!(
+                "  {:<10}  {:>6.1}  {}\n",
+                r.cycles,
+                r.tflops,
+                flags(&c.params)
+            ));
+        }
+        s
+    }
+}
