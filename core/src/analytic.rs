@@ -66,6 +66,12 @@ pub struct Estimate {
     pub l2_load_bytes: u64,
     /// Bytes TMA and bulk copies store from shared memory to the L2.
     pub l2_store_bytes: u64,
+    /// Of [`Estimate::l2_load_bytes`], those TMA tensor loads move (each
+    /// line through its issuing SM's port, once for all the CTAs of a
+    /// multicast).
+    pub tma_load_bytes: u64,
+    /// TMA tensor-load bytes of the CTA with the most.
+    pub cta_tma_load_max: u64,
     /// Of [`Estimate::l2_load_bytes`], those bulk copies load (their
     /// sources are plain addresses, so they are not in the compulsory HBM
     /// bytes).
@@ -149,6 +155,24 @@ impl Estimate {
         }
         let (num, den) = cfg.dram.peak_bytes_per_cycle();
         (self.hbm_read_bytes as u128 * den / num.max(1)) as u64
+    }
+
+    /// Cycles the SMs' TMA ports need for the tensor loads: an SM's port
+    /// emits `tma.lines_per_cycle` line requests every `tma.line_interval`
+    /// cycles and a box of `b` bytes is at least `b / line_bytes` lines,
+    /// so the SMs together need the loads' bytes over all ports, and the
+    /// CTA with the most its bytes over one (rounded down). 0 with the
+    /// fixed port, whose bound is [`Estimate::memory_bound_cycles`]'s.
+    pub fn port_bound_cycles(&self, cfg: &GpuConfig) -> u64 {
+        if cfg.memory == MemoryModel::Fixed {
+            return 0;
+        }
+        // bytes / (lines_per_cycle * line_bytes / line_interval)
+        let num = cfg.tma.lines_per_cycle as u128 * cfg.l2.line_bytes as u128;
+        let den = cfg.tma.line_interval.max(1) as u128;
+        let cycles = |bytes: u128| (bytes * den / num.max(1)).min(u64::MAX as u128) as u64;
+        let even = cycles(self.tma_load_bytes as u128) / (self.sms.max(1) as u64);
+        even.max(cycles(self.cta_tma_load_max as u128))
     }
 
     /// The largest of the bounding levels (tensor pipe and memory), or
@@ -265,6 +289,7 @@ fn walk_grid(
             }
             let c = k.cta_coords(cta);
             let before = e.tensor_cycles;
+            let loaded = e.tma_load_bytes;
             for role in k.roles.iter().filter(|r| !r.stream) {
                 for wg in 0..role.count {
                     let ctx = EvalCtx {
@@ -283,6 +308,7 @@ fn walk_grid(
                     }
                 }
             }
+            e.cta_tma_load_max = e.cta_tma_load_max.max(e.tma_load_bytes - loaded);
             let mine = e.tensor_cycles - before;
             e.cta_tensor_max = e.cta_tensor_max.max(mine);
             e.cta_tensor_min = e.cta_tensor_min.min(mine);
@@ -393,6 +419,9 @@ fn walk(
                 if matches!(k.code[pc], Instr::TmaLoad { .. } | Instr::LdGlobal { .. }) {
                     t.loaded = t.loaded.saturating_add(bytes);
                     e.l2_load_bytes = e.l2_load_bytes.saturating_add(bytes);
+                    if matches!(k.code[pc], Instr::TmaLoad { .. }) {
+                        e.tma_load_bytes = e.tma_load_bytes.saturating_add(bytes);
+                    }
                 } else {
                     t.stored = t.stored.saturating_add(bytes);
                     e.l2_store_bytes = e.l2_store_bytes.saturating_add(bytes);

@@ -13,6 +13,8 @@
 //! split_k = [1, 2, 4, 8] # K slices (1: none); more than 1 only where the
 //!                       # tiles leave SMs idle
 //! tma_store = [false]
+//! small_tile_waves = 2  # tiles with a side under 128 only where 128 x 128
+//!                       # tiles fill fewer waves of the SMs (0: always)
 //! ```
 //!
 //! A bad file is a [`PlanError`] (`FILE:LINE: key: message`).
@@ -46,6 +48,11 @@ pub struct Space {
     pub split_k: Vec<u32>,
     /// C through a TMA store or from registers.
     pub tma_store: Vec<bool>,
+    /// Tiles with a side under 128 are tried only where 128 x 128 tiles
+    /// fill fewer than this many waves of the SMs (0: always): elsewhere
+    /// their lower arithmetic intensity cannot pay, as the libraries'
+    /// heuristics know.
+    pub small_tile_waves: u32,
 }
 
 /// One combination of a [`Space`]'s values.
@@ -91,6 +98,7 @@ impl Default for Space {
             cluster: vec![(1, 1), (2, 1)],
             split_k: vec![1, 2, 4, 8],
             tma_store: vec![false],
+            small_tile_waves: 2,
         }
     }
 }
@@ -107,6 +115,7 @@ struct SpaceFile {
     cluster: Option<Spanned<Vec<String>>>,
     split_k: Option<Spanned<Vec<u32>>>,
     tma_store: Option<Spanned<Vec<bool>>>,
+    small_tile_waves: Option<u32>,
 }
 
 /// `"AxB"` as `(A, B)`, each side in `lo..=hi`.
@@ -241,6 +250,9 @@ impl Space {
             "true or false",
             &err,
         )?;
+        if let Some(w) = f.small_tile_waves {
+            s.small_tile_waves = w;
+        }
         let n = s.size();
         if n > MAX_CANDIDATES as u64 {
             return Err(err(
@@ -268,6 +280,15 @@ impl Space {
         .iter()
         .map(|&l| l as u64)
         .product()
+    }
+
+    /// Whether tile `(bm, bn)` is tried for an `m x n` GEMM on `sms` SMs
+    /// (see [`Space::small_tile_waves`]).
+    pub fn tries(&self, (bm, bn): (u32, u32), m: u32, n: u32, sms: u32) -> bool {
+        let big = m.div_ceil(128) as u64 * n.div_ceil(128) as u64;
+        bm >= 128 && bn >= 128
+            || self.small_tile_waves == 0
+            || big < self.small_tile_waves as u64 * sms as u64
     }
 
     /// Every combination, the last list varying fastest.

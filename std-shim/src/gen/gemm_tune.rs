@@ -1,7 +1,8 @@
 //! `simfa gemm --tune`: the fastest kernel of a family ([`Space`]) for one
 //! GEMM shape.
 //!
-//! Each choice of the space, applied to the user's [`GemmSpec`] of the
+//! Each choice of the space that it tries for the shape
+//! ([`Space::tries`]), applied to the user's [`GemmSpec`] of the
 //! warp-specialised family, is a candidate. Candidates that the generator
 //! refuses (registers, shared memory, a cluster that does not divide the
 //! tiles) or that do not fit an SM are listed as invalid. The others are
@@ -152,7 +153,10 @@ fn build(cfg: &GpuConfig, p: &GemmParams) -> Result<(Kernel, Option<u64>), Strin
     }
     let k = gemm(p).map_err(|e| e.to_string())?;
     k.check_fits(cfg).map_err(|e| e.to_string())?;
-    let bound = estimate(cfg, &k, BOUND_STEPS).lower_bound_cycles(cfg);
+    let e = estimate(cfg, &k, BOUND_STEPS);
+    let bound = e
+        .lower_bound_cycles(cfg)
+        .map(|b| b.max(e.port_bound_cycles(cfg)));
     Ok((k, bound))
 }
 
@@ -175,7 +179,11 @@ pub fn tune(
         .num_threads(jobs)
         .build()
         .expect("a thread pool");
-    let choices = space.choices();
+    let choices: Vec<Choice> = space
+        .choices()
+        .into_iter()
+        .filter(|c| space.tries(c.tile, base.m, base.n, cfg.sms as u32))
+        .collect();
     let sms = cfg.sms as u32;
     type Built = (Choice, GemmParams, Result<(Kernel, Option<u64>), String>);
     let built: Vec<Built> = pool.install(|| {
