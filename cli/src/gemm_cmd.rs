@@ -180,6 +180,7 @@ impl Shape {
             cluster_m: Some(self.cluster.0),
             cluster_n: Some(self.cluster.1),
             split_k: Some(self.split_k),
+            tune: None,
         }
     }
 
@@ -223,12 +224,11 @@ pub fn run_tune(
         bar.show(d as u64, t as u64, "")
     });
     bar.finish();
-    let (_, report) = tuned.best_report(cfg).map_err(Failure::Sim)?;
     let text = if out.json {
-        let mut j = report.to_json();
-        j["tune"] = tuned.to_json();
+        let j = tuned.report_json(cfg).map_err(Failure::Sim)?;
         serde_json::to_string_pretty(&j).map_err(Failure::input)? + "\n"
     } else {
+        let (_, report) = tuned.best_report(cfg).map_err(Failure::Sim)?;
         report.to_text() + &tuned.to_text(cfg, TOP)
     };
     crate::out(&text)

@@ -26,6 +26,7 @@ use simfa_core::GpuConfig;
 use simfa_std::config::{config_from_table, config_from_toml};
 use simfa_std::load::decode_kernel;
 use simfa_std::sweep::workload::Workload;
+use simfa_std::gen::gemm_space::Space;
 use simfa_std::sweep::{report_of, run_plan, Plan};
 
 create_exception!(
@@ -123,11 +124,17 @@ fn fa3(
 
 /// Simulates the generated GEMM of `m x n x k` and returns its report.
 ///
-/// Further keywords as a sweep plan's `gemm` workload: `block_m`,
-/// `block_n`, `block_k`, `stages`, `consumers`, `group_m`, `persistent`,
-/// `tma_store`, `wgmma_n`, `cluster_m`, `cluster_n`.
+/// Further keywords as a sweep plan's `gemm` workload: `kernel` (`"ws"`,
+/// the default, or `"paper"`), `block_m`, `block_n`, `block_k`, `stages`,
+/// `consumers`, `group_m`, `persistent`, `tma_store`, `wgmma_n`,
+/// `cluster_m`, `cluster_n`, `split_k`. With `tune=True`, the report of
+/// the fastest kernel of a family for the shape, as `simfa gemm --tune
+/// --json` prints it (with its `tune` array); `space` is the family (a
+/// path to a space file or its TOML text) and `jobs` the threads (0: one
+/// per core).
 #[pyfunction]
-#[pyo3(signature = (m, n, k, gpu = "h800", config = None, **params))]
+#[pyo3(signature = (m, n, k, gpu = "h800", config = None, tune = false, space = None, jobs = 0, **params))]
+#[allow(clippy::too_many_arguments)]
 fn gemm(
     py: Python<'_>,
     m: u32,
@@ -135,6 +142,9 @@ fn gemm(
     k: u32,
     gpu: &str,
     config: Option<&Bound<'_, PyAny>>,
+    tune: bool,
+    space: Option<&str>,
+    jobs: usize,
     params: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyObject> {
     let d = match params {
@@ -144,7 +154,32 @@ fn gemm(
     d.set_item("m", m)?;
     d.set_item("n", n)?;
     d.set_item("k", k)?;
-    run_workload(py, "gemm", Some(&d), config_of(gpu, config)?)
+    let cfg = config_of(gpu, config)?;
+    if !tune {
+        if space.is_some() {
+            return Err(fail("space: only with tune=True"));
+        }
+        return run_workload(py, "gemm", Some(&d), cfg);
+    }
+    let mut t = to_table("gemm", &d)?;
+    t.insert("kind".into(), toml::Value::String("gemm".into()));
+    let Workload::Gemm(spec) =
+        Workload::from_value(&toml::Value::Table(t), Path::new(".")).map_err(fail)?
+    else {
+        return Err(fail("gemm: not a GEMM"));
+    };
+    let space = match space {
+        None => Space::default(),
+        Some(s) if !s.contains('\n') && Path::new(s).is_file() => {
+            Space::load(Path::new(s)).map_err(fail)?
+        }
+        Some(s) => Space::parse(s, "space").map_err(fail)?,
+    };
+    let report = py.allow_threads(|| {
+        simfa_std::gen::gemm_tune::tune(&cfg, &spec, &space, |p| p, jobs, |_, _| {})
+            .report_json(&cfg)
+    });
+    to_py(py, &report.map_err(fail)?)
 }
 
 /// Simulates a kernel given as bytes (either encoding `simfa run` reads)

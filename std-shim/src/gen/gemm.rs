@@ -935,3 +935,7 @@ mod cluster_tests;
 #[cfg(test)]
 #[path = "gemm_raster_tests.rs"]
 mod raster_tests;
+
+#[cfg(test)]
+#[path = "gemm_split_tests.rs"]
+mod split_tests;

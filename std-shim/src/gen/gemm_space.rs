@@ -357,7 +357,8 @@ mod tests {
             ("\n\nwarps = [4]\n", "s.toml:3: warps: unknown field"),
             ("split_k = [\"two\"]\n", "s.toml:1: split_k:"),
             ("group_m = [0]\n", "s.toml:1: group_m"),
-            ("tiles = [", "s.toml:1: space:"),
+            ("tiles = [", "s.toml:1: tiles:"),
+            ("[x]\n", "s.toml:1: x: unknown field"),
         ];
         for (text, want) in cases {
             let e = Space::parse(text, "s.toml").unwrap_err().to_string();

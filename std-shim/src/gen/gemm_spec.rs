@@ -95,6 +95,10 @@ pub struct GemmSpec {
     /// K slices (split-K; default 1). More than 1 makes the kernel
     /// non-persistent unless `persistent` is set by hand.
     pub split_k: Option<u32>,
+    /// Ask for the fastest kernel of the default tuning family for the
+    /// shape instead ([`super::gemm_tune::tune`]; the other fields but the
+    /// epilogue are then the family's). [`GemmSpec::params`] ignores it.
+    pub tune: Option<bool>,
 }
 
 impl GemmSpec {

@@ -136,6 +136,7 @@ pub fn spec_of(base: &GemmSpec, c: &Choice) -> GemmSpec {
         split_k: Some(c.split_k),
         tma_store: Some(c.tma_store),
         wgmma_n: None,
+        tune: None,
         ..*base
     }
 }
@@ -320,6 +321,16 @@ impl Tuned {
         Ok((k, r))
     }
 
+    /// The best candidate's report as JSON with the `tune` array of
+    /// [`Tuned::to_json`]: what `simfa gemm --tune --json` prints and
+    /// Python's `simfa.gemm(..., tune=True)` returns.
+    pub fn report_json(&self, cfg: &GpuConfig) -> Result<serde_json::Value, String> {
+        let (_, r) = self.best_report(cfg)?;
+        let mut j = r.to_json();
+        j["tune"] = self.to_json();
+        Ok(j)
+    }
+
     /// Every candidate as JSON, in space order: its configuration, bound,
     /// and cycles or why it was cut.
     pub fn to_json(&self) -> serde_json::Value {
@@ -385,5 +396,105 @@ impl Tuned {
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::simulate;
+
+    /// A short-K small grid, where the family's candidates differ widely
+    /// and the bound cuts some: tiles 64x64 to 128x256, split-K, with and
+    /// without persistence.
+    fn small() -> (GpuConfig, GemmSpec, Space) {
+        let space = Space {
+            tiles: vec![(128, 256), (128, 64), (64, 64)],
+            persistent: vec![true, false],
+            cluster: vec![(1, 1)],
+            split_k: vec![1, 4],
+            ..Space::default()
+        };
+        (GpuConfig::h100(), GemmSpec::new(128, 1024, 2048), space)
+    }
+
+    fn verdicts(t: &Tuned) -> Vec<(GemmParams, Option<u64>, u8)> {
+        t.candidates
+            .iter()
+            .map(|c| {
+                let kind = match c.verdict {
+                    Verdict::Simulated(_) => 0,
+                    Verdict::Bound { .. } => 1,
+                    Verdict::Passed { .. } => 2,
+                    Verdict::Invalid(_) => 3,
+                    Verdict::Failed(_) => 4,
+                };
+                (c.params, c.cycles(), kind)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_verdicts_and_best_on_one_or_two_threads() {
+        let (cfg, spec, space) = small();
+        let one = tune(&cfg, &spec, &space, |p| p, 1, |_, _| {});
+        let two = tune(&cfg, &spec, &space, |p| p, 2, |_, _| {});
+        assert_eq!(one.best, two.best);
+        assert_eq!(verdicts(&one), verdicts(&two));
+        assert_eq!(one.to_json(), two.to_json());
+        let b = one.best.unwrap();
+        assert_eq!(one.ranking()[0], b);
+    }
+
+    #[test]
+    fn no_candidate_cut_beats_the_best_run_alone() {
+        let (cfg, spec, space) = small();
+        let t = tune(&cfg, &spec, &space, |p| p, 0, |_, _| {});
+        let best = t.candidates[t.best.unwrap()].cycles().unwrap();
+        let [sim, bound, passed, _, _] = t.counts();
+        assert!(sim >= 1 && bound + passed >= 1, "{:?}", t.counts());
+        for c in &t.candidates {
+            if let Verdict::Bound { .. } | Verdict::Passed { .. } = c.verdict {
+                let alone = simulate(&cfg, &gemm(&c.params).unwrap(), &mut ()).unwrap();
+                assert!(
+                    alone.summary.cycles >= best,
+                    "{} cut, yet {} < best {best}",
+                    flags(&c.params),
+                    alone.summary.cycles
+                );
+                if let Some(b) = c.bound {
+                    assert!(alone.summary.cycles >= b, "the bound holds");
+                }
+            }
+        }
+        // Split-K wins this grid of 4 tiles of 128 x 256.
+        assert!(t.candidates[t.best.unwrap()].params.split_k > 1);
+    }
+
+    #[test]
+    fn the_report_names_the_best_and_lists_every_candidate() {
+        let (cfg, spec, space) = small();
+        let t = tune(&cfg, &spec, &space, |p| p, 0, |_, _| {});
+        let (k, r) = t.best_report(&cfg).unwrap();
+        let best = &t.candidates[t.best.unwrap()];
+        assert_eq!(r.cycles, best.cycles().unwrap());
+        assert_eq!(k, gemm(&best.params).unwrap());
+        let j = t.to_json();
+        assert_eq!(j.as_array().unwrap().len(), t.candidates.len());
+        assert!(j
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("cycles").is_some() != c.get("cut").is_some()));
+        let text = t.to_text(&cfg, 3);
+        assert!(
+            text.contains(&format!("best          {}", flags(&best.params))),
+            "{text}"
+        );
+        // The small tiles are tried here (4 tiles of 128 x 128 leave SMs
+        // idle) and not for a grid that fills the SMs twice over.
+        assert!(space.tries((64, 64), 128, 1024, 132));
+        assert!(!space.tries((64, 64), 4096, 4096, 132));
+        assert!(space.tries((128, 256), 4096, 4096, 132));
     }
 }

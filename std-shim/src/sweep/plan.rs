@@ -168,8 +168,19 @@ struct OutputFile {
 pub(crate) fn toml_error(text: &str, file: &str, e: &toml::de::Error, whole: &str) -> PlanError {
     let at = e.span().map_or(0, |s| s.start);
     let message = e.message().trim().replace('\n', "; ");
-    // serde names the offending field in its message.
-    let key = message.split('`').nth(1).unwrap_or(whole).to_string();
+    // The key the error's line assigns, else the field serde names in
+    // its message (a missing field's table), else the file.
+    let line = text[..at.min(text.len())].rsplit('\n').next().unwrap_or("");
+    let assigned = text[at.min(text.len()) - line.len()..]
+        .split(['=', '\n'])
+        .next()
+        .map(str::trim)
+        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || "_-.".contains(c)));
+    let named = message
+        .split('`')
+        .nth(1)
+        .filter(|k| k.chars().all(|c| c.is_alphanumeric() || c == '_'));
+    let key = assigned.or(named).unwrap_or(whole).to_string();
     PlanError {
         file: file.to_string(),
         line: line_of(text, at),

@@ -11,9 +11,11 @@
 //!
 //! GEMM fields: `m n k` (required), `kernel` (`"ws"`, the default, or
 //! `"paper"`), `block_m block_n block_k stages consumers group_m persistent
-//! tma_store wgmma_n cluster_m cluster_n` (the family's defaults otherwise,
-//! as in `simfa gemm`: [`GemmSpec`]; a persistent kernel gets one CTA per
-//! SM; C is stored from registers unless `tma_store = true`). FA3 fields: `batch heads
+//! tma_store wgmma_n cluster_m cluster_n split_k` (the family's defaults
+//! otherwise, as in `simfa gemm`: [`GemmSpec`]; a persistent kernel gets
+//! one CTA per SM; C is stored from registers unless `tma_store = true`);
+//! `tune = true` runs the fastest kernel of `simfa gemm --tune`'s default
+//! family for the shape instead (tuned on one thread per point). FA3 fields: `batch heads
 //! kv_heads seqlen seqlen_kv hdim causal variant`, defaults Llama 3 8B
 //! (32 heads, 8 KV heads, head dim 128), 4096 tokens, `"full"`; as in
 //! `simfa fa3`, a head count that 8 does not divide without `kv_heads`
@@ -25,6 +27,8 @@ use serde::Deserialize;
 use simfa_core::{GpuConfig, Kernel};
 
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
+use crate::gen::gemm_space::Space;
+use crate::gen::gemm_tune::tune;
 use crate::gen::{gemm, GemmSpec};
 
 /// A point's workload.
@@ -105,6 +109,11 @@ impl Workload {
     /// where it has one (FA3's useful FLOPs).
     pub fn kernel(&self, cfg: &GpuConfig) -> Result<(Kernel, Option<u64>), String> {
         match self {
+            Workload::Gemm(spec) if spec.tune == Some(true) => {
+                // One thread: the sweep runs its points in parallel.
+                let t = tune(cfg, spec, &Space::default(), |p| p, 1, |_, _| {});
+                t.best_report(cfg).map(|(k, _)| (k, None))
+            }
             Workload::Gemm(spec) => gemm(&spec.params(cfg.sms as u32))
                 .map(|k| (k, None))
                 .map_err(|e| e.to_string()),
