@@ -25,7 +25,10 @@ fn gemm_json_report() {
     assert!(j["time_us"].as_f64().unwrap() > 0.0, "{j}");
     assert!(j["engines"].is_object(), "{j}");
     assert!(j["engines"]["tensor_busy_cycles"].is_u64(), "{j}");
-    assert_eq!(j["wgmmas"].as_u64(), Some(2 * 2 * 8 * 8));
+    // The default kernel: 2 tiles of 128 x 256, 8 K iterations, 2
+    // consumers of 4 WGMMAs each.
+    assert_eq!(j["wgmmas"].as_u64(), Some(2 * 8 * 2 * 4));
+    assert_eq!(j["ctas"].as_u64(), Some(2), "persistent: min(SMs, tiles)");
     // The same run is the same run.
     let again = json(&simfa(&[
         "gemm", "--m", "256", "--n", "256", "--k", "512", "--json",
@@ -382,7 +385,9 @@ fn memory_flag_picks_the_model_and_the_report_names_it() {
 fn arrival_controller_flag_and_config_key_set_it_and_the_report_says_so() {
     // A tensor-bound GEMM of more than a wave: `auto` leaves the
     // controller off.
-    let args = ["gemm", "--m", "2048", "--n", "2048", "--k", "512", "--json"];
+    let args = [
+        "gemm", "--m", "2048", "--n", "2048", "--k", "512", "--kernel", "paper", "--json",
+    ];
     let plain = json(&simfa(&args));
     assert_eq!(plain["arrival_controller"], false);
     let with = |extra: &[&str]| {

@@ -149,6 +149,8 @@ fn triton_s_tma_gemm_matches_the_generator_when_its_ring_hides_latency() {
             stages,
             "--consumers",
             "1",
+            "--persistent",
+            "false",
             "--tma-store",
             "--json",
         ])
@@ -192,6 +194,8 @@ fn a_warp_specialised_gluon_gemm_matches_the_generator() {
         "--consumers",
         "1",
         "--persistent",
+        "--group-m",
+        "1",
         "--tma-store",
         "--json",
     ]);

@@ -142,7 +142,7 @@ fn bad_fa3_shapes_exit_2() {
 #[test]
 fn gemm_kernel_parameters() {
     let base = [
-        "gemm", "--json", "--check", "--m", "512", "--n", "512", "--k", "512",
+        "gemm", "--json", "--check", "--m", "512", "--n", "512", "--k", "512", "--kernel", "paper",
     ];
     let plain = json(&simfa(&base));
     let mut args = base.to_vec();

@@ -29,5 +29,6 @@ pub mod reporting;
 pub mod run;
 pub mod scalesim;
 pub mod sweep;
+pub mod toml_file;
 pub mod trace;
 pub mod ttgir;

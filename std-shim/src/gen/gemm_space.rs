@@ -17,12 +17,12 @@
 //!                       # tiles fill fewer waves of the SMs (0: always)
 //! ```
 //!
-//! A bad file is a [`PlanError`] (`FILE:LINE: key: message`).
+//! A bad file is a [`FileError`] (`FILE:LINE: key: message`).
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::sweep::plan::{toml_error, PlanError};
+use crate::toml_file::{toml_error, FileError};
 
 /// Most candidates a space may hold.
 pub const MAX_CANDIDATES: usize = 4096;
@@ -132,9 +132,9 @@ fn pair(s: &str, lo: u32, hi: u32) -> Option<(u32, u32)> {
 
 impl Space {
     /// Reads the space file at `path`.
-    pub fn load(path: &std::path::Path) -> Result<Space, PlanError> {
+    pub fn load(path: &std::path::Path) -> Result<Space, FileError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PlanError {
+        let text = std::fs::read_to_string(path).map_err(|e| FileError {
             file: file.clone(),
             line: 1,
             key: "space".into(),
@@ -145,9 +145,9 @@ impl Space {
 
     /// Parses a space file's text; `file` names it in errors. Keys not in
     /// the file keep [`Space::default`]'s lists.
-    pub fn parse(text: &str, file: &str) -> Result<Space, PlanError> {
+    pub fn parse(text: &str, file: &str) -> Result<Space, FileError> {
         let f: SpaceFile = toml::from_str(text).map_err(|e| toml_error(text, file, &e, "space"))?;
-        let err = |at: usize, key: &str, message: String| PlanError {
+        let err = |at: usize, key: &str, message: String| FileError {
             file: file.to_string(),
             line: crate::config::line_col(text, at).0,
             key: key.to_string(),
@@ -161,8 +161,8 @@ impl Space {
             out: &mut Vec<U>,
             conv: impl Fn(&T) -> Option<U>,
             want: &str,
-            err: &dyn Fn(usize, &str, String) -> PlanError,
-        ) -> Result<(), PlanError> {
+            err: &dyn Fn(usize, &str, String) -> FileError,
+        ) -> Result<(), FileError> {
             let Some(v) = v else { return Ok(()) };
             let at = v.span().start;
             if v.get_ref().is_empty() {

@@ -41,7 +41,7 @@ pub const BOUND_STEPS: u64 = 1 << 27;
 #[derive(Clone, Debug)]
 pub enum Verdict {
     /// Simulated to the end.
-    Simulated(RunOutcome),
+    Simulated(Box<RunOutcome>),
     /// Not run: its analytic bound is at least the best cycles then.
     Bound {
         /// The best cycles it was compared with.
@@ -224,7 +224,7 @@ pub fn tune(
                     let verdict = match (&built[i].2, cands[i].bound) {
                         (Ok(_), Some(b)) if b >= limit => Verdict::Bound { best: limit },
                         (Ok((k, _)), _) => match simulate_within(cfg, k, limit) {
-                            Ok(Some(o)) => Verdict::Simulated(o),
+                            Ok(Some(o)) => Verdict::Simulated(Box::new(o)),
                             Ok(None) => Verdict::Passed { best: limit },
                             Err(e) => Verdict::Failed(e.to_string()),
                         },
@@ -240,7 +240,7 @@ pub fn tune(
         // In bound order, so a tie goes to the earlier candidate.
         for &i in batch {
             if let Some(c) = candidates[i].cycles() {
-                if best.is_none_or(|(b, bi)| (c, i) < (b, bi)) {
+                if best.is_none() || best.is_some_and(|(b, bi)| (c, i) < (b, bi)) {
                     best = Some((c, i));
                 }
             }

@@ -38,20 +38,10 @@ use toml::{Spanned, Value};
 
 use super::workload::Workload;
 use crate::config::{config_from_table, ConfigFileError};
+use crate::toml_file::toml_error;
 
 /// A plan that cannot be run: the plan file, the line, the key and why.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}: {key}: {message}")]
-pub struct PlanError {
-    /// The plan file.
-    pub file: String,
-    /// 1-based line of the offending entry (1 when the file is unreadable).
-    pub line: usize,
-    /// The key (an axis key, `workload`, `gpu`, ...).
-    pub key: String,
-    /// What is wrong.
-    pub message: String,
-}
+pub use crate::toml_file::FileError as PlanError;
 
 /// How axes combine into points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,33 +150,6 @@ struct RangeFile {
 struct OutputFile {
     columns: Option<Vec<String>>,
     plot: Option<Plot>,
-}
-
-/// A TOML file's parse error (`text` read from `file`) as a [`PlanError`]:
-/// its line, the field serde names in its message (else `whole`, what the
-/// file is) and the message.
-pub(crate) fn toml_error(text: &str, file: &str, e: &toml::de::Error, whole: &str) -> PlanError {
-    let at = e.span().map_or(0, |s| s.start);
-    let message = e.message().trim().replace('\n', "; ");
-    // The key the error's line assigns, else the field serde names in
-    // its message (a missing field's table), else the file.
-    let line = text[..at.min(text.len())].rsplit('\n').next().unwrap_or("");
-    let assigned = text[at.min(text.len()) - line.len()..]
-        .split(['=', '\n'])
-        .next()
-        .map(str::trim)
-        .filter(|k| !k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || "_-.".contains(c)));
-    let named = message
-        .split('`')
-        .nth(1)
-        .filter(|k| k.chars().all(|c| c.is_alphanumeric() || c == '_'));
-    let key = assigned.or(named).unwrap_or(whole).to_string();
-    PlanError {
-        file: file.to_string(),
-        line: line_of(text, at),
-        key,
-        message,
-    }
 }
 
 /// 1-based line of byte offset `at` in `text`.
