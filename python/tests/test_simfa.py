@@ -4,6 +4,7 @@ import json
 import os
 import pathlib
 import subprocess
+import tempfile
 
 import pytest
 
@@ -42,6 +43,39 @@ def test_gemm_report_is_a_dict_with_the_cli_fields():
     assert r["gpu"] == "h800" and r["memory_model"] == "transaction"
     assert r["cycles"] > 0 and r["flops"] == 2 * 256 * 256 * 256
     assert "analytic" in r
+
+
+def test_gemm_tune_returns_the_best_report_and_every_candidate():
+    space = 'tiles = ["128x256", "64x64"]\ncluster = ["1x1"]\nsplit_k = [1, 4]\n'
+    r = simfa.gemm(128, 1024, 2048, gpu="h100", tune=True, space=space, jobs=2)
+    cands = r["tune"]
+    assert len(cands) == 8  # 2 tiles x persistent or not x 2 splits
+    done = [c for c in cands if "cycles" in c]
+    assert r["cycles"] == min(c["cycles"] for c in done)
+    assert all(("cycles" in c) != ("cut" in c) for c in cands)
+    # The CLI picks the same kernel with the same space.
+    simfa_bin = cli_binary()
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "space.toml"
+        path.write_text(space)
+        out = subprocess.run(
+            [str(simfa_bin), "gemm", "--gpu", "h100", "--m", "128", "--n", "1024",
+             "--k", "2048", "--tune", "--space", str(path), "-j", "1", "--json"],
+            check=True, capture_output=True, text=True).stdout
+    cli = json.loads(out)
+    assert cli["digest"] == r["digest"] and cli["tune"] == cands
+    with pytest.raises(simfa.SimfaError, match="space:1: tiles"):
+        simfa.gemm(128, 128, 128, tune=True, space='tiles = ["3x3"]\n')
+    with pytest.raises(simfa.SimfaError, match="tune=True"):
+        simfa.gemm(128, 128, 128, space='tiles = ["64x64"]\n')
+
+
+def test_gemm_kernel_family_by_name():
+    ws = simfa.gemm(512, 512, 512)
+    paper = simfa.gemm(512, 512, 512, kernel="paper")
+    assert ws["ctas"] == 8 and paper["ctas"] == 16  # 128x256 tiles, persistent
+    with pytest.raises(simfa.SimfaError, match="cutlass"):
+        simfa.gemm(512, 512, 512, kernel="cutlass")
 
 
 def test_runs_are_deterministic_and_respond_to_the_config():
