@@ -18,6 +18,7 @@
 //! | `fa3-h20` | h20 | TFLOP/s | held out |
 //! | `l2-bandwidth` | each row's | bytes per clock, every SM loading | held out (the presets do not take `simfa calibrate l2-bw --fit`'s widths yet) |
 //! | `gemm-variants` | h100 | TFLOP/s of the fast.cu ladder, and its order | held out |
+//! | `gemm-library` | h100 | TFLOP/s of the vendor library's GEMMs against `simfa gemm --tune`'s best | in-sample (`tensor_sustained_mhz`, fitted on the same points with a fixed kernel) |
 
 use std::fmt::Write as _;
 
@@ -38,7 +39,7 @@ use crate::calibration::tma_bw::{calibrate_tma_bw, TmaBwOptions};
 use crate::gen::wgmma_bench::wgmma_figures;
 
 /// The datasets, in the order they run.
-pub const DATASETS: [&str; 12] = [
+pub const DATASETS: [&str; 13] = [
     "pchase",
     "tma-bw",
     "wgmma-latency",
@@ -51,6 +52,7 @@ pub const DATASETS: [&str; 12] = [
     "fa3-h20",
     "l2-bandwidth",
     "gemm-variants",
+    "gemm-library",
 ];
 
 /// One point of a dataset.
@@ -308,6 +310,51 @@ fn gemm(
         data::GEMM_DENSE.path,
         gpu,
         "TFLOP/s (128x256x64 tiles, 2 consumers, 3 stages, persistent, grouped)",
+        "tensor_sustained_mhz",
+        points,
+    ))
+}
+
+/// The vendor library's H100 GEMMs of [`data::GEMM_DENSE`] against the
+/// fastest kernel `simfa gemm --tune` finds for each shape: the default
+/// family with C staged for a TMA store, as the libraries write it (one
+/// thread per shape; the shapes run in parallel).
+fn gemm_library(
+    over: Overrides,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Dataset, CalibError> {
+    use crate::gen::gemm_space::Space;
+    let cfg = preset("h100", over);
+    let pts: Vec<_> = data::gemm_points()?
+        .into_iter()
+        .filter(|p| p.gpu == "h100")
+        .collect();
+    let space = Space {
+        tma_store: vec![true],
+        ..Space::default()
+    };
+    let points = run_all(
+        &pts,
+        |p| {
+            let [m, n, k] = p.shape;
+            let spec = crate::gen::GemmSpec::new(m, n, k);
+            let t = crate::gen::gemm_tune::tune(&cfg, &spec, &space, |q| q, 1, |_, _| {});
+            let (_, r) = t.best_report(&cfg).map_err(|problem| {
+                let e = crate::gen::GenError::BadParam {
+                    param: "tune",
+                    problem,
+                };
+                point_error(gemm_label(p), e.into())
+            })?;
+            Ok(point(gemm_label(p), p.tflops, r.back_to_back_tflops))
+        },
+        progress,
+    )?;
+    Ok(dataset(
+        "gemm-library",
+        data::GEMM_DENSE.path,
+        "h100",
+        "TFLOP/s (the best of simfa gemm --tune's family, TMA store)",
         "tensor_sustained_mhz",
         points,
     ))
@@ -640,6 +687,7 @@ pub fn validate(
             }
             "l2-bandwidth" => out.push(l2_bandwidth(opts.overrides(), &p)?),
             "gemm-variants" => out.push(gemm_variants(opts.overrides(), &p)?),
+            "gemm-library" => out.push(gemm_library(opts.overrides(), &p)?),
             _ => out.push(fa3_h20(opts.overrides(), &p)?),
         }
     }
