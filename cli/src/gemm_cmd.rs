@@ -125,7 +125,8 @@ fn parse_cluster(s: &str) -> Result<(u32, u32), String> {
 pub struct TuneArgs {
     /// Simulate a family of kernels for the shape (tiles, stages,
     /// consumers, persistence, clusters, split-K; the flags given fix the
-    /// shape, epilogue and bubbles) and report the fastest: its report,
+    /// shape, the bubbles and, with --tma-store, the epilogue) and report
+    /// the fastest: its report,
     /// then its flags and the next fastest. Candidates run in order of
     /// their analytic bound, on every core, and stop once they pass the
     /// best found so far; the result does not depend on --jobs.
@@ -214,10 +215,14 @@ pub fn run_tune(
             "{flag} records one run: run `simfa gemm` with the flags --tune reports as best"
         )));
     }
-    let space = match &tune.space {
+    let mut space = match &tune.space {
         Some(path) => Space::load(path).map_err(Failure::input)?,
         None => Space::default(),
     };
+    if shape.tma_store {
+        // The epilogue asked for is the family's.
+        space.tma_store = vec![true];
+    }
     let bubbles = shape.bubbles()?;
     let mut bar = Progress::tuning(!out.json);
     let tuned = gemm_tune::tune(cfg, &shape.spec(), &space, bubbles, tune.jobs, |d, t| {

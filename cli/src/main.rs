@@ -187,7 +187,8 @@ enum Cmd {
 
 #[derive(Debug, Subcommand)]
 enum GenCmd {
-    /// The tiled FP16 GEMM of the Sim-FA paper (128x128x64 tiles).
+    /// The TMA GEMM of `simfa gemm` (by default the warp-specialised
+    /// persistent kernel; --kernel paper for the Sim-FA paper's).
     Gemm {
         #[command(flatten)]
         shape: Shape,

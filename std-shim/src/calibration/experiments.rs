@@ -13,52 +13,39 @@ use simfa_core::GpuConfig;
 use crate::calibration::data::{Fa3Point, GemmPoint};
 use crate::calibration::error::CalibError;
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
-use crate::gen::{gemm, BenchError, GemmParams};
+use crate::gen::{gemm, BenchError, GemmParams, GemmSpec};
 use crate::reporting::report::Report;
 use crate::run::simulate;
 
 /// The generator's closest configuration to the cuBLAS/torch kernels the
-/// GEMM data measured: 128 x 256 x 64 tiles (128 x 128 when those fill the
-/// SMs' waves better, as the libraries' heuristics pick smaller tiles for
-/// small problems), a producer and two consumer WarpGroups over a 3-stage ring
-/// (what fits beside the staged C tile), persistent over the SMs with
-/// grouped rasterisation (8 row blocks, or the largest of 4, 2, 1 that
-/// divides them); a non-persistent kernel when M is not a whole number of
-/// row blocks.
+/// GEMM data measured: `simfa gemm`'s default family with C staged for a
+/// TMA store, as the libraries write it ([`GemmSpec`]: 128 x 256 x 64
+/// tiles, a producer and two consumer WarpGroups, persistent over the SMs,
+/// grouped by 8 row blocks) over a 3-stage ring (what fits beside the
+/// staged C tile of 128 x 256, kept for 128 x 128 tiles, on which
+/// `tensor_sustained_mhz` was fitted), with 128 x 128 tiles when those
+/// fill the SMs' waves better, as the libraries' heuristics pick smaller
+/// tiles for small problems.
 pub fn closest_gemm(cfg: &GpuConfig, [m, n, k]: [u32; 3]) -> GemmParams {
-    let wide = GemmParams {
-        block_m: 128,
-        block_n: 256,
-        block_k: 64,
-        stages: 3,
-        consumers: 2,
-        ctas: cfg.sms as u32,
-        // Vendor libraries stage C in shared memory for a TMA store.
-        epilogue: crate::gen::Epilogue::Tma,
-        ..GemmParams::new(m, n, k)
+    let spec = |block_n| {
+        GemmSpec {
+            block_n: Some(block_n),
+            stages: Some(3),
+            tma_store: Some(true),
+            ..GemmSpec::new(m, n, k)
+        }
+        .params(cfg.sms as u32)
     };
-    let narrow = GemmParams {
-        block_n: 128,
-        ..wide
-    };
+    let (wide, narrow) = (spec(256), spec(128));
     // The share of the SMs' last wave that has a tile, compared exactly:
     // tiles / (waves * sms).
     let sms = cfg.sms.max(1) as u64;
     let fill = |p: &GemmParams| (p.tiles(), p.tiles().div_ceil(sms) * sms);
     let ((wt, ws), (nt, ns)) = (fill(&wide), fill(&narrow));
-    let base = if nt * ws > wt * ns { narrow } else { wide };
-    if m % base.block_m != 0 {
-        return base;
-    }
-    let rows = base.tiles_m();
-    let group_m = [8, 4, 2, 1]
-        .into_iter()
-        .find(|g| rows % g == 0)
-        .unwrap_or(1);
-    GemmParams {
-        persistent: true,
-        group_m,
-        ..base
+    if nt * ws > wt * ns {
+        narrow
+    } else {
+        wide
     }
 }
 
