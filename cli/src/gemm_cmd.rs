@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use simfa_core::GpuConfig;
+use simfa_core::{GpuConfig, NoStream};
 use simfa_std::calibration::gemm_bubbles::read_bubbles;
 use simfa_std::gen::gemm_space::Space;
 use simfa_std::gen::gemm_tune;
@@ -201,19 +201,10 @@ pub fn run_tune(
     tune: &TuneArgs,
     out: &crate::Outputs,
 ) -> Result<(), Failure> {
-    let alone = [
-        (out.gantt.is_some(), "--gantt"),
-        (out.svg.is_some(), "--svg"),
-        (out.proton.is_some(), "--proton"),
-        (out.check, "--check"),
-        (out.trace.dram_trace.is_some(), "--dram-trace"),
-        (out.save_at.is_some(), "--save-at"),
-        (out.resume.is_some(), "--resume"),
-    ];
-    if let Some((_, flag)) = alone.iter().find(|(set, _)| *set) {
-        return Err(Failure::Input(format!(
-            "{flag} records one run: run `simfa gemm` with the flags --tune reports as best"
-        )));
+    if out.save_at.is_some() || out.resume.is_some() {
+        return Err(Failure::Input(
+            "--save-at and --resume snapshot one run: run `simfa gemm` with the flags --tune reports as best".into(),
+        ));
     }
     let mut space = match &tune.space {
         Some(path) => Space::load(path).map_err(Failure::input)?,
@@ -229,6 +220,22 @@ pub fn run_tune(
         bar.show(d as u64, t as u64, "")
     });
     bar.finish();
+    // One-run outputs (timelines, traces, the checker) record a run of
+    // the best; the search's runs are not kept.
+    let again = out.gantt.is_some()
+        || out.svg.is_some()
+        || out.proton.is_some()
+        || out.check
+        || out.trace.dram_trace.is_some();
+    if again {
+        let (k, _) = tuned.best_report(cfg).map_err(Failure::Sim)?;
+        let appendix = crate::Appendix {
+            text: tuned.to_text(cfg, TOP),
+            key: "tune",
+            json: tuned.to_json(),
+        };
+        return crate::run_and_report_with(cfg, &k, NoStream, out, &mut (), None, Some(appendix));
+    }
     let text = if out.json {
         let j = tuned.report_json(cfg).map_err(Failure::Sim)?;
         serde_json::to_string_pretty(&j).map_err(Failure::input)? + "\n"

@@ -518,6 +518,27 @@ fn run_and_report(
     extra: &mut impl Observer,
     workload_flops: Option<u64>,
 ) -> Result<(), Failure> {
+    run_and_report_with(cfg, k, source, out, extra, workload_flops, None)
+}
+
+/// What follows a report: text after its lines, and a key added to its
+/// JSON object (`simfa gemm --tune`'s section).
+struct Appendix {
+    text: String,
+    key: &'static str,
+    json: serde_json::Value,
+}
+
+/// [`run_and_report`], followed by `appendix`.
+fn run_and_report_with(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    source: impl StreamSource,
+    out: &Outputs,
+    extra: &mut impl Observer,
+    workload_flops: Option<u64>,
+    appendix: Option<Appendix>,
+) -> Result<(), Failure> {
     let trace = &out.trace;
     if (out.gantt.is_some() || out.svg.is_some()) && out.gantt_sm >= cfg.sms {
         return Err(Failure::Input(format!(
@@ -608,12 +629,18 @@ fn run_and_report(
                 "summary": c.summary(),
             });
         }
+        if let Some(a) = &appendix {
+            j[a.key] = a.json.clone();
+        }
         let text = serde_json::to_string_pretty(&j).map_err(Failure::input)?;
         self::out(&format!("{text}\n"))
     } else {
         let mut text = report.to_text();
         if let Some(c) = &checker {
             text.push_str(&format!("check  {}\n", c.summary()));
+        }
+        if let Some(a) = &appendix {
+            text.push_str(&a.text);
         }
         self::out(&text)
     };

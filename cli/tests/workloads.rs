@@ -198,3 +198,78 @@ fn check_flags_a_kernel_that_reads_before_its_data_lands() {
     // Without --check the same run succeeds.
     assert_eq!(simfa_unchecked(&["run", s(&k)]).status.code(), Some(0));
 }
+
+/// `simfa gemm --tune`: the best's report with a `tune` array, the same
+/// whatever the threads, its flags rerun to the same cycles; a hostile
+/// space file and a one-run output flag exit 2 naming what is wrong.
+#[test]
+fn gemm_tune_reports_the_best_of_a_family() {
+    let dir = Scratch::new("gemm-tune");
+    let space = dir.file(
+        "space.toml",
+        "tiles = [\"128x256\", \"64x64\"]\ncluster = [\"1x1\"]\nsplit_k = [1, 4]\n",
+    );
+    let args = |j: &'static str| {
+        vec![
+            "gemm",
+            "--gpu",
+            "h100",
+            "--m",
+            "128",
+            "--n",
+            "1024",
+            "--k",
+            "2048",
+            "--tune",
+            "--space",
+            s(&space),
+            "-j",
+            j,
+            "--json",
+        ]
+    };
+    let one = json(&simfa(&args("1")));
+    let two = json(&simfa(&args("2")));
+    assert_eq!(one, two, "-j 1 and -j 2");
+    // simfa() adds --check: the best is run again under the checker.
+    assert_eq!(one["check"]["clean"], true);
+    let tune = one["tune"].as_array().unwrap();
+    assert_eq!(tune.len(), 8);
+    let best = tune
+        .iter()
+        .filter_map(|c| c["cycles"].as_u64())
+        .min()
+        .unwrap();
+    assert_eq!(one["cycles"].as_u64(), Some(best));
+    // The text report names the best's flags; they rerun to its cycles.
+    let mut text_args = args("2");
+    text_args.pop();
+    let text = String::from_utf8(simfa(&text_args).stdout).unwrap();
+    let flags = text
+        .lines()
+        .find_map(|l| l.strip_prefix("best"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut rerun = vec![
+        "gemm", "--gpu", "h100", "--m", "128", "--n", "1024", "--k", "2048",
+    ];
+    rerun.extend(flags.split_whitespace());
+    rerun.push("--json");
+    assert_eq!(
+        json(&simfa(&rerun))["cycles"].as_u64(),
+        Some(best),
+        "{flags}"
+    );
+    // Hostile input.
+    let bad = dir.file("bad.toml", "block_k = [64]\ntiles = [\"128x999\"]\n");
+    let o = simfa_unchecked(&["gemm", "--tune", "--space", s(&bad)]);
+    assert_eq!(o.status.code(), Some(2));
+    let want = format!("{}:2: tiles: value 1: expected", s(&bad));
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    let o = simfa_unchecked(&["gemm", "--tune", "--resume", "s.snap"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("snapshot one run"), "{}", stderr(&o));
+    let o = simfa_unchecked(&["gemm", "--space", s(&space)]);
+    assert_eq!(o.status.code(), Some(2), "--space needs --tune");
+}
