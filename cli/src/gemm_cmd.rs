@@ -234,7 +234,7 @@ pub fn run_tune(
             key: "tune",
             json: tuned.to_json(),
         };
-        return crate::run_and_report_with(cfg, &k, NoStream, out, &mut (), None, Some(appendix));
+        return crate::run_and_report(cfg, &k, NoStream, out, &mut (), None, Some(appendix));
     }
     let text = if out.json {
         let j = tuned.report_json(cfg).map_err(Failure::Sim)?;

@@ -389,7 +389,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                         file.display()
                     )));
                 }
-                return run_and_report(&cfg, &k, NoStream, &out, &mut (), None)
+                return run_and_report(&cfg, &k, NoStream, &out, &mut (), None, None)
                     .map_err(|f| f.within(&inputs));
             }
             let path = ops.unwrap_or_else(|| ops_path(&file));
@@ -399,7 +399,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                     file.display()
                 ))
             })?;
-            let r = run_and_report(&cfg, &k, &mut src, &out, &mut (), None);
+            let r = run_and_report(&cfg, &k, &mut src, &out, &mut (), None, None);
             r.map_err(|f| match src.error() {
                 Some(why) => f.within(&inputs).because(why),
                 None => f.within(&inputs),
@@ -446,7 +446,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                 return gemm_cmd::run_tune(&cfg, &shape, &tune, &out);
             }
             let k = gemm(&shape.resolve(&cfg)?).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, NoStream, &out, &mut (), None)
+            run_and_report(&cfg, &k, NoStream, &out, &mut (), None, None)
         }
         Cmd::Fa3 {
             shape,
@@ -458,14 +458,14 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             let p = shape.params();
             let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
             let Some(path) = fa3_log else {
-                return run_and_report(&cfg, &k, NoStream, &out, &mut (), Some(p.flops()));
+                return run_and_report(&cfg, &k, NoStream, &out, &mut (), Some(p.flops()), None);
             };
             let cannot = |e: std::io::Error| {
                 Failure::Input(format!("cannot write FA3 log {}: {e}", path.display()))
             };
             let f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(cannot)?);
             let mut log = Fa3LogWriter::new(f, &k, &p).map_err(cannot)?;
-            run_and_report(&cfg, &k, NoStream, &out, &mut log, Some(p.flops()))?;
+            run_and_report(&cfg, &k, NoStream, &out, &mut log, Some(p.flops()), None)?;
             log.finish().map(|_| ()).map_err(cannot)
         }
         Cmd::Bench(b) => b.run(),
@@ -510,17 +510,6 @@ struct TraceArgs {
     dram_trace_format: String,
 }
 
-fn run_and_report(
-    cfg: &GpuConfig,
-    k: &Kernel,
-    source: impl StreamSource,
-    out: &Outputs,
-    extra: &mut impl Observer,
-    workload_flops: Option<u64>,
-) -> Result<(), Failure> {
-    run_and_report_with(cfg, k, source, out, extra, workload_flops, None)
-}
-
 /// What follows a report: text after its lines, and a key added to its
 /// JSON object (`simfa gemm --tune`'s section).
 struct Appendix {
@@ -529,8 +518,9 @@ struct Appendix {
     json: serde_json::Value,
 }
 
-/// [`run_and_report`], followed by `appendix`.
-fn run_and_report_with(
+/// Simulates `k` with the outputs `out` asks for and prints its report,
+/// followed by `appendix` when there is one.
+fn run_and_report(
     cfg: &GpuConfig,
     k: &Kernel,
     source: impl StreamSource,

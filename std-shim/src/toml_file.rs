@@ -43,3 +43,18 @@ pub(crate) fn toml_error(text: &str, file: &str, e: &toml::de::Error, whole: &st
         message,
     }
 }
+
+/// The text of the `what` file at `path` (`what` names it in errors, e.g.
+/// `plan`) and its name as errors give it.
+pub(crate) fn read(path: &std::path::Path, what: &str) -> Result<(String, String), FileError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((text, file)),
+        Err(e) => Err(FileError {
+            file,
+            line: 1,
+            key: what.into(),
+            message: format!("cannot read the {what}: {e}"),
+        }),
+    }
+}

@@ -133,13 +133,7 @@ fn pair(s: &str, lo: u32, hi: u32) -> Option<(u32, u32)> {
 impl Space {
     /// Reads the space file at `path`.
     pub fn load(path: &std::path::Path) -> Result<Space, FileError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| FileError {
-            file: file.clone(),
-            line: 1,
-            key: "space".into(),
-            message: format!("cannot read the space: {e}"),
-        })?;
+        let (text, file) = crate::toml_file::read(path, "space")?;
         Space::parse(&text, &file)
     }
 

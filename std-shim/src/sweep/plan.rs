@@ -161,13 +161,7 @@ impl Plan {
     /// Reads and expands the plan file at `path`; relative `config` and
     /// kernel `file` paths are taken from the plan's directory.
     pub fn load(path: &Path) -> Result<Plan, PlanError> {
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PlanError {
-            file: file.clone(),
-            line: 1,
-            key: "plan".into(),
-            message: format!("cannot read the plan: {e}"),
-        })?;
+        let (text, file) = crate::toml_file::read(path, "plan")?;
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         Plan::parse(&text, &file, &dir)
     }
