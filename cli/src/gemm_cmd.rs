@@ -80,15 +80,15 @@ pub struct Shape {
     /// tile and those sharing a row its A tile, each loading a slice for
     /// all, and each consumer releases its stage in every CTA of the
     /// cluster. A persistent kernel clusters along one side.
-    #[arg(long, value_name = "MxN", default_value = "1x1", value_parser = parse_cluster)]
-    pub cluster: (u32, u32),
+    #[arg(long, value_name = "MxN", value_parser = parse_cluster)]
+    pub cluster: Option<(u32, u32)>,
     /// Split-K: K slices per tile (1 to 16, dividing K / block_k). The
     /// slices of a tile run as a cluster; all but the first write FP32
     /// partial sums to a workspace, which the first loads and adds before
     /// it stores C. Makes the kernel non-persistent unless --persistent is
     /// given.
-    #[arg(long, default_value_t = 1)]
-    pub split_k: u32,
+    #[arg(long)]
+    pub split_k: Option<u32>,
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
     /// 330 cycles per BK=64 iteration; section V-B3).
     #[arg(long, conflicts_with = "bubbles")]
@@ -124,9 +124,9 @@ fn parse_cluster(s: &str) -> Result<(u32, u32), String> {
 #[derive(Debug, Args)]
 pub struct TuneArgs {
     /// Simulate a family of kernels for the shape (tiles, stages,
-    /// consumers, persistence, clusters, split-K; the flags given fix the
-    /// shape, the bubbles and, with --tma-store, the epilogue) and report
-    /// the fastest: its report,
+    /// consumers, persistence, clusters, split-K; kernel flags given by
+    /// hand fix theirs, --tma-store the epilogue) and report the fastest:
+    /// its report,
     /// then its flags and the next fastest. Candidates run in order of
     /// their analytic bound, on every core, and stop once they pass the
     /// best found so far; the result does not depend on --jobs.
@@ -178,9 +178,9 @@ impl Shape {
             persistent: self.persistent,
             tma_store: Some(self.tma_store),
             wgmma_n: self.wgmma_n,
-            cluster_m: Some(self.cluster.0),
-            cluster_n: Some(self.cluster.1),
-            split_k: Some(self.split_k),
+            cluster_m: self.cluster.map(|c| c.0),
+            cluster_n: self.cluster.map(|c| c.1),
+            split_k: self.split_k,
             tune: None,
         }
     }
@@ -210,10 +210,7 @@ pub fn run_tune(
         Some(path) => Space::load(path).map_err(Failure::input)?,
         None => Space::default(),
     };
-    if shape.tma_store {
-        // The epilogue asked for is the family's.
-        space.tma_store = vec![true];
-    }
+    narrow(&mut space, shape);
     let bubbles = shape.bubbles()?;
     let mut bar = Progress::tuning(!out.json);
     let tuned = gemm_tune::tune(cfg, &shape.spec(), &space, bubbles, tune.jobs, |d, t| {
@@ -244,6 +241,42 @@ pub fn run_tune(
         report.to_text() + &tuned.to_text(cfg, TOP)
     };
     crate::out(&text)
+}
+
+/// The family narrowed to the kernel parameters given by hand: each fixes
+/// its list (a tile side keeps the tiles with that side, or is the only
+/// tile with the other side's default), `--tma-store` the epilogue.
+fn narrow(space: &mut Space, shape: &Shape) {
+    if shape.block_m.is_some() || shape.block_n.is_some() {
+        let fits = |&(m, n): &(u32, u32)| {
+            shape.block_m.map_or(true, |b| b == m) && shape.block_n.map_or(true, |b| b == n)
+        };
+        space.tiles.retain(fits);
+        if space.tiles.is_empty() {
+            space.tiles = vec![(shape.block_m.unwrap_or(128), shape.block_n.unwrap_or(256))];
+        }
+        // Tiles given by hand are tried whatever the grid.
+        space.small_tile_waves = 0;
+    }
+    let one = |v: Option<u32>, list: &mut Vec<u32>| {
+        if let Some(v) = v {
+            *list = vec![v];
+        }
+    };
+    one(shape.block_k, &mut space.block_k);
+    one(shape.stages, &mut space.stages);
+    one(shape.consumers, &mut space.consumers);
+    one(shape.group_m, &mut space.group_m);
+    one(shape.split_k, &mut space.split_k);
+    if let Some(p) = shape.persistent {
+        space.persistent = vec![p];
+    }
+    if let Some(c) = shape.cluster {
+        space.cluster = vec![c];
+    }
+    if shape.tma_store {
+        space.tma_store = vec![true];
+    }
 }
 
 /// Candidates the text report of `--tune` lists.

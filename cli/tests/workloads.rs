@@ -261,6 +261,31 @@ fn gemm_tune_reports_the_best_of_a_family() {
         Some(best),
         "{flags}"
     );
+    // Kernel flags given by hand narrow the family.
+    let narrowed = json(&simfa(&[
+        "gemm",
+        "--gpu",
+        "h100",
+        "--m",
+        "128",
+        "--n",
+        "1024",
+        "--k",
+        "2048",
+        "--tune",
+        "--block-n",
+        "64",
+        "--persistent",
+        "false",
+        "--split-k",
+        "4",
+        "--json",
+    ]));
+    let cands = narrowed["tune"].as_array().unwrap();
+    assert!(!cands.is_empty());
+    assert!(cands.iter().all(|c| c["config"]["block_n"] == 64
+        && c["config"]["persistent"] == false
+        && c["config"]["split_k"] == 4));
     // Hostile input.
     let bad = dir.file("bad.toml", "block_k = [64]\ntiles = [\"128x999\"]\n");
     let o = simfa_unchecked(&["gemm", "--tune", "--space", s(&bad)]);
