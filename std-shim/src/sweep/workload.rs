@@ -139,6 +139,32 @@ mod tests {
         }
     }
 
+    fn gemm_of(table: &str) -> Result<Workload, String> {
+        let v: toml::Value = toml::from_str(&format!("w = {table}")).unwrap();
+        Workload::from_value(&v["w"], Path::new("."))
+    }
+
+    /// `tune = true` builds the best kernel of the default family for the
+    /// shape; a kernel family is named or refused by name.
+    #[test]
+    fn gemm_workloads_tune_and_name_their_family() {
+        let cfg = GpuConfig::h100();
+        let w = gemm_of(r#"{ kind = "gemm", m = 128, n = 256, k = 512, tune = true }"#).unwrap();
+        let (k, _) = w.kernel(&cfg).unwrap();
+        let spec = GemmSpec::new(128, 256, 512);
+        let t = tune(&cfg, &spec, &Space::default(), |p| p, 1, |_, _| {});
+        assert_eq!(k, t.best_report(&cfg).unwrap().0);
+        let paper = gemm_of(r#"{ kind = "gemm", m = 512, n = 512, k = 512, kernel = "paper" }"#)
+            .unwrap()
+            .kernel(&cfg)
+            .unwrap()
+            .0;
+        assert_eq!(paper.ctas(), 16, "one CTA per 128 x 128 tile");
+        let e =
+            gemm_of(r#"{ kind = "gemm", m = 1, n = 8, k = 8, kernel = "cutlass" }"#).unwrap_err();
+        assert!(e.contains("cutlass"), "{e}");
+    }
+
     /// KV heads default as in `simfa fa3`: the model's 8 when they divide
     /// the heads, else one per head; a given count is kept.
     #[test]
