@@ -85,8 +85,8 @@ pub struct Shape {
     /// Split-K: K slices per tile (1 to 16, dividing K / block_k). The
     /// slices of a tile run as a cluster; all but the first write FP32
     /// partial sums to a workspace, which the first loads and adds before
-    /// it stores C. Makes the kernel non-persistent unless --persistent is
-    /// given.
+    /// it stores C. Split-K runs one CTA per tile and slice, so it makes
+    /// the ws kernel non-persistent.
     #[arg(long)]
     pub split_k: Option<u32>,
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
@@ -134,7 +134,8 @@ pub struct TuneArgs {
     pub tune: bool,
     /// The family --tune searches, as a TOML file of lists (tiles,
     /// block_k, stages, consumers, persistent, group_m, cluster, split_k,
-    /// tma_store) that replace the default family's (docs/workloads.md).
+    /// tma_store) that replace the default family's, and small_tile_waves
+    /// (docs/workloads.md).
     #[arg(long, value_name = "FILE.toml", requires = "tune")]
     pub space: Option<PathBuf>,
     /// Threads for --tune (0: one per core).
