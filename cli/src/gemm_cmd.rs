@@ -42,7 +42,7 @@ pub struct Shape {
     #[arg(long)]
     pub block_m: Option<u32>,
     /// Tile columns, the WGMMA N (a multiple of 8 up to 256; default 256
-    /// for ws, 128 for paper).
+    /// for ws, 128 for ws with --block-m 256 and for paper).
     #[arg(long)]
     pub block_n: Option<u32>,
     /// Tile depth per main-loop iteration (a multiple of 16 up to 256;

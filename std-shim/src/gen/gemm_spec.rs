@@ -135,8 +135,13 @@ impl GemmSpec {
         let p = match self.kernel.unwrap_or_default() {
             GemmKernel::Paper => p,
             GemmKernel::Ws => {
+                // 128 x 256 tiles; 256 x 128 when the rows are set to 256
+                // (a consumer's 128 x 256 accumulator would not fit its
+                // registers).
                 let p = GemmParams {
-                    block_n: self.block_n.unwrap_or(256),
+                    block_n: self
+                        .block_n
+                        .unwrap_or(if p.block_m > 128 { 128 } else { 256 }),
                     consumers: if p.block_m % 128 == 0 { 2 } else { 1 },
                     persistent: true,
                     group_m: WS_GROUP_M,
@@ -194,6 +199,14 @@ mod tests {
         }
         .params(132);
         assert_eq!((s.consumers, s.stages), (1, 2));
+        // 256 rows take 128 columns by default, and fit.
+        let tall = GemmSpec {
+            block_m: Some(256),
+            ..GemmSpec::new(4096, 4096, 4096)
+        }
+        .params(132);
+        assert_eq!((tall.block_n, tall.consumers), (128, 2));
+        tall.validate().unwrap();
     }
 
     #[test]
