@@ -139,21 +139,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_closest_gemm_fits_and_groups() {
+    fn the_closest_gemm_is_the_ws_family_with_a_tma_store() {
         let cfg = GpuConfig::h100();
         for s in [1024, 2048, 4096, 6144, 8192, 10240, 12288] {
             let p = closest_gemm(&cfg, [s, s, s]);
             assert!(p.persistent && p.validate().is_ok(), "{s}");
-            assert_eq!(p.tiles_m() % p.group_m, 0);
+            assert_eq!((p.group_m, p.stages, p.consumers), (8, 3, 2));
+            assert_eq!(p.epilogue, crate::gen::Epilogue::Tma);
         }
-        assert_eq!(closest_gemm(&cfg, [4096, 4096, 4096]).group_m, 8);
         assert_eq!(closest_gemm(&cfg, [4096, 4096, 4096]).block_n, 256);
         // 8 x 4 wide tiles would leave 100 of 132 SMs idle.
         assert_eq!(closest_gemm(&cfg, [1024, 1024, 1024]).block_n, 128);
         // 128 wide tiles fill 97% of one wave, as 256 narrow ones do of two.
         assert_eq!(closest_gemm(&cfg, [2048, 2048, 13312]).block_n, 256);
-        assert_eq!(closest_gemm(&cfg, [384, 256, 64]).group_m, 1);
-        let odd = closest_gemm(&cfg, [1000, 1000, 1000]);
-        assert!(!odd.persistent && odd.validate().is_ok());
+        // A partial last group (3 row blocks) and a clipped last row block
+        // stay persistent and grouped.
+        for shape in [[384, 256, 64], [1000, 1000, 1000]] {
+            let p = closest_gemm(&cfg, shape);
+            assert!(
+                p.persistent && p.group_m == 8 && p.validate().is_ok(),
+                "{shape:?}"
+            );
+        }
     }
 }
