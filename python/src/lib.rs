@@ -24,9 +24,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use simfa_core::GpuConfig;
 use simfa_std::config::{config_from_table, config_from_toml};
+use simfa_std::gen::gemm_space::Space;
 use simfa_std::load::decode_kernel;
 use simfa_std::sweep::workload::Workload;
-use simfa_std::gen::gemm_space::Space;
 use simfa_std::sweep::{report_of, run_plan, Plan};
 
 create_exception!(
