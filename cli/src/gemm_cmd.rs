@@ -226,7 +226,7 @@ pub fn run_tune(
         || out.check
         || out.trace.dram_trace.is_some();
     if again {
-        let (k, _) = tuned.best_report(cfg).map_err(Failure::Sim)?;
+        let (k, _) = tuned.best_run().map_err(Failure::Sim)?;
         let appendix = crate::Appendix {
             text: tuned.to_text(cfg, TOP),
             key: "tune",

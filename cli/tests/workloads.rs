@@ -209,24 +209,13 @@ fn gemm_tune_reports_the_best_of_a_family() {
         "space.toml",
         "tiles = [\"128x256\", \"64x64\"]\ncluster = [\"1x1\"]\nsplit_k = [1, 4]\n",
     );
-    let args = |j: &'static str| {
-        vec![
-            "gemm",
-            "--gpu",
-            "h100",
-            "--m",
-            "128",
-            "--n",
-            "1024",
-            "--k",
-            "2048",
-            "--tune",
-            "--space",
-            s(&space),
-            "-j",
-            j,
-            "--json",
-        ]
+    let shape = [
+        "gemm", "--gpu", "h100", "--m", "128", "--n", "1024", "--k", "2048",
+    ];
+    let args = |j| {
+        let mut v = shape.to_vec();
+        v.extend(["--tune", "--space", s(&space), "-j", j, "--json"]);
+        v
     };
     let one = json(&simfa(&args("1")));
     let two = json(&simfa(&args("2")));
@@ -251,9 +240,7 @@ fn gemm_tune_reports_the_best_of_a_family() {
         .unwrap()
         .trim()
         .to_string();
-    let mut rerun = vec![
-        "gemm", "--gpu", "h100", "--m", "128", "--n", "1024", "--k", "2048",
-    ];
+    let mut rerun = shape.to_vec();
     rerun.extend(flags.split_whitespace());
     rerun.push("--json");
     assert_eq!(
@@ -262,16 +249,8 @@ fn gemm_tune_reports_the_best_of_a_family() {
         "{flags}"
     );
     // Kernel flags given by hand narrow the family.
-    let narrowed = json(&simfa(&[
-        "gemm",
-        "--gpu",
-        "h100",
-        "--m",
-        "128",
-        "--n",
-        "1024",
-        "--k",
-        "2048",
+    let mut narrow = shape.to_vec();
+    narrow.extend([
         "--tune",
         "--block-n",
         "64",
@@ -280,7 +259,8 @@ fn gemm_tune_reports_the_best_of_a_family() {
         "--split-k",
         "4",
         "--json",
-    ]));
+    ]);
+    let narrowed = json(&simfa(&narrow));
     let cands = narrowed["tune"].as_array().unwrap();
     assert!(!cands.is_empty());
     assert!(cands.iter().all(|c| c["config"]["block_n"] == 64

@@ -264,7 +264,7 @@ fn operands(p: &GemmParams) -> Operands {
     let (bm, bn, bk) = (p.block_m as i64, p.block_n as i64, p.block_k as i64);
     let kt = p.k_iters_per_cta() as i64;
     let s = p.stages as i64;
-    let split = p.last_group_apart() && p.last_group_first() > 0;
+    let split = p.two_tile_kinds();
     // The global iteration count g and the K-loop counter: a persistent
     // kernel's K loop is inside its tile loop and, when its tiles come in
     // two kinds, inside the 0-or-1 loop that picks the kind.
@@ -827,7 +827,7 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
             map2d("C", c_base, p.m, p.n, bn, h),
         ]
     };
-    if p.last_group_apart() && p.last_group_first() > 0 {
+    if p.two_tile_kinds() {
         let first = p.last_group_first() as u64 * bm as u64;
         let e = ELEM_BYTES as u64;
         let rows = p.m - first as u32;

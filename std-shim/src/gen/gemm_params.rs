@@ -297,6 +297,14 @@ impl GemmParams {
         }
     }
 
+    /// Whether a persistent kernel's tiles come in two kinds: those of the
+    /// grouped views and those of a last group apart after them (each kind
+    /// then runs in its 0-or-1-trip loop, the last group through its own
+    /// maps of A and C).
+    pub fn two_tile_kinds(&self) -> bool {
+        self.last_group_apart() && self.last_group_first() > 0
+    }
+
     /// CTAs per thread block cluster.
     /// CTAs per thread block cluster.
     pub fn cluster_size(&self) -> u32 {

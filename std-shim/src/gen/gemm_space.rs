@@ -11,7 +11,7 @@
 //! group_m = [8]
 //! cluster = ["1x1", "2x1"]
 //! split_k = [1, 2, 4, 8] # K slices (1: none); more than 1 only where the
-//!                       # tiles leave SMs idle
+//!                       # tiles leave SMs idle (Space::tries)
 //! tma_store = [false]
 //! small_tile_waves = 2  # tiles with a side under 128 only where 128 x 128
 //!                       # tiles fill fewer waves of the SMs (0: always)
@@ -276,13 +276,18 @@ impl Space {
         .product()
     }
 
-    /// Whether tile `(bm, bn)` is tried for an `m x n` GEMM on `sms` SMs
-    /// (see [`Space::small_tile_waves`]).
-    pub fn tries(&self, (bm, bn): (u32, u32), m: u32, n: u32, sms: u32) -> bool {
-        let big = m.div_ceil(128) as u64 * n.div_ceil(128) as u64;
-        bm >= 128 && bn >= 128
+    /// Whether choice `c` is tried for an `m x n` GEMM on `sms` SMs: a
+    /// tile with a side under 128 only as [`Space::small_tile_waves`]
+    /// says, and split-K only where the tiles leave SMs idle, as the
+    /// libraries' heuristics do (elsewhere its extra traffic cannot pay).
+    pub fn tries(&self, c: &Choice, m: u32, n: u32, sms: u32) -> bool {
+        let tiles = |(bm, bn): (u32, u32)| m.div_ceil(bm) as u64 * n.div_ceil(bn) as u64;
+        let (bm, bn) = c.tile;
+        let small = bm < 128 || bn < 128;
+        (!small
             || self.small_tile_waves == 0
-            || big < self.small_tile_waves as u64 * sms as u64
+            || tiles((128, 128)) < self.small_tile_waves as u64 * sms as u64)
+            && (c.split_k == 1 || tiles(c.tile) < sms as u64)
     }
 
     /// Every combination, the last list varying fastest.

@@ -58,6 +58,20 @@ pub enum Verdict {
     Failed(String),
 }
 
+impl Verdict {
+    /// The verdict's place in [`Tuned::counts`]: simulated, cut by the
+    /// bound, passed the best, invalid, failed.
+    pub fn index(&self) -> usize {
+        match self {
+            Verdict::Simulated(_) => 0,
+            Verdict::Bound { .. } => 1,
+            Verdict::Passed { .. } => 2,
+            Verdict::Invalid(_) => 3,
+            Verdict::Failed(_) => 4,
+        }
+    }
+}
+
 /// One candidate of a tuning run.
 #[derive(Clone, Debug)]
 pub struct Candidate {
@@ -86,11 +100,15 @@ impl Candidate {
 pub struct Tuned {
     /// Every candidate, in space order.
     pub candidates: Vec<Candidate>,
-    /// The fastest candidate (`None` when none ran to the end).
-    pub best: Option<usize>,
 }
 
 impl Tuned {
+    /// The fastest candidate (ties to the earlier in space order; `None`
+    /// when none ran to the end).
+    pub fn best(&self) -> Option<usize> {
+        self.ranking().first().copied()
+    }
+
     /// Candidates simulated to the end, fastest first (ties in space
     /// order).
     pub fn ranking(&self) -> Vec<usize> {
@@ -106,13 +124,7 @@ impl Tuned {
     pub fn counts(&self) -> [usize; 5] {
         let mut c = [0; 5];
         for cand in &self.candidates {
-            c[match cand.verdict {
-                Verdict::Simulated(_) => 0,
-                Verdict::Bound { .. } => 1,
-                Verdict::Passed { .. } => 2,
-                Verdict::Invalid(_) => 3,
-                Verdict::Failed(_) => 4,
-            }] += 1;
+            c[cand.verdict.index()] += 1;
         }
         c
     }
@@ -141,17 +153,8 @@ pub fn spec_of(base: &GemmSpec, c: &Choice) -> GemmSpec {
     }
 }
 
-/// The kernel of a candidate and its bound, or why it is invalid. Split-K
-/// is tried only where the tiles leave SMs idle, as the libraries'
-/// heuristics do: elsewhere its extra traffic cannot pay.
+/// The kernel of a candidate and its bound, or why it is invalid.
 fn build(cfg: &GpuConfig, p: &GemmParams) -> Result<(Kernel, Option<u64>), String> {
-    if p.split_k > 1 && p.tiles() >= cfg.sms as u64 {
-        return Err(format!(
-            "split_k: {} tiles fill the {} SMs without it",
-            p.tiles(),
-            cfg.sms
-        ));
-    }
     let k = gemm(p).map_err(|e| e.to_string())?;
     k.check_fits(cfg).map_err(|e| e.to_string())?;
     let e = estimate(cfg, &k, BOUND_STEPS);
@@ -183,7 +186,7 @@ pub fn tune(
     let choices: Vec<Choice> = space
         .choices()
         .into_iter()
-        .filter(|c| space.tries(c.tile, base.m, base.n, cfg.sms as u32))
+        .filter(|c| space.tries(c, base.m, base.n, cfg.sms as u32))
         .collect();
     let sms = cfg.sms as u32;
     type Built = (Choice, GemmParams, Result<(Kernel, Option<u64>), String>);
@@ -202,33 +205,37 @@ pub fn tune(
             choice: *choice,
             params: *params,
             bound: b.as_ref().ok().and_then(|(_, bound)| *bound),
+            // Every valid candidate gets its verdict in its batch.
             verdict: match b {
                 Err(e) => Verdict::Invalid(e.clone()),
                 Ok(_) => Verdict::Failed("not run".into()),
             },
         })
         .collect();
-    // Valid candidates by bound (no bound: last), then space order.
-    let mut order: Vec<usize> = (0..built.len()).filter(|&i| built[i].2.is_ok()).collect();
-    order.sort_by_key(|&i| (candidates[i].bound.unwrap_or(u64::MAX), i));
+    // Valid candidates with their kernels and bounds, by bound (no bound:
+    // last), then space order.
+    let mut order: Vec<(usize, &Kernel, Option<u64>)> = built
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.2.as_ref().ok().map(|(k, bound)| (i, k, *bound)))
+        .collect();
+    order.sort_by_key(|&(i, _, bound)| (bound.unwrap_or(u64::MAX), i));
     let total = order.len();
     let mut best: Option<(u64, usize)> = None;
     let mut decided = 0;
     for batch in order.chunks(BATCH) {
         let limit = best.map_or(u64::MAX, |(c, _)| c);
-        let cands = &candidates;
         let runs: Vec<(usize, Verdict)> = pool.install(|| {
             batch
                 .par_iter()
-                .map(|&i| {
-                    let verdict = match (&built[i].2, cands[i].bound) {
-                        (Ok(_), Some(b)) if b >= limit => Verdict::Bound { best: limit },
-                        (Ok((k, _)), _) => match simulate_within(cfg, k, limit) {
+                .map(|&(i, k, bound)| {
+                    let verdict = match bound {
+                        Some(b) if b >= limit => Verdict::Bound { best: limit },
+                        _ => match simulate_within(cfg, k, limit) {
                             Ok(Some(o)) => Verdict::Simulated(Box::new(o)),
                             Ok(None) => Verdict::Passed { best: limit },
                             Err(e) => Verdict::Failed(e.to_string()),
                         },
-                        (Err(e), _) => Verdict::Invalid(e.clone()),
                     };
                     (i, verdict)
                 })
@@ -237,8 +244,8 @@ pub fn tune(
         for (i, v) in runs {
             candidates[i].verdict = v;
         }
-        // In bound order, so a tie goes to the earlier candidate.
-        for &i in batch {
+        // Fewest cycles, ties to the earlier in space order (as `best`).
+        for &(i, _, _) in batch {
             if let Some(c) = candidates[i].cycles() {
                 if best.is_none() || best.is_some_and(|(b, bi)| (c, i) < (b, bi)) {
                     best = Some((c, i));
@@ -248,10 +255,7 @@ pub fn tune(
         decided += batch.len();
         progress(decided, total);
     }
-    Tuned {
-        candidates,
-        best: best.map(|(_, i)| i),
-    }
+    Tuned { candidates }
 }
 
 /// The `simfa gemm` flags of a candidate's parameters.
@@ -293,12 +297,9 @@ fn config_json(p: &GemmParams) -> serde_json::Value {
 }
 
 impl Tuned {
-    /// The best candidate's kernel and report, or why there is none.
-    pub fn best_report(
-        &self,
-        cfg: &GpuConfig,
-    ) -> Result<(Kernel, crate::reporting::report::Report), String> {
-        let best = self.best.ok_or_else(|| {
+    /// The best candidate's kernel and run, or why there is none.
+    pub fn best_run(&self) -> Result<(Kernel, &RunOutcome), String> {
+        let best = self.best().ok_or_else(|| {
             let [_, _, _, invalid, failed] = self.counts();
             let why = self
                 .candidates
@@ -317,6 +318,15 @@ impl Tuned {
         let Verdict::Simulated(o) = &c.verdict else {
             return Err("the best candidate has no run".into());
         };
+        Ok((k, o))
+    }
+
+    /// The best candidate's kernel and report, or why there is none.
+    pub fn best_report(
+        &self,
+        cfg: &GpuConfig,
+    ) -> Result<(Kernel, crate::reporting::report::Report), String> {
+        let (k, o) = self.best_run()?;
         let r = crate::reporting::report::Report::new(cfg, &k, o);
         Ok((k, r))
     }
@@ -375,7 +385,7 @@ impl Tuned {
             "tune          {} candidates: {sim} simulated, {bound} cut by the bound, {passed} passed the best while running, {invalid} invalid, {failed} failed\n",
             self.candidates.len()
         );
-        if let Some(b) = self.best {
+        if let Some(b) = self.best() {
             s.push_str(&format!(
                 "best          {}\n",
                 flags(&self.candidates[b].params)
@@ -418,19 +428,10 @@ mod tests {
         (GpuConfig::h100(), GemmSpec::new(128, 1024, 2048), space)
     }
 
-    fn verdicts(t: &Tuned) -> Vec<(GemmParams, Option<u64>, u8)> {
+    fn verdicts(t: &Tuned) -> Vec<(GemmParams, Option<u64>, usize)> {
         t.candidates
             .iter()
-            .map(|c| {
-                let kind = match c.verdict {
-                    Verdict::Simulated(_) => 0,
-                    Verdict::Bound { .. } => 1,
-                    Verdict::Passed { .. } => 2,
-                    Verdict::Invalid(_) => 3,
-                    Verdict::Failed(_) => 4,
-                };
-                (c.params, c.cycles(), kind)
-            })
+            .map(|c| (c.params, c.cycles(), c.verdict.index()))
             .collect()
     }
 
@@ -439,10 +440,10 @@ mod tests {
         let (cfg, spec, space) = small();
         let one = tune(&cfg, &spec, &space, |p| p, 1, |_, _| {});
         let two = tune(&cfg, &spec, &space, |p| p, 2, |_, _| {});
-        assert_eq!(one.best, two.best);
+        assert_eq!(one.best(), two.best());
         assert_eq!(verdicts(&one), verdicts(&two));
         assert_eq!(one.to_json(), two.to_json());
-        let b = one.best.unwrap();
+        let b = one.best().unwrap();
         assert_eq!(one.ranking()[0], b);
     }
 
@@ -450,7 +451,7 @@ mod tests {
     fn no_candidate_cut_beats_the_best_run_alone() {
         let (cfg, spec, space) = small();
         let t = tune(&cfg, &spec, &space, |p| p, 0, |_, _| {});
-        let best = t.candidates[t.best.unwrap()].cycles().unwrap();
+        let best = t.candidates[t.best().unwrap()].cycles().unwrap();
         let [sim, bound, passed, _, _] = t.counts();
         assert!(sim >= 1 && bound + passed >= 1, "{:?}", t.counts());
         for c in &t.candidates {
@@ -468,7 +469,7 @@ mod tests {
             }
         }
         // Split-K wins this grid of 4 tiles of 128 x 256.
-        assert!(t.candidates[t.best.unwrap()].params.split_k > 1);
+        assert!(t.candidates[t.best().unwrap()].params.split_k > 1);
     }
 
     #[test]
@@ -476,7 +477,7 @@ mod tests {
         let (cfg, spec, space) = small();
         let t = tune(&cfg, &spec, &space, |p| p, 0, |_, _| {});
         let (k, r) = t.best_report(&cfg).unwrap();
-        let best = &t.candidates[t.best.unwrap()];
+        let best = &t.candidates[t.best().unwrap()];
         assert_eq!(r.cycles, best.cycles().unwrap());
         assert_eq!(k, gemm(&best.params).unwrap());
         let j = t.to_json();
@@ -493,8 +494,16 @@ mod tests {
         );
         // The small tiles are tried here (4 tiles of 128 x 128 leave SMs
         // idle) and not for a grid that fills the SMs twice over.
-        assert!(space.tries((64, 64), 128, 1024, 132));
-        assert!(!space.tries((64, 64), 4096, 4096, 132));
-        assert!(space.tries((128, 256), 4096, 4096, 132));
+        let at = |tile, split_k| Choice {
+            tile,
+            split_k,
+            ..space.choices()[0]
+        };
+        assert!(space.tries(&at((64, 64), 1), 128, 1024, 132));
+        assert!(!space.tries(&at((64, 64), 1), 4096, 4096, 132));
+        assert!(space.tries(&at((128, 256), 1), 4096, 4096, 132));
+        // Split-K only where the tiles leave SMs idle.
+        assert!(space.tries(&at((128, 256), 4), 128, 1024, 132));
+        assert!(!space.tries(&at((128, 256), 4), 4096, 4096, 132));
     }
 }

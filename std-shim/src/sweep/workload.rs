@@ -112,7 +112,7 @@ impl Workload {
             Workload::Gemm(spec) if spec.tune == Some(true) => {
                 // One thread: the sweep runs its points in parallel.
                 let t = tune(cfg, spec, &Space::default(), |p| p, 1, |_, _| {});
-                t.best_report(cfg).map(|(k, _)| (k, None))
+                t.best_run().map(|(k, _)| (k, None))
             }
             Workload::Gemm(spec) => gemm(&spec.params(cfg.sms as u32))
                 .map(|k| (k, None))
@@ -153,7 +153,7 @@ mod tests {
         let (k, _) = w.kernel(&cfg).unwrap();
         let spec = GemmSpec::new(128, 256, 512);
         let t = tune(&cfg, &spec, &Space::default(), |p| p, 1, |_, _| {});
-        assert_eq!(k, t.best_report(&cfg).unwrap().0);
+        assert_eq!(k, t.best_run().unwrap().0);
         let paper = gemm_of(r#"{ kind = "gemm", m = 512, n = 512, k = 512, kernel = "paper" }"#)
             .unwrap()
             .kernel(&cfg)
