@@ -21,7 +21,7 @@ pub const MAX_ROLES: usize = 8;
 /// Most WarpGroups per CTA (1024 threads).
 pub const MAX_WG_PER_CTA: usize = 8;
 /// Most tensor maps per kernel.
-pub const MAX_MAPS: usize = 16;
+pub const MAX_MAPS: usize = 32;
 /// Most mbarrier or stage declarations (arrays) per kernel.
 pub const MAX_DECLS: usize = 16;
 /// Most mbarriers per CTA (all arrays together).

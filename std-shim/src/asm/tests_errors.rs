@@ -351,12 +351,12 @@ fn windows_line_endings_and_defaults() {
 #[test]
 fn declaration_capacities() {
     let mut s = "kernel t\ngrid 1\n".to_string();
-    for i in 0..17 {
+    for i in 0..33 {
         s.push_str(&format!(
             "tensormap m{i} base=0 elem=2 dims=[64] strides=[] box=[64]\n"
         ));
     }
-    check(&s, 19, 1, "too many tensor maps (at most 16)");
+    check(&s, 35, 1, "too many tensor maps (at most 32)");
     let mut s = "kernel t\ngrid 1\n".to_string();
     for i in 0..17 {
         s.push_str(&format!("stage s{i} consumers=1\n"));

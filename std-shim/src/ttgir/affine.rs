@@ -11,9 +11,10 @@
 //! whether any of it is read at all.
 //!
 //! Two simplifications, both on the safe side of "what moves": a remainder
-//! by a bound the indices stay under is the identity (the tutorial's
-//! `offs % M` on full tiles), and any other remainder or division makes the
-//! tensor opaque; a mask that is not a box (a comparison of a tensor that
+//! or quotient by a bound is followed where the values all lie in one
+//! period of it (the tutorial's `offs % M` on full tiles is the identity;
+//! `(pid * 1024 + i) % 1024` is `i`), and any other remainder or division
+//! makes the tensor opaque; a mask that is not a box (a comparison of a tensor that
 //! varies along several dimensions) is taken as all true.
 
 /// The most dimensions of a register tensor the interpreter follows.
@@ -158,9 +159,19 @@ impl Lin {
             // A remainder by a bound the values stay under is the identity.
             "remsi" | "remui" if b.uniform() && b.base > 0 => {
                 let (lo, hi) = a.range();
-                if lo < 0 || hi >= b.base {
+                if lo < 0 || hi / b.base != lo / b.base {
                     return None;
                 }
+                out.base = a.base.wrapping_sub(lo / b.base * b.base);
+            }
+            // A quotient that is the same for every value: uniform.
+            "divsi" | "divui" if b.uniform() && b.base > 0 && a.ptr.is_none() => {
+                let (lo, hi) = a.range();
+                if lo < 0 || hi / b.base != lo / b.base {
+                    return None;
+                }
+                out.base = lo / b.base;
+                out.coef = [0; MAX_RANK];
             }
             _ => return None,
         }
@@ -367,6 +378,16 @@ mod tests {
         assert_eq!(Lin::binary("remsi", &range(128), &m), Some(range(128)));
         let m = Lin::splat(1, range(128).shape, 100, None);
         assert_eq!(Lin::binary("remsi", &range(128), &m), None);
+        // In one period of the bound, a remainder shifts and a quotient is
+        // uniform: (1024 + i) % 1024 is i, (1024 + i) / 1024 is 1.
+        let k = Lin::splat(1, range(128).shape, 1024, None);
+        let shifted = Lin::binary("addi", &range(128), &k).unwrap();
+        assert_eq!(Lin::binary("remsi", &shifted, &k), Some(range(128)));
+        let one = Lin::binary("divsi", &shifted, &k).unwrap();
+        assert_eq!((one.base, one.coef), (1, [0; MAX_RANK]));
+        let straddles = Lin::binary("addi", &range(128), &m).unwrap();
+        let d = Lin::splat(1, range(128).shape, 128, None);
+        assert_eq!(Lin::binary("divsi", &straddles, &d), None, "100..228 / 128");
         // Two varying tensors do not multiply.
         assert_eq!(Lin::binary("muli", &range(8), &range(8)), None);
     }

@@ -15,6 +15,16 @@
 //! elem = 2                   # bytes per element
 //! dims = [8192, 8192]        # elements per dimension, innermost first
 //! strides = [16384]          # bytes between rows of dimensions 1.. (default: packed)
+//!
+//! [tensors.sizes]            # a tensor whose contents steer the kernel
+//! base = 0x30000000
+//! elem = 4
+//! values = [1024, 1024, 1024, 512, 512, 512]  # its elements, in memory order
+//!
+//! [buffers.a0]               # memory reached only through pointers loaded from memory
+//! base = 0x40000000
+//! elem = 2
+//! dims = [1024, 1024]
 //! ```
 //!
 //! A host descriptor (`!tt.tensordesc`) is followed in the signature by its
@@ -23,6 +33,11 @@
 //! unless `[args]` gives them. Pointer and float arguments need no value.
 //! Every key must name an argument of the kernel, and every integer
 //! argument must get a value.
+//!
+//! A tensor's `values` are what a scalar load from it gives (a grouped
+//! GEMM's sizes, its table of matrix addresses, a lock's count): with them
+//! a loop bound, branch or address may come from memory. `[buffers]` are
+//! the tensors such loaded addresses point into ([`super::global`]).
 
 use std::collections::BTreeMap;
 
@@ -51,12 +66,18 @@ pub struct Tensor {
     /// Bytes per element.
     pub elem: u8,
     /// Elements per dimension, innermost first (a pointer argument that
-    /// the kernel makes descriptors from needs none: the kernel gives them).
+    /// the kernel makes descriptors from needs none: the kernel gives them;
+    /// a tensor with `values` and no dims is a vector of them).
     #[serde(default)]
     pub dims: Vec<u64>,
     /// Bytes between rows of dimensions 1.., innermost first.
     #[serde(default)]
     pub strides: Vec<u64>,
+    /// Its contents, element by element in memory order (a memory image
+    /// for the scalar loads whose values the kernel's control flow or
+    /// addresses need); empty when not given.
+    #[serde(default)]
+    pub values: Vec<i64>,
 }
 
 impl Tensor {
@@ -104,6 +125,10 @@ pub struct Launch {
     /// Tensor descriptor arguments.
     #[serde(default)]
     pub tensors: BTreeMap<String, Tensor>,
+    /// Memory the kernel reaches only through pointers it loads from
+    /// memory (not arguments), by a name of the launch's choosing.
+    #[serde(default)]
+    pub buffers: BTreeMap<String, Tensor>,
 }
 
 /// Ops a CTA may execute when the launch does not say: 2^28, a quarter of
@@ -121,6 +146,13 @@ pub fn short_name(name: &str) -> &str {
     &name[..end]
 }
 
+/// The most buffers a launch may have (descriptors made over them are
+/// keyed by their place among them, in 11 bits).
+pub const MAX_BUFFERS: usize = 2047;
+
+/// The most values a tensor's contents may have.
+pub const MAX_VALUES: usize = 1 << 20;
+
 /// The most CTAs a launch may have (CUDA's grid limit along x).
 pub const MAX_CTAS: u64 = (1 << 31) - 1;
 
@@ -131,7 +163,13 @@ impl Launch {
             file: file.to_string(),
             why,
         };
-        let l: Launch = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        let mut l: Launch = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        // Contents without a shape are a vector of them.
+        for t in l.tensors.values_mut().chain(l.buffers.values_mut()) {
+            if t.dims.is_empty() && !t.values.is_empty() {
+                t.dims = vec![t.values.len() as u64];
+            }
+        }
         if l.grid.contains(&0) {
             return Err(fail(format!("grid {:?} has an empty dimension", l.grid)));
         }
@@ -142,8 +180,15 @@ impl Launch {
                 l.grid
             )));
         }
-        for (name, t) in &l.tensors {
-            let bad = |why: &str| fail(format!("tensor `{name}`: {why}"));
+        if l.buffers.len() > MAX_BUFFERS {
+            return Err(fail(format!(
+                "{} buffers, more than {MAX_BUFFERS}",
+                l.buffers.len()
+            )));
+        }
+        let all = l.tensors.iter().map(|t| ("tensor", t));
+        for (what, (name, t)) in all.chain(l.buffers.iter().map(|b| ("buffer", b))) {
+            let bad = |why: &str| fail(format!("{what} `{name}`: {why}"));
             if !matches!(t.elem, 1 | 2 | 4 | 8) {
                 return Err(bad("elem must be 1, 2, 4 or 8 bytes"));
             }
@@ -158,6 +203,17 @@ impl Launch {
             }
             if t.base % 16 != 0 {
                 return Err(bad("base must be 16-byte aligned"));
+            }
+            let bits = 8 * t.elem as u32;
+            if let Some(v) = t
+                .values
+                .iter()
+                .find(|&&v| bits < 64 && (v < -(1i64 << (bits - 1)) || v >= (1i64 << bits)))
+            {
+                return Err(bad(&format!("value {v} does not fit {} bytes", t.elem)));
+            }
+            if t.values.len() > MAX_VALUES {
+                return Err(bad(&format!("more than {MAX_VALUES} values")));
             }
         }
         Ok(l)
@@ -365,5 +421,20 @@ mod tests {
                 .contains("elem must be")
         );
         assert!(err("grid = [1, 1]\n").starts_with("l.toml: "));
+        assert!(err(&format!(
+            "grid = [1, 1, 1]\n{t}[tensors.p]\nbase = 0\nelem = 1\nvalues = [256]\n"
+        ))
+        .contains("tensor `p`: value 256 does not fit 1 bytes"));
+        assert!(err(&format!(
+            "grid = [1, 1, 1]\n[args]\nn = 1\n{t}[buffers.x]\nbase = 8\nelem = 2\ndims = [4]\n"
+        ))
+        .contains("buffer `x`: base must be 16-byte aligned"));
+        // Contents without dims are a vector of them.
+        let l = Launch::parse(
+            "l.toml",
+            "grid = [1, 1, 1]\n[tensors.p]\nbase = 0\nelem = 4\nvalues = [1, -2, 3]\n",
+        )
+        .unwrap();
+        assert_eq!(l.tensors["p"].dims, vec![3]);
     }
 }

@@ -35,11 +35,13 @@
 //! [`super::pointer`]'s.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use simfa_core::builder::Builder;
 use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
+use super::global::Global;
 use super::interp::{Effect, EffectSink, Interp, Origin};
 use super::launch::{Launch, LaunchError, Tensor};
 use super::pointer::{all, Inflight, PtrMaps, Rings};
@@ -100,6 +102,8 @@ pub struct Program<'m, 'a> {
     /// The kernel's own warps' mbarrier rings for loads through pointers.
     rings: Rings,
     pub(super) budget: u64,
+    /// The launch's tensors and buffers, for the interpreter's loads.
+    pub(super) global: Arc<Global>,
 }
 
 /// What lowering keeps of a CTA role's run between effects.
@@ -196,8 +200,25 @@ impl<'m, 'a> Program<'m, 'a> {
         // the allocations and initialisations).
         let mut decls = Decls::default();
         let budget = launch.max_steps.unwrap_or(super::launch::DEFAULT_MAX_STEPS);
-        let mut probe = Interp::new(module, [0, 0, 0], launch.grid, budget);
+        let global = Arc::new(Global::new(launch, func, &args));
+        let mut probe =
+            Interp::new(module, [0, 0, 0], launch.grid, budget).with_global(global.clone());
         probe.run(func, &args, &mut decls)?;
+        if global.has_buffers() {
+            // Which tensors a CTA reaches through loaded pointers depends
+            // on the CTA (a grouped GEMM's CTAs work on different
+            // matrices): every CTA's tiles and descriptors are declared.
+            let ctas = launch.grid.iter().product::<u32>();
+            for cta in 1..ctas {
+                let coords = b.kernel().cta_coords(cta);
+                let mut more = Decls::default();
+                Interp::new(module, coords, launch.grid, budget)
+                    .with_global(global.clone())
+                    .run(func, &args, &mut more)?;
+                decls.tiles.append(&mut more.tiles);
+                decls.made.append(&mut more.made);
+            }
+        }
         let Decls {
             allocs,
             peak,
@@ -212,10 +233,10 @@ impl<'m, 'a> Program<'m, 'a> {
             if made.contains_key(&key) {
                 continue;
             }
-            let (name, _) = func.args[ptr as usize];
-            let base = launch
-                .tensor(name, ptr as usize)
-                .ok_or_else(|| fail(format!("the pointer `{name}` has no tensor")))?;
+            let region = global
+                .region(ptr)
+                .ok_or_else(|| fail(format!("pointer {ptr} has no tensor")))?;
+            let (name, base) = (region.name.as_str(), &region.tensor);
             if boxdim.len() != dims.len() || dims.is_empty() || dims.len() > 5 {
                 return Err(fail(format!(
                     "a descriptor over `{name}` with a box of {} and {} dimensions",
@@ -228,6 +249,7 @@ impl<'m, 'a> Program<'m, 'a> {
                 elem: base.elem,
                 dims: dims.clone(),
                 strides: strides.clone(),
+                values: Vec::new(),
             };
             let shape: Vec<u32> = boxdim.iter().rev().copied().collect();
             let m = Launch::map(name, &t, &shape)
@@ -258,16 +280,11 @@ impl<'m, 'a> Program<'m, 'a> {
         }
         // Pointer arguments' tensors, the maps of the tiles CTA 0 moves,
         // and the rings their loads complete on.
-        let mut ptr_tensors = HashMap::new();
-        for (i, v) in args.iter().enumerate() {
-            if let Value::Ptr { arg, .. } = v {
-                let (name, _) = func.args[i];
-                if let Some(t) = launch.tensor(name, i) {
-                    let bare = name.trim_start_matches('%').to_string();
-                    ptr_tensors.insert(*arg, (bare, t.clone()));
-                }
-            }
-        }
+        let ptr_tensors: HashMap<u16, (String, Tensor)> = global
+            .regions()
+            .iter()
+            .map(|r| (r.id, (r.name.clone(), r.tensor.clone())))
+            .collect();
         let mut ptr_maps = PtrMaps::new();
         let mut rings = Rings::default();
         let (mut need_groups, mut need_loads) = (false, false);
@@ -339,6 +356,7 @@ impl<'m, 'a> Program<'m, 'a> {
             ptr_maps,
             rings,
             budget,
+            global,
         })
     }
 
@@ -533,6 +551,12 @@ impl<'m, 'a> Program<'m, 'a> {
                         "this CTA makes a descriptor unlike CTA 0's (simfa declares tensor maps once per kernel)"
                             .into(),
                     ));
+                }
+            }
+            Effect::Barrier => {
+                if wgs > 1 {
+                    let threads = wgs as u16 * 128;
+                    all(out, Op::BarSync { id: 0, threads });
                 }
             }
             Effect::Partition => {

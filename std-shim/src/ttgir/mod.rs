@@ -32,6 +32,7 @@
 pub mod affine;
 pub mod dtype;
 pub mod error;
+pub mod global;
 pub mod interp;
 pub mod launch;
 pub mod lex;

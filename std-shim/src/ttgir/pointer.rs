@@ -262,6 +262,7 @@ mod tests {
             elem: 2,
             dims: vec![4096, 1024],
             strides: vec![8192],
+            values: Vec::new(),
         }
     }
 

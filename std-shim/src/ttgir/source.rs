@@ -45,6 +45,7 @@ impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
             r => Role::Worker(r - 1),
         };
         let mut interp = Interp::new(program.module, coords, program.kernel.grid, program.budget)
+            .with_global(program.global.clone())
             .as_role(as_role);
         interp.start(program.func, &program.args);
         CtaRun {

@@ -50,6 +50,16 @@ pub enum Value {
     /// A tensor loaded into registers by load number `n` of the run: the
     /// first op that reads it waits for the load.
     Loaded(u64),
+    /// A scalar integer loaded from memory (by load number `load`, from
+    /// the tensor or buffer of pointer id `from`) whose contents the launch
+    /// does not give, or integer math on one: the first op that reads it
+    /// waits for the load, and a use that needs its value is an error.
+    Unknown {
+        /// The load.
+        load: u64,
+        /// The pointer id it was loaded through.
+        from: u16,
+    },
     /// An undefined integer (MLIR's poison): the result of a division by
     /// zero or an oversized shift at the op at this byte offset, and of
     /// integer ops on it. The GPU does not trap there (pipelined kernels

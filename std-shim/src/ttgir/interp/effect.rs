@@ -127,6 +127,9 @@ pub enum Effect<'m> {
         /// What it writes.
         tile: PtrTile,
     },
+    /// `ttg.barrier` (`tl.debug_barrier`, `gpu.barrier`): the warps of
+    /// the run's role meet.
+    Barrier,
     /// `async_commit_group`: the copies since the last one are a group.
     AsyncCommit,
     /// `async_wait`: until at most `pendings` groups are in flight.

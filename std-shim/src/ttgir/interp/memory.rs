@@ -23,9 +23,15 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// Waits for the loads whose registers op `n` reads first.
     pub(super) fn use_loads(&mut self, n: &'m Node<'a>, sink: &mut impl EffectSink<'m>) {
         for o in n.view.operands.iter().filter(|o| o.is_ssa()) {
-            if let Some(&Value::Loaded(load)) = self.vals.get(&key(o.text)) {
-                self.emit(sink, n, Effect::Use { load });
-                self.vals.insert(key(o.text), Value::Opaque);
+            match self.vals.get(&key(o.text)) {
+                Some(&Value::Loaded(load)) => {
+                    self.emit(sink, n, Effect::Use { load });
+                    self.vals.insert(key(o.text), Value::Opaque);
+                }
+                // Kept, so that a use needing its value can say where it
+                // comes from (a later wait for the same load is nothing).
+                Some(&Value::Unknown { load, .. }) => self.emit(sink, n, Effect::Use { load }),
+                _ => {}
             }
         }
     }
@@ -308,7 +314,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 .map(|w| w[1].text),
         };
         let off = match mask_name {
-            Some(m) => matches!(self.get(n, m)?, Value::Mask(m) if m.empty()),
+            Some(m) => masked_off(&self.get(n, m)?),
             None => false,
         };
         let ptr_name = ssa.first().copied().unwrap_or("");
@@ -319,38 +325,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             self.define(v, &[]);
             return Ok(());
         }
-        let tile = match self.get(n, ptr_name)? {
-            Value::Lin(l) if l.ptr.is_some() => {
-                let ty = v.ins.first().copied().unwrap_or("");
-                self.tile(n, l, ty)?
-            }
-            Value::Ptr { arg, off } => {
-                // One scalar moves as the 16-byte run that holds it (one
-                // request).
-                let ty = v.ins.first().copied().unwrap_or("");
-                let elem = pointee_bytes(ty)
-                    .filter(|&e| (1..=16).contains(&e))
-                    .ok_or_else(|| self.fail(n, format!("no pointee type of 1 to 16 bytes in `{ty}`")))?;
-                let run = 16 / elem as u32;
-                PtrTile {
-                    lin: Lin {
-                        coef: [elem as i64, 0, 0, 0],
-                        ..Lin::splat(1, [run, 1, 1, 1], off - off.rem_euclid(16), Some(arg))
-                    },
-                    elem: elem as u32,
-                    segment: 16,
-                }
-            }
-            other => {
-                return Err(self.fail(
-                    n,
-                    format!(
-                        "`{ptr_name}` must be a pointer tensor at an affine offset from a pointer argument with a [tensors] entry, and is {}",
-                        super::ops::kind(&other)
-                    ),
-                ))
-            }
-        };
+        let tile = self.ptr_tile(n, ptr_name)?;
         let result = match op {
             "store" => {
                 self.emit(sink, n, Effect::PtrStore { tile });
@@ -367,7 +342,32 @@ impl<'m, 'a> Interp<'m, 'a> {
                         regs: Some(load),
                     },
                 );
-                Some(Value::Loaded(load))
+                // A scalar whose contents the launch gives: its value, read
+                // as soon as it arrives (a size, an address or a count the
+                // next ops compute with).
+                let ty = v.ins.first().copied().unwrap_or("");
+                let bits = pointee(ty)
+                    .filter(|_| !ty.contains("tensor<"))
+                    .and_then(int_bits);
+                match (self.get(n, ptr_name)?, bits) {
+                    (Value::Ptr { arg, off }, Some(bits)) => {
+                        match self
+                            .global
+                            .value(arg, off)
+                            .map_err(|why| self.fail(n, why))?
+                        {
+                            Some(x) => {
+                                self.emit(sink, n, Effect::Use { load });
+                                Some(Value::Int {
+                                    v: super::super::value::wrap(x, bits),
+                                    bits,
+                                })
+                            }
+                            None => Some(Value::Unknown { load, from: arg }),
+                        }
+                    }
+                    _ => Some(Value::Loaded(load)),
+                }
             }
             _ => {
                 self.emit(sink, n, Effect::PtrLoad { tile, regs: None });
@@ -375,6 +375,121 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
         };
         self.define(v, &[result.unwrap_or(Value::Opaque)]);
+        Ok(())
+    }
+
+    /// What a load, store or atomic through pointer operand `ptr_name`
+    /// (a pointer tensor, or one scalar pointer) moves.
+    fn ptr_tile(&self, n: &Node<'a>, ptr_name: &str) -> Result<PtrTile, TtgirError> {
+        let v = &n.view;
+        let ty = v.ins.first().copied().unwrap_or("");
+        match self.get(n, ptr_name)? {
+            Value::Lin(l) if l.ptr.is_some() => self.tile(n, l, ty),
+            Value::Ptr { arg, off } => {
+                // One scalar moves as the 16-byte run that holds it (one
+                // request).
+                let elem = pointee_bytes(ty)
+                    .filter(|&e| (1..=16).contains(&e))
+                    .ok_or_else(|| self.fail(n, format!("no pointee type of 1 to 16 bytes in `{ty}`")))?;
+                let run = 16 / elem as u32;
+                Ok(PtrTile {
+                    lin: Lin {
+                        coef: [elem as i64, 0, 0, 0],
+                        ..Lin::splat(1, [run, 1, 1, 1], off - off.rem_euclid(16), Some(arg))
+                    },
+                    elem: elem as u32,
+                    segment: 16,
+                })
+            }
+            other => Err(self.fail(
+                n,
+                format!(
+                    "`{ptr_name}` must be a pointer tensor at an affine offset from a pointer argument with a [tensors] entry (or an address in one of its tensors or [buffers]), and is {}",
+                    super::ops::kind(&other)
+                ),
+            )),
+        }
+    }
+
+    /// `tt.atomic_rmw` and `tt.atomic_cas`: a read-modify-write at the L2,
+    /// timed as a load of the box into registers (the old values come back
+    /// to the threads) and a store of it (the new values reach the L2).
+    /// Atomics are taken as uncontended: a compare-and-swap of a scalar
+    /// succeeds at its first try (it returns its comparand, so a spin lock
+    /// is taken at once); any other result is a loaded value, waited for at
+    /// its first use.
+    pub(super) fn atomic(
+        &mut self,
+        n: &'m Node<'a>,
+        op: &str,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let ssa = Self::ssa(n);
+        let off = match (op, ssa.get(2)) {
+            ("atomic_rmw", Some(m)) => masked_off(&self.get(n, m)?),
+            _ => false,
+        };
+        if off {
+            self.define(v, &[]);
+            return Ok(());
+        }
+        let tile = self.ptr_tile(n, ssa.first().copied().unwrap_or(""))?;
+        let load = self.loads;
+        self.loads += 1;
+        self.emit(
+            sink,
+            n,
+            Effect::PtrLoad {
+                tile,
+                regs: Some(load),
+            },
+        );
+        self.emit(sink, n, Effect::PtrStore { tile });
+        let cmp = match (op, ssa.get(1)) {
+            ("atomic_cas", Some(c)) => Some(self.get(n, c)?),
+            _ => None,
+        };
+        let r = match cmp {
+            Some(c @ Value::Int { .. }) => {
+                self.emit(sink, n, Effect::Use { load });
+                c
+            }
+            _ => Value::Loaded(load),
+        };
+        self.define(v, &[r]);
+        Ok(())
+    }
+
+    /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast` of a scalar: an
+    /// address loaded from memory becomes a pointer into the launch's
+    /// tensor or buffer that holds it, and back.
+    pub(super) fn pointer_cast(&mut self, n: &Node<'a>, op: &str) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let ssa = Self::ssa(n);
+        let x = self.get(n, ssa.first().copied().unwrap_or(""))?;
+        let r = match (op, x) {
+            ("int_to_ptr", Value::Int { v: addr, .. }) => {
+                self.global.find(addr as u64).ok_or_else(|| {
+                    self.fail(
+                        n,
+                        format!(
+                            "address {addr:#x} is in no tensor or [buffers] entry of the launch"
+                        ),
+                    )
+                })?
+            }
+            ("ptr_to_int", Value::Ptr { arg, off }) => match self.global.region(arg) {
+                Some(r) => Value::Int {
+                    v: (r.tensor.base as i64).wrapping_add(off),
+                    bits: 64,
+                },
+                None => Value::Opaque,
+            },
+            ("bitcast", p @ (Value::Ptr { .. } | Value::Lin(_))) => p,
+            _ => Value::Opaque,
+        };
+        self.define(v, &[r]);
         Ok(())
     }
 
@@ -408,6 +523,15 @@ impl<'m, 'a> Interp<'m, 'a> {
     }
 }
 
+/// Whether mask or predicate `m` holds nowhere.
+fn masked_off(m: &Value) -> bool {
+    match m {
+        Value::Mask(m) => m.empty(),
+        Value::Int { v, bits: 1 } => *v == 0,
+        _ => false,
+    }
+}
+
 /// The shape of op `v`'s result type.
 fn out_shape(v: &OpView<'_>) -> Option<(u8, [u32; 4])> {
     let t = parse_type(v.outs.first().or(v.ins.first())?.trim())?;
@@ -417,11 +541,15 @@ fn out_shape(v: &OpView<'_>) -> Option<(u8, [u32; 4])> {
     shape_of(&t.shape)
 }
 
+/// The element type `T` a `!tt.ptr<T>` (or tensor of them) points to.
+fn pointee(ty: &str) -> Option<&str> {
+    let i = ty.find("ptr<")?;
+    Some(ty[i + 4..].split(['>', ',']).next()?.trim())
+}
+
 /// The bytes of the element a `!tt.ptr<T>` (or tensor of them) points to.
 pub(super) fn pointee_bytes(ty: &str) -> Option<u64> {
-    let i = ty.find("ptr<")?;
-    let inner = ty[i + 4..].split(['>', ',']).next()?.trim();
-    match inner {
+    match pointee(ty)? {
         "i1" | "i8" => Some(1),
         e => Dtype::from_mlir(e).map(Dtype::bytes),
     }

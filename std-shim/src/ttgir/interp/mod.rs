@@ -28,12 +28,14 @@ mod work;
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 use fnv::FnvHasher;
 
 pub use effect::{Effect, EffectSink, Origin, PtrTile};
 
 use super::error::{TtgirError, TtgirErrorKind};
+use super::global::Global;
 use super::tree::{Block, Func, Module, Node, Region};
 use super::value::{wrap, Value};
 
@@ -119,6 +121,8 @@ pub struct Interp<'m, 'a> {
     loud: bool,
     /// Loads into registers so far (the next one's number).
     loads: u64,
+    /// The launch's tensors and buffers, with the contents it gives.
+    global: Arc<Global>,
 }
 
 /// The warps a run stands for.
@@ -158,7 +162,16 @@ impl<'m, 'a> Interp<'m, 'a> {
             made: HashMap::new(),
             loud: true,
             loads: 0,
+            global: Arc::default(),
         }
+    }
+
+    /// The same interpreter reading global memory as `global` describes
+    /// it: scalar loads from tensors with contents give their values, and
+    /// addresses loaded from memory become pointers into its tensors.
+    pub fn with_global(mut self, global: Arc<Global>) -> Self {
+        self.global = global;
+        self
     }
 
     /// The same interpreter running as `role`'s warps.

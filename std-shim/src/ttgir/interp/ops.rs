@@ -3,6 +3,7 @@
 //! mbarrier ops the interpreter reports ([`Effect`]).
 
 use super::super::error::TtgirError;
+use super::super::global::BUFFER_ID;
 use super::super::scope::ScopeOp;
 use super::super::stmt::OpView;
 use super::super::tree::Node;
@@ -28,6 +29,18 @@ impl<'m, 'a> Interp<'m, 'a> {
                 Err(self.fail(
                     n,
                     format!("`{name}` is undefined: it comes from a division by zero or an oversized shift at {line}:{col}"),
+                ))
+            }
+            Value::Unknown { from, .. } => {
+                let tensor = self
+                    .global
+                    .region(from)
+                    .map_or_else(|| format!("pointer {from}"), |r| format!("`{}`", r.name));
+                Err(self.fail(
+                    n,
+                    format!(
+                        "`{name}` comes from memory: a load from {tensor}, whose contents the launch does not give (add `values = [...]` to its [tensors] or [buffers] entry)"
+                    ),
                 ))
             }
             other => Err(self.fail(
@@ -180,6 +193,15 @@ impl<'m, 'a> Interp<'m, 'a> {
                 let r = self.arith(n, op)?;
                 self.define(v, &[r]);
             }
+            ("tt", "atomic_rmw" | "atomic_cas") => self.atomic(n, op, sink)?,
+            ("ttg", "barrier") | ("gpu", "barrier") => {
+                if self.enabled(n) {
+                    self.emit(sink, n, Effect::Barrier);
+                }
+                self.define(v, &[]);
+            }
+            ("tt", "int_to_ptr" | "ptr_to_int") => self.pointer_cast(n, op)?,
+            ("tt", "bitcast") if !on_tensor(v) => self.pointer_cast(n, op)?,
             ("tt", "load" | "store")
             | ("ttg", "async_copy_global_to_local" | "async_commit_group" | "async_wait") => {
                 self.memory(n, op, sink)?
@@ -458,7 +480,17 @@ impl<'m, 'a> Interp<'m, 'a> {
             .collect();
         let dims = positive(ints(&dims)?, "dimension")?;
         let strides = positive(ints(&strides)?, "stride")?;
-        let key = super::super::value::MADE_DESC | n.stmt.start as u32;
+        // One key per op and buffer: a grouped kernel makes a descriptor
+        // at one op over each group's matrix.
+        let slot = u32::from(ptr.saturating_sub(BUFFER_ID - 1) * u16::from(ptr >= BUFFER_ID));
+        let site = n.stmt.start as u32;
+        if slot > 0 && site >= 1 << 20 {
+            return Err(self.fail(
+                n,
+                "a descriptor over a loaded pointer made more than 1 MiB into the file",
+            ));
+        }
+        let key = super::super::value::MADE_DESC | slot << 20 | site;
         self.made.insert(at, key);
         self.emit(
             sink,
@@ -529,7 +561,10 @@ impl<'m, 'a> Interp<'m, 'a> {
         if matches!(op, "sitofp" | "uitofp") {
             return Ok(Value::Opaque);
         }
-        if let Some(p) = vals.iter().find(|x| matches!(x, Value::Poison(_))) {
+        if let Some(p) = vals
+            .iter()
+            .find(|x| matches!(x, Value::Poison(_) | Value::Unknown { .. }))
+        {
             return Ok(*p);
         }
         if vals.iter().any(|x| !matches!(x, Value::Int { .. })) {
@@ -639,6 +674,7 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Lin(_) => "an integer or pointer tensor",
         Value::Mask(_) => "a mask tensor",
         Value::Loaded(_) => "a tensor loaded from memory",
+        Value::Unknown { .. } => "an integer loaded from memory",
         Value::Poison(_) => "an undefined integer (from a division by zero)",
         Value::Scratch(_) => "a global scratch buffer",
         Value::Mem(_) => "a shared-memory buffer",

@@ -231,12 +231,12 @@ fn failures_name_the_op_and_the_cta() {
 /// naming it at its place; the free ones pass.
 #[test]
 fn unknown_ops_are_not_silently_dropped() {
-    let src = "tt.func public @k(%p: !tt.ptr<f16>) {\n  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n  %v = tt.atomic_rmw fadd, relaxed, gpu, %p, %p : (!tt.ptr<f32>, f32) -> f32\n  tt.return\n}\n";
+    let src = "tt.func public @k(%p: !tt.ptr<f16>) {\n  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n  %v = tt.histogram %r : tensor<128xi32, #l> -> tensor<16xi32, #l>\n  tt.return\n}\n";
     let m = parse("u.mlir", src).unwrap();
     let err = effects(&m, [0, 0, 0], [1, 1, 1], &[Value::Opaque]).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "u.mlir:3:3: op 'tt.atomic_rmw' is not supported"
+        "u.mlir:3:3: op 'tt.histogram' is not supported"
     );
     let src = "tt.func public @k() {\n  %a = arith.constant dense<1> : tensor<4xi32, #l>\n  %b = arith.mului_extended %a, %a : tensor<4xi32, #l>\n  tt.return\n}\n";
     let m = parse("u.mlir", src).unwrap();
@@ -401,4 +401,133 @@ tt.func public @k(%m: !ttg.memdesc<64x64xf16, #s, #smem, mutable>) {\n\
             ("ttg.local_store", 8192)
         ]
     );
+}
+
+/// A grouped kernel's shape: sizes and matrix addresses loaded from memory
+/// whose contents the launch gives steer the loop and land in the buffers
+/// they point into; each scalar load is waited for at once. Without the
+/// contents, a branch on one names the tensor to give them for.
+#[test]
+fn loaded_sizes_and_addresses_come_from_the_launch() {
+    use crate::ttgir::global::{Global, BUFFER_ID};
+    use crate::ttgir::launch::Launch;
+    let src = "tt.func public @k(%ptrs: !tt.ptr<i64>, %sizes: !tt.ptr<i32>) {\n\
+  %c0 = arith.constant 0 : i32\n\
+  %c1 = arith.constant 1 : i32\n\
+  %s1 = tt.addptr %sizes, %c1 : !tt.ptr<i32>, i32\n\
+  %n = tt.load %s1 : !tt.ptr<i32>\n\
+  scf.for %g = %c0 to %n step %c1  : i32 {\n\
+    %pa = tt.addptr %ptrs, %g : !tt.ptr<i64>, i32\n\
+    %a = tt.load %pa : !tt.ptr<i64>\n\
+    %p = tt.int_to_ptr %a : i64 -> !tt.ptr<f16>\n\
+    %q = tt.addptr %p, %g : !tt.ptr<f16>, i32\n\
+    tt.store %q, %c0 : !tt.ptr<f16>\n\
+  }\n\
+  tt.return\n\
+}\n";
+    let m = parse("g.mlir", src).unwrap();
+    let f = m.func(None).unwrap();
+    let text = "grid = [1, 1, 1]\n[tensors.ptrs]\nbase = 0x1000\nelem = 8\nvalues = [0x10000, 0x20000]\n\
+        [tensors.sizes]\nbase = 0x2000\nelem = 4\nvalues = [9, 2]\n\
+        [buffers.a]\nbase = 0x10000\nelem = 2\ndims = [64]\n[buffers.b]\nbase = 0x20000\nelem = 2\ndims = [64]\n";
+    let l = Launch::parse("g.toml", text).unwrap();
+    let args = l.bind("g.toml", f).unwrap();
+    let global = std::sync::Arc::new(Global::new(&l, f, &args));
+    let mut out = Vec::new();
+    Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
+        .with_global(global.clone())
+        .run(f, &args, &mut out)
+        .unwrap();
+    // Three loads (the count, two addresses), each waited for at once.
+    let loads: Vec<u64> = out
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::PtrLoad { regs, .. } => *regs,
+            _ => None,
+        })
+        .collect();
+    let uses: Vec<u64> = out
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::Use { load } => Some(*load),
+            _ => None,
+        })
+        .collect();
+    assert_eq!((loads.clone(), uses), (vec![0, 1, 2], vec![0, 1, 2]));
+    // The stores land in buffer a at element 0 and buffer b at element 1
+    // (each as the 16-byte run that holds it).
+    let stores: Vec<(Option<u16>, i64)> = out
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::PtrStore { tile } => Some((tile.lin.ptr, tile.lin.base)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(stores, vec![(Some(BUFFER_ID), 0), (Some(BUFFER_ID + 1), 0)]);
+    // Without the sizes' contents, the loop bound comes from memory.
+    let l = Launch::parse("g.toml", &text.replace("values = [9, 2]", "dims = [2]")).unwrap();
+    let global = std::sync::Arc::new(Global::new(&l, f, &args));
+    let err = Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
+        .with_global(global)
+        .run(f, &args, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "`%n` comes from memory: a load from `sizes`, whose contents the launch does not give"
+        ),
+        "{err}"
+    );
+}
+
+/// Atomics are a load and a store of their box; a compare-and-swap spin
+/// lock is taken at its first try (atomics are uncontended), and a
+/// `ttg.barrier` is a meeting of the warps.
+#[test]
+fn atomics_load_and_store_and_a_spin_lock_is_taken_at_once() {
+    let src = "tt.func public @k(%lock: !tt.ptr<i32>, %p: !tt.ptr<f32>) {\n\
+  %c0 = arith.constant 0 : i32\n\
+  %c1 = arith.constant 1 : i32\n\
+  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n\
+  %ps = tt.splat %p : !tt.ptr<f32> -> tensor<128x!tt.ptr<f32>, #l>\n\
+  %pt = tt.addptr %ps, %r : tensor<128x!tt.ptr<f32>, #l>, tensor<128xi32, #l>\n\
+  scf.while : () -> () {\n\
+    %o = tt.atomic_cas acq_rel, gpu, %lock, %c0, %c1 : (!tt.ptr<i32>, i32, i32) -> i32\n\
+    %t = arith.cmpi eq, %o, %c1 : i32\n\
+    scf.condition(%t)\n\
+  } do {\n\
+    scf.yield\n\
+  }\n\
+  %x = tt.atomic_rmw fadd, acq_rel, gpu, %pt, %pt : (tensor<128x!tt.ptr<f32>, #l>, tensor<128x!tt.ptr<f32>, #l>) -> tensor<128xf32, #l>\n\
+  ttg.barrier all\n\
+  %y = tt.atomic_rmw exch, acq_rel, gpu, %lock, %c0 : (!tt.ptr<i32>, i32) -> i32\n\
+  tt.return\n\
+}\n";
+    let m = parse("a.mlir", src).unwrap();
+    let args = [Value::Ptr { arg: 0, off: 0 }, Value::Ptr { arg: 1, off: 0 }];
+    let e = effects(&m, [0, 0, 0], [1, 1, 1], &args).unwrap();
+    // (The address arithmetic's work aside.)
+    let kinds: Vec<&str> = e
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::PtrLoad { .. } => Some("load"),
+            Effect::PtrStore { .. } => Some("store"),
+            Effect::Use { .. } => Some("use"),
+            Effect::Barrier => Some("barrier"),
+            Effect::Compute { .. } => None,
+            _ => Some("other"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["load", "store", "use", "load", "store", "barrier", "load", "store"]
+    );
+    let boxes: Vec<[u32; 4]> = e
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::PtrStore { tile } => Some(tile.lin.shape),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(boxes[1], [128, 1, 1, 1], "the fadd covers the 128 floats");
 }

@@ -54,6 +54,10 @@ pub const FREE: &[&str] = &[
     "tt.assert",
     "proton.record",
     "tt.proton_record",
+    // Programmatic dependent launch: one kernel is simulated, so there is
+    // no earlier grid to wait for and no later one to release.
+    "tt.grid_dependency_wait",
+    "tt.grid_dependency_launch_dependents",
 ];
 use super::super::types::parse_type;
 use super::Effect;
