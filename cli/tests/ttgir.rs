@@ -303,3 +303,59 @@ fn tutorial_kernels_move_their_tiles() {
     assert_eq!(l["bytes_loaded"], 512 * 5 * 4096 * 2);
     assert_eq!(l["bytes_stored"], 512 * 4096 * 2 + 2 * 512 * 16);
 }
+
+/// Kernels that read memory the launch file describes: a grouped GEMM
+/// whose sizes and matrix addresses come from device tables (through
+/// pointers, and through descriptors made over the loaded addresses), and
+/// the layer-norm backward with its atomic spin lock. Each moves exactly
+/// what its tiles and tables cover and replays through `ttgir gen`;
+/// without the tables' contents, the run names the tensor to give them for.
+#[test]
+fn kernels_that_read_the_launch_s_memory_run_and_replay() {
+    // Four 1024^3 GEMMs of 64 tiles of 128x128 on 128 programs: every A
+    // and B panel once per tile, every C tile once; 8 m64n128k16 WGMMAs
+    // per 64 of K. Every program reads the 3 sizes of each of the 4
+    // groups, each scalar as the 16-byte run that holds it; program c has
+    // tiles in 2 groups (tiles c and c + 128).
+    let panels = 256 * 2 * 128 * 1024 * 2;
+    let t = ttgir_run_edited("grouped_tma_gemm", &[], true);
+    assert_eq!(t["wgmmas"], 256 * 16 * 8);
+    assert_eq!(t["bytes_stored"], 4 * 1024 * 1024 * 2);
+    // Per program: 12 sizes, and 3 addresses in each of its 2 groups.
+    assert_eq!(t["bytes_loaded"], panels + 128 * (12 + 2 * 3) * 16);
+    // Through pointers, each tile also loads its 3 strides and 3
+    // addresses.
+    let p = ttgir_run_edited("grouped_gemm", &[], true);
+    assert_eq!(p["wgmmas"], t["wgmmas"]);
+    assert_eq!(p["bytes_stored"], t["bytes_stored"]);
+    assert_eq!(p["bytes_loaded"], panels + 128 * (12 + 2 * 6) * 16);
+    // The layer-norm backward, 512 rows: each loads x, dy, w and the
+    // group's partial dw and db (the counters say they exist), mean and
+    // rstd, the lock's CAS and exchange and the counter (16-byte runs),
+    // and stores dx, dw, db and the two atomics' runs.
+    let l = ttgir_run_edited(
+        "layer_norm_bwd",
+        &[("grid = [4096, 1, 1]", "grid = [512, 1, 1]")],
+        true,
+    );
+    assert_eq!(l["bytes_loaded"], 512 * (5 * 8192 + 5 * 16));
+    assert_eq!(l["bytes_stored"], 512 * (3 * 8192 + 2 * 16));
+    // A loop bound from a table the launch gives no contents for.
+    let k = compiled("grouped_gemm.ttgir");
+    let text = std::fs::read_to_string(compiled("grouped_gemm.launch.toml")).unwrap();
+    let cut = text.replace(
+        "values = [1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024]",
+        "dims = [12]",
+    );
+    assert_ne!(cut, text);
+    let scratch = Scratch::new("ttgir-no-values");
+    let l = scratch.path("launch.toml");
+    std::fs::write(&l, cut).unwrap();
+    let o = simfa(&["ttgir", "run", s(&k), "--launch", s(&l), "--gpu", "h100"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("a load from `sizes`, whose contents the launch does not give"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -6,7 +6,11 @@ way Triton's tutorials write them, through pointers: a GEMM whose loads
 Triton pipelines into cp.async copies (grouped order, masked K), its
 persistent form (a flattened tile loop), the fused-attention forward
 (causal, host descriptors, no warp specialisation), a vector add, a row
-softmax (persistent, pipelined) and a layer-norm forward.
+softmax (persistent, pipelined) and a layer-norm forward; and five that
+read memory the launch file describes or use atomics: a grouped GEMM
+through pointers and through descriptors made over addresses it loads, a
+layer-norm backward with an atomic spin lock, a dropout with Philox
+random numbers, and a vector add with programmatic dependent launch.
 
 The pointer kernels' pointer and integer arguments are marked divisible
 by 16, as Triton's launcher marks them for aligned tensors and sizes
@@ -28,6 +32,7 @@ import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 
 @triton.jit
@@ -326,6 +331,148 @@ def layer_norm(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, N,
         tl.store(y_ptr + cols, (x - mean) * rstd * w + b, mask=keep)
 
 
+# Kernels that read memory the launch describes: sizes and matrix addresses
+# loaded from device tables (a grouped GEMM, through pointers and through
+# descriptors made over the loaded addresses), a spin lock and a counter
+# (the layer-norm backward's partial weight gradients, accumulated under an
+# atomic_cas lock), Philox random numbers (dropout) and programmatic
+# dependent launch.
+
+
+@triton.jit
+def grouped_gemm(a_ptrs, b_ptrs, c_ptrs, sizes, lds, groups,
+                 NUM_SM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    tile = tl.program_id(0)
+    end = 0
+    for g in range(groups):
+        m = tl.load(sizes + g * 3)
+        n = tl.load(sizes + g * 3 + 1)
+        k = tl.load(sizes + g * 3 + 2)
+        tiles_n = tl.cdiv(n, BN)
+        count = tl.cdiv(m, BM) * tiles_n
+        while tile >= end and tile < end + count:
+            lda = tl.load(lds + g * 3)
+            ldb = tl.load(lds + g * 3 + 1)
+            ldc = tl.load(lds + g * 3 + 2)
+            a = tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b = tl.load(b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c = tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16))
+            t = tile - end
+            tm = t // tiles_n
+            tn = t % tiles_n
+            rm = tm * BM + tl.arange(0, BM)
+            rn = tn * BN + tl.arange(0, BN)
+            rk = tl.arange(0, BK)
+            pa = a + rm[:, None] * lda + rk[None, :]
+            pb = b + rk[:, None] * ldb + rn[None, :]
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BK)):
+                tl.multiple_of(pa, [16, 16])
+                tl.multiple_of(pb, [16, 16])
+                acc += tl.dot(tl.load(pa), tl.load(pb))
+                pa += BK
+                pb += BK * ldb
+            pc = c + ldc * rm[:, None] + rn[None, :]
+            tl.store(pc, acc.to(tl.float16))
+            tile += NUM_SM
+        end = end + count
+
+@triton.jit
+def grouped_tma_gemm(a_ptrs, b_ptrs, c_ptrs, sizes, groups,
+                     NUM_SM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    tile = tl.program_id(0)
+    end = 0
+    for g in range(groups):
+        m = tl.load(sizes + g * 3)
+        n = tl.load(sizes + g * 3 + 1)
+        k = tl.load(sizes + g * 3 + 2)
+        tiles_n = tl.cdiv(n, BN)
+        count = tl.cdiv(m, BM) * tiles_n
+        if tile >= end and tile < end + count:
+            a = tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b = tl.load(b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c = tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16))
+            ad = tl.make_tensor_descriptor(a, shape=[m, k], strides=[k, 1], block_shape=[BM, BK])
+            bd = tl.make_tensor_descriptor(b, shape=[n, k], strides=[k, 1], block_shape=[BN, BK])
+            cd = tl.make_tensor_descriptor(c, shape=[m, n], strides=[n, 1], block_shape=[BM, BN])
+            while tile >= end and tile < end + count:
+                t = tile - end
+                tm = t // tiles_n
+                tn = t % tiles_n
+                acc = tl.zeros((BM, BN), dtype=tl.float32)
+                for kk in range(0, tl.cdiv(k, BK)):
+                    x = ad.load([tm * BM, kk * BK])
+                    y = bd.load([tn * BN, kk * BK])
+                    acc += tl.dot(x, y.T)
+                cd.store([tm * BM, tn * BN], acc.to(tl.float16))
+                tile += NUM_SM
+        end = end + count
+
+@triton.jit
+def layer_norm_bwd(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
+              GROUP: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    X += row * stride
+    DY += row * stride
+    DX += row * stride
+    lock_id = row % GROUP
+    Lock += lock_id
+    Count = Lock + GROUP
+    DW = DW + lock_id * N + cols
+    DB = DB + lock_id * N + cols
+    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
+    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
+    w = tl.load(W + cols, mask=mask).to(tl.float32)
+    mean = tl.load(Mean + row)
+    rstd = tl.load(Rstd + row)
+    xhat = (x - mean) * rstd
+    wdy = w * dy
+    xhat = tl.where(mask, xhat, 0.)
+    wdy = tl.where(mask, wdy, 0.)
+    c1 = tl.sum(xhat * wdy, axis=0) / N
+    c2 = tl.sum(wdy, axis=0) / N
+    dx = (wdy - (xhat * c1 + c2)) * rstd
+    tl.store(DX + cols, dx, mask=mask)
+    pdw = (dy * xhat).to(w.dtype)
+    pdb = (dy).to(w.dtype)
+    while tl.atomic_cas(Lock, 0, 1) == 1:
+        pass
+    count = tl.load(Count)
+    if count == 0:
+        tl.atomic_xchg(Count, 1)
+    else:
+        pdw += tl.load(DW, mask=mask)
+        pdb += tl.load(DB, mask=mask)
+    tl.store(DW, pdw, mask=mask)
+    tl.store(DB, pdb, mask=mask)
+    tl.debug_barrier()
+    tl.atomic_xchg(Lock, 0)
+
+@triton.jit
+def dropout(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    r = tl.rand(seed, offs)
+    keep = r > p
+    tl.store(out_ptr + offs, tl.where(keep, x / (1 - p), 0.0), mask=mask)
+
+
+@triton.jit
+def pdl_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    gdc_wait()
+    x = tl.load(x_ptr + offs, mask=mask)
+    y = tl.load(y_ptr + offs, mask=mask)
+    gdc_launch_dependents()
+    tl.store(out_ptr + offs, x + y, mask=mask)
+
+
 def registers(compiled):
     """Registers per thread ptxas gave the kernel (the wheel's cuobjdump
     reads them from the cubin; no GPU needed), or None."""
@@ -359,7 +506,8 @@ def compile_one(fn, signature, constexprs, num_warps, aligned=False):
 
 # The kernels that load through pointers (compiled with aligned arguments).
 POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "causal_attention",
-                   "vector_add", "row_softmax", "layer_norm")
+                   "vector_add", "row_softmax", "layer_norm", "grouped_gemm",
+                   "grouped_tma_gemm", "layer_norm_bwd", "dropout", "pdl_add")
 
 
 def main():
@@ -438,6 +586,30 @@ def main():
             "stride": "i32", "N": "i32", "eps": "fp32",
             "BLOCK": "constexpr",
         }, {"BLOCK": 1024}, 8),
+        "grouped_gemm": (grouped_gemm, {
+            "a_ptrs": "*i64", "b_ptrs": "*i64", "c_ptrs": "*i64",
+            "sizes": "*i32", "lds": "*i32", "groups": "i32",
+            "NUM_SM": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+        }, {"NUM_SM": 128, "BM": 128, "BN": 128, "BK": 32}, 4),
+        "grouped_tma_gemm": (grouped_tma_gemm, {
+            "a_ptrs": "*i64", "b_ptrs": "*i64", "c_ptrs": "*i64",
+            "sizes": "*i32", "groups": "i32",
+            "NUM_SM": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+        }, {"NUM_SM": 128, "BM": 128, "BN": 128, "BK": 64}, 4),
+        "layer_norm_bwd": (layer_norm_bwd, {
+            "DX": "*fp16", "DY": "*fp16", "DW": "*fp16", "DB": "*fp16",
+            "X": "*fp16", "W": "*fp16", "Mean": "*fp32", "Rstd": "*fp32",
+            "Lock": "*i32", "stride": "i32", "N": "i32",
+            "GROUP": "constexpr", "BLOCK": "constexpr",
+        }, {"GROUP": 64, "BLOCK": 4096}, 8),
+        "dropout": (dropout, {
+            "x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32",
+            "seed": "i32", "BLOCK": "constexpr",
+        }, {"BLOCK": 1024}, 4),
+        "pdl_add": (pdl_add, {
+            "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
+            "n": "i32", "BLOCK": "constexpr",
+        }, {"BLOCK": 1024}, 4),
     }
     failed = 0
     for name, (fn, sig, cx, warps) in jobs.items():
