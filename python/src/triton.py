@@ -10,7 +10,8 @@ no GPU, no torch) with stand-in arguments, and returns its TTGIR and the
 launch (a dict in the form of `simfa ttgir run`'s launch file);
 `simulate` compiles and simulates it and returns the report dict that
 `simfa ttgir run --json` prints. Stand-ins: `Tensor(shape, dtype)` for a
-pointer argument, `Descriptor(tensor, block_shape)` for a host TMA
+pointer argument (`Tensor(shape, dtype, values=[...])` when the kernel
+reads its contents: sizes, counters, or other Tensors' addresses), `Descriptor(tensor, block_shape)` for a host TMA
 descriptor, a Python int for an integer argument; keyword arguments are the
 kernel's constexprs. Tensors get global addresses one after the other,
 each 1 MiB-aligned, row-major with packed strides.
@@ -23,18 +24,34 @@ cubin with the wheel's `cuobjdump`, when it is there), and its `smem` the
 shared memory Triton's allocator laid out.
 """
 
-ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1, "fp8e5": 1, "int8": 1, "int32": 4}
+ELEM_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "fp8e4nv": 1, "fp8e5": 1, "int8": 1, "int32": 4,
+              "int64": 8}
+
+# Triton's signature names of the integer dtypes.
+SIGNATURE = {"int8": "i8", "int32": "i32", "int64": "i64"}
 
 
 class Tensor:
-    """A tensor in global memory: its shape (outermost first) and dtype."""
+    """A tensor in global memory: its shape (outermost first) and dtype.
 
-    def __init__(self, shape, dtype="fp16"):
+    `values` are its contents, in memory order, where the kernel's control
+    flow or addresses depend on them (a grouped GEMM's sizes, a lock's
+    counters): ints, or Tensors standing for their addresses (a table of
+    matrices, as `torch.tensor([a.data_ptr(), ...])` makes one). A Tensor
+    reached only through such a table becomes a `[buffers]` entry."""
+
+    def __init__(self, shape, dtype="fp16", values=None):
         if dtype not in ELEM_BYTES:
             raise ValueError(f"dtype {dtype!r} is not one of {sorted(ELEM_BYTES)}")
         self.shape = tuple(int(s) for s in shape)
         self.dtype = dtype
         self.base = None
+        self.values = None
+        if values is not None:
+            self.values = list(values)
+            for v in self.values:
+                if isinstance(v, bool) or not isinstance(v, (int, Tensor)):
+                    raise TypeError(f"values: expected ints or Tensors, got {v!r}")
 
 
 class Descriptor:
@@ -65,7 +82,20 @@ def _tensor_entry(t):
     for d in dims[:-1]:
         acc *= d
         strides.append(acc)
-    return {"base": t.base, "elem": elem, "dims": dims, "strides": strides}
+    entry = {"base": t.base, "elem": elem, "dims": dims, "strides": strides}
+    if t.values is not None:
+        entry["values"] = [v.base if isinstance(v, Tensor) else v for v in t.values]
+    return entry
+
+
+def _reached(tensors):
+    """The Tensors `tensors`' values stand for, that are not among them."""
+    out = []
+    for t in tensors:
+        for v in t.values or []:
+            if isinstance(v, Tensor) and all(v is not u for u in tensors + out):
+                out.append(v)
+    return out
 
 
 def _registers(compiled):
@@ -105,7 +135,8 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
                         f"({', '.join(positional)}), {len(args)} given")
     tensors = [a.tensor if isinstance(a, Descriptor) else a
                for a in args if isinstance(a, (Tensor, Descriptor))]
-    _place(tensors)
+    buffers = _reached(tensors)
+    _place(tensors + buffers)
     gluon = type(fn).__module__.startswith("triton.experimental.gluon")
     signature, launch = {}, {"grid": [int(g) for g in (tuple(grid) + (1, 1))[:3]],
                              "args": {}, "tensors": {}}
@@ -121,7 +152,7 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
             signature[name] = sig
             launch["tensors"][name] = _tensor_entry(a.tensor)
         elif isinstance(a, Tensor):
-            signature[name] = f"*{a.dtype}"
+            signature[name] = f"*{SIGNATURE.get(a.dtype, a.dtype)}"
             launch["tensors"][name] = _tensor_entry(a)
             aligned.append(name)
         elif isinstance(a, bool) or not isinstance(a, int):
@@ -131,6 +162,8 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
             launch["args"][name] = a
             if a % 16 == 0:
                 aligned.append(name)
+    if buffers:
+        launch["buffers"] = {f"buffer{i}": _tensor_entry(t) for i, t in enumerate(buffers)}
     for k in constexprs:
         signature[k] = "constexpr"
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}

@@ -221,3 +221,32 @@ def test_triton_pointer_kernels_simulate_with_their_registers():
     assert 0 < launch["regs"] < 128 and launch["smem"] == 0
     r = st.simulate(add, (n // 1024,), x, y, out, n, BLOCK=1024)
     assert r["bytes_loaded"] == 2 * 4 * n and r["bytes_stored"] == 4 * n
+
+
+def test_triton_tables_of_sizes_and_matrices_become_the_launch_s_memory():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    import simfa.triton as st
+
+    @triton.jit
+    def scale_each(ptrs, sizes, groups, BLOCK: tl.constexpr):
+        # Each group: a vector whose length and address come from tables.
+        for g in range(groups):
+            n = tl.load(sizes + g)
+            x = tl.load(ptrs + g).to(tl.pointer_type(tl.float32))
+            for start in range(0, n, BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                tl.store(x + offs, tl.load(x + offs) * 2.0)
+
+    vecs = [st.Tensor((4096,), "fp32"), st.Tensor((2048,), "fp32")]
+    ptrs = st.Tensor((2,), "int64", values=vecs)
+    sizes = st.Tensor((2,), "int32", values=[4096, 2048])
+    ttgir, launch = st.compile(scale_each, (1,), ptrs, sizes, 2, BLOCK=1024)
+    assert sorted(launch["buffers"]) == ["buffer0", "buffer1"]
+    assert launch["tensors"]["ptrs"]["values"] == [v.base for v in vecs]
+    r = st.simulate(scale_each, (1,), ptrs, sizes, 2, BLOCK=1024)
+    # Both vectors in and out, and the four table entries (16-byte runs).
+    assert r["bytes_stored"] == 4 * 6144
+    assert r["bytes_loaded"] == 4 * 6144 + 4 * 16
+    with pytest.raises(TypeError, match="values: expected ints or Tensors"):
+        st.Tensor((2,), "int64", values=[1.5])

@@ -115,6 +115,20 @@ pub fn place(t: &Tensor, tile: &PtrTile) -> Result<Placement, String> {
 /// The tensor map for `block` (innermost first) of tensor `t` of argument
 /// `name`: its box no larger than 256 elements or the tensor per dimension.
 pub fn map_for(name: &str, t: &Tensor, block: &[u32]) -> Result<TensorMap, String> {
+    // A tensor narrower than a 16-byte run (a table of two i32) is read
+    // as the run that holds it, as the scalar loads from it are.
+    let run = (16 / t.elem.max(1) as u64).max(1);
+    let widened;
+    let t = match t.dims.first() {
+        Some(&d) if d < run && t.dims.len() == 1 => {
+            widened = Tensor {
+                dims: vec![run],
+                ..t.clone()
+            };
+            &widened
+        }
+        _ => t,
+    };
     let boxdim: Vec<u32> = block
         .iter()
         .zip(&t.dims)
