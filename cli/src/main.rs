@@ -458,14 +458,30 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             let p = shape.params();
             let (k, _) = fa3(&p, &cfg).map_err(Failure::input)?;
             let Some(path) = fa3_log else {
-                return run_and_report(&cfg, &k, NoStream, &out, &mut (), Some(p.flops()), None);
+                return run_and_report(
+                    &cfg,
+                    &k,
+                    NoStream,
+                    &out,
+                    &mut (),
+                    Some(&|| p.flops()),
+                    None,
+                );
             };
             let cannot = |e: std::io::Error| {
                 Failure::Input(format!("cannot write FA3 log {}: {e}", path.display()))
             };
             let f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(cannot)?);
             let mut log = Fa3LogWriter::new(f, &k, &p).map_err(cannot)?;
-            run_and_report(&cfg, &k, NoStream, &out, &mut log, Some(p.flops()), None)?;
+            run_and_report(
+                &cfg,
+                &k,
+                NoStream,
+                &out,
+                &mut log,
+                Some(&|| p.flops()),
+                None,
+            )?;
             log.finish().map(|_| ()).map_err(cannot)
         }
         Cmd::Bench(b) => b.run(),
@@ -526,7 +542,7 @@ fn run_and_report(
     source: impl StreamSource,
     out: &Outputs,
     extra: &mut impl Observer,
-    workload_flops: Option<u64>,
+    workload_flops: Option<&dyn Fn() -> u64>,
     appendix: Option<Appendix>,
 ) -> Result<(), Failure> {
     let trace = &out.trace;
@@ -608,7 +624,7 @@ fn run_and_report(
     })?;
     let mut report = Report::new(cfg, k, &outcome);
     if let Some(f) = workload_flops {
-        report = report.with_workload_flops(f);
+        report = report.with_workload_flops(f());
     }
     let printed = if out.json {
         let mut j = report.to_json();

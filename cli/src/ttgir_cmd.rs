@@ -117,7 +117,18 @@ impl TtgirCmd {
                 let module = parse(&name, &text).map_err(Failure::input)?;
                 let program = Program::new(&module, &l, &lname).map_err(Failure::input)?;
                 let mut src = TtgirSource::new(&program);
-                let r = run_and_report(&cfg, &program.kernel, &mut src, &out, &mut (), None, None);
+                // The dots' own math (an FP8 WGMMA does twice a 16-bit
+                // one's), counted as the streams are made.
+                let flops = || program.dot_flops();
+                let r = run_and_report(
+                    &cfg,
+                    &program.kernel,
+                    &mut src,
+                    &out,
+                    &mut (),
+                    Some(&flops),
+                    None,
+                );
                 // A CTA the interpreter could not run is bad input; its
                 // message names the file, line and CTA.
                 r.map_err(|f| match src.error() {

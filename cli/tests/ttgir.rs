@@ -359,3 +359,28 @@ fn kernels_that_read_the_launch_s_memory_run_and_replay() {
         stderr(&o)
     );
 }
+
+/// The persistent TMA GEMM of Triton's persistent-matmul tutorial at
+/// 4096^3: its FP16 form with the epilogue stored in two halves moves
+/// every A and B panel once per tile and C once; its FP8 form moves half
+/// the bytes and does the same math with half the WGMMAs' 16-bit count
+/// (an FP8 WGMMA is k32), so the report's FLOPs are the dots' own and it
+/// runs in well under two thirds of the FP16 time.
+#[test]
+fn fp8_and_split_epilogue_gemms_count_their_math() {
+    let flops = 2u64 * 4096 * 4096 * 4096;
+    let h = ttgir_run("subtile_gemm");
+    assert_eq!(h["flops"], flops);
+    assert_eq!(h["wgmma_flops"], flops);
+    // 32 x 16 tiles of 128 x 256, each reading 128 + 256 rows of K.
+    assert_eq!(h["bytes_loaded"], 512u64 * (128 + 256) * 4096 * 2);
+    assert_eq!(h["bytes_stored"], 4096u64 * 4096 * 2);
+    let e = ttgir_run("fp8_gemm");
+    assert_eq!(e["flops"], flops);
+    assert_eq!(e["wgmma_flops"], flops / 2);
+    assert_eq!(e["bytes_loaded"], 512u64 * (128 + 256) * 4096);
+    assert_eq!(e["bytes_stored"], 4096u64 * 4096);
+    let (fp16, fp8) = (h["cycles"].as_u64().unwrap(), e["cycles"].as_u64().unwrap());
+    assert!(3 * fp8 < 2 * fp16, "fp8 {fp8} cycles against fp16 {fp16}");
+    replays_to("fp8_gemm", &e);
+}

@@ -10,7 +10,9 @@ softmax (persistent, pipelined) and a layer-norm forward; and five that
 read memory the launch file describes or use atomics: a grouped GEMM
 through pointers and through descriptors made over addresses it loads, a
 layer-norm backward with an atomic spin lock, a dropout with Philox
-random numbers, and a vector add with programmatic dependent launch.
+random numbers, and a vector add with programmatic dependent launch; and
+the persistent TMA GEMM of Triton's persistent-matmul tutorial for Hopper,
+in FP16 with a split epilogue and in FP8.
 
 The pointer kernels' pointer and integer arguments are marked divisible
 by 16, as Triton's launcher marks them for aligned tensors and sizes
@@ -473,6 +475,40 @@ def pdl_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + y, mask=mask)
 
 
+# The persistent TMA GEMM with a host descriptor for B^T, as Triton's
+# persistent-matmul tutorial writes it for Hopper: FP16 with its epilogue
+# stored in two halves (reshape, permute, split), or FP8 (e4m3) throughout.
+@triton.jit
+def subtile_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                       GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, SUBTILE: tl.constexpr, FP8: tl.constexpr):
+    dtype = tl.float8e4nv if FP8 else tl.float16
+    start = tl.program_id(0)
+    pm = tl.cdiv(M, BM)
+    pn = tl.cdiv(N, BN)
+    kt = tl.cdiv(K, BK)
+    tiles = pm * pn
+    per_group = GROUP_M * pn
+    for tile in tl.range(start, tiles, NUM_SMS, flatten=True):
+        g = tile // per_group
+        fm = g * GROUP_M
+        gs = min(pm - fm, GROUP_M)
+        m = fm + tile % gs
+        n = (tile % per_group) // gs
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for ki in range(kt):
+            a = a_desc.load([m * BM, ki * BK])
+            b = b_desc.load([n * BN, ki * BK])
+            acc = tl.dot(a, b.T, acc)
+        if SUBTILE:
+            acc = tl.reshape(acc, (BM, 2, BN // 2))
+            acc = tl.permute(acc, (0, 2, 1))
+            c0, c1 = tl.split(acc)
+            c_desc.store([m * BM, n * BN], c0.to(dtype))
+            c_desc.store([m * BM, n * BN + BN // 2], c1.to(dtype))
+        else:
+            c_desc.store([m * BM, n * BN], acc.to(dtype))
+
+
 def registers(compiled):
     """Registers per thread ptxas gave the kernel (the wheel's cuobjdump
     reads them from the cubin; no GPU needed), or None."""
@@ -606,6 +642,20 @@ def main():
             "x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32",
             "seed": "i32", "BLOCK": "constexpr",
         }, {"BLOCK": 1024}, 4),
+        "subtile_gemm": (subtile_gemm, {
+            "a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[256, 64]>",
+            "c_desc": "tensordesc<fp16[128, 128]>", "M": "i32", "N": "i32", "K": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "GROUP_M": "constexpr",
+            "NUM_SMS": "constexpr", "SUBTILE": "constexpr", "FP8": "constexpr",
+        }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132, "SUBTILE": True,
+            "FP8": False}, 8),
+        "fp8_gemm": (subtile_gemm, {
+            "a_desc": "tensordesc<fp8e4nv[128, 128]>", "b_desc": "tensordesc<fp8e4nv[256, 128]>",
+            "c_desc": "tensordesc<fp8e4nv[128, 256]>", "M": "i32", "N": "i32", "K": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "GROUP_M": "constexpr",
+            "NUM_SMS": "constexpr", "SUBTILE": "constexpr", "FP8": "constexpr",
+        }, {"BM": 128, "BN": 256, "BK": 128, "GROUP_M": 8, "NUM_SMS": 132, "SUBTILE": False,
+            "FP8": True}, 8),
         "pdl_add": (pdl_add, {
             "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
             "n": "i32", "BLOCK": "constexpr",

@@ -35,6 +35,7 @@
 //! [`super::pointer`]'s.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use simfa_core::builder::Builder;
@@ -104,6 +105,8 @@ pub struct Program<'m, 'a> {
     pub(super) budget: u64,
     /// The launch's tensors and buffers, for the interpreter's loads.
     pub(super) global: Arc<Global>,
+    /// FLOPs of the dots lowered so far (`2 * M * N * K` each).
+    dot_flops: AtomicU64,
 }
 
 /// What lowering keeps of a CTA role's run between effects.
@@ -357,7 +360,16 @@ impl<'m, 'a> Program<'m, 'a> {
             rings,
             budget,
             global,
+            dot_flops: AtomicU64::new(0),
         })
+    }
+
+    /// FLOPs of the `warp_group_dot`s lowered so far, `2 * M * N * K`
+    /// each: after a run, the kernel's math. The WGMMAs' own count assumes
+    /// 16-bit operands (`m64nNk16`); an FP8 instruction (k32) does twice
+    /// that math in the same time, a TF32 one (k8) half.
+    pub fn dot_flops(&self) -> u64 {
+        self.dot_flops.load(Ordering::Relaxed)
     }
 
     /// Roles of the kernel: the function's own warps, then each worker
@@ -682,6 +694,8 @@ impl<'m, 'a> Program<'m, 'a> {
             }),
             Effect::Wgmma { shape, sync } => {
                 let (count, n) = shape.per_warpgroup().map_err(fail)?;
+                let flops = 2 * shape.m as u64 * shape.n as u64 * shape.k as u64;
+                self.dot_flops.fetch_add(flops, Ordering::Relaxed);
                 let mode = match shape.mode {
                     super::WgmmaMode::Ss => WgmmaMode::Ss,
                     super::WgmmaMode::Rs => WgmmaMode::Rs,

@@ -32,7 +32,11 @@ pub fn simulate_ttgir(
         &Default::default(),
     );
     match (out, src.error()) {
-        (Ok(o), _) => Ok(crate::reporting::report::Report::new(cfg, &program.kernel, &o).to_json()),
+        (Ok(o), _) => Ok(
+            crate::reporting::report::Report::new(cfg, &program.kernel, &o)
+                .with_workload_flops(program.dot_flops())
+                .to_json(),
+        ),
         (Err(_), Some(why)) => Err(why.to_string()),
         (Err(e), None) => Err(format!("{file}: {e}")),
     }
