@@ -34,7 +34,7 @@
 //! Loads and stores through pointers, and TMA loads into registers, are
 //! [`super::pointer`]'s.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -207,20 +207,27 @@ impl<'m, 'a> Program<'m, 'a> {
         let mut probe =
             Interp::new(module, [0, 0, 0], launch.grid, budget).with_global(global.clone());
         probe.run(func, &args, &mut decls)?;
-        if global.has_buffers() {
-            // Which tensors a CTA reaches through loaded pointers depends
-            // on the CTA (a grouped GEMM's CTAs work on different
-            // matrices): every CTA's tiles and descriptors are declared.
-            let ctas = launch.grid.iter().product::<u32>();
-            for cta in 1..ctas {
-                let coords = b.kernel().cta_coords(cta);
-                let mut more = Decls::default();
-                Interp::new(module, coords, launch.grid, budget)
-                    .with_global(global.clone())
-                    .run(func, &args, &mut more)?;
-                decls.tiles.append(&mut more.tiles);
-                decls.made.append(&mut more.made);
-            }
+        // The tensor maps of the tiles moved through pointers and of the
+        // descriptors made in the kernel are declared once, from the CTAs
+        // that reach them: more CTAs are probed, from both ends of the
+        // grid inwards (a triangular kernel's first CTA skips loops its last
+        // runs), until every such op of the module has been seen, or every
+        // CTA has run. With [buffers], which tensors a CTA reaches depends
+        // on the CTA (a grouped GEMM's CTAs work on different matrices), so
+        // every CTA is probed.
+        let need = pointer_sites(module);
+        let ctas = launch.grid.iter().product::<u32>();
+        let mut order = (1..ctas).map(|i| if i % 2 == 1 { ctas - 1 - i / 2 } else { i / 2 });
+        while global.has_buffers() || !need.is_subset(&decls.sites) {
+            let Some(cta) = order.next() else { break };
+            let coords = b.kernel().cta_coords(cta);
+            let mut more = Decls::default();
+            Interp::new(module, coords, launch.grid, budget)
+                .with_global(global.clone())
+                .run(func, &args, &mut more)?;
+            decls.tiles.append(&mut more.tiles);
+            decls.made.append(&mut more.made);
+            decls.sites.append(&mut more.sites);
         }
         let Decls {
             allocs,
@@ -767,6 +774,9 @@ struct Decls<'m> {
     tiles: Vec<(Origin<'m>, super::interp::PtrTile, Option<bool>)>,
     /// Whether a TMA copy loads into registers.
     tma_regs: bool,
+    /// The ops that moved tiles through pointers or made descriptors
+    /// (their byte offsets).
+    sites: BTreeSet<usize>,
 }
 
 impl<'m> EffectSink<'m> for Decls<'m> {
@@ -799,13 +809,47 @@ impl<'m> EffectSink<'m> for Decls<'m> {
                 boxdim,
                 dims,
                 strides,
-            } => self.made.push((key, ptr, (boxdim, dims, strides))),
-            Effect::PtrLoad { tile, regs } => self.tiles.push((from, tile, Some(regs.is_some()))),
+            } => {
+                self.sites.insert(from.at);
+                self.made.push((key, ptr, (boxdim, dims, strides)))
+            }
+            Effect::PtrLoad { tile, regs } => {
+                self.sites.insert(from.at);
+                self.tiles.push((from, tile, Some(regs.is_some())))
+            }
             Effect::TmaLoad { bar: None, .. } => self.tma_regs = true,
-            Effect::PtrStore { tile } => self.tiles.push((from, tile, None)),
+            Effect::PtrStore { tile } => {
+                self.sites.insert(from.at);
+                self.tiles.push((from, tile, None))
+            }
             _ => {}
         }
     }
+}
+
+/// The ops of `module` that declare tensor maps as they run: loads,
+/// stores and atomics through pointers, and descriptors made in the
+/// kernel (their byte offsets).
+fn pointer_sites(module: &Module<'_>) -> BTreeSet<usize> {
+    const THROUGH_POINTERS: &[&str] = &[
+        "tt.load",
+        "tt.store",
+        "tt.atomic_rmw",
+        "tt.atomic_cas",
+        "ttg.async_copy_global_to_local",
+    ];
+    let mut sites = BTreeSet::new();
+    for f in &module.funcs {
+        walk(&f.body.blocks, &HashMap::new(), &mut |n, _| {
+            let v = &n.view;
+            let pointer = v.ins.first().is_some_and(|t| t.contains("!tt.ptr"));
+            if (THROUGH_POINTERS.contains(&v.name) && pointer) || v.name == "ttng.tensormap_create"
+            {
+                sites.insert(n.stmt.start);
+            }
+        });
+    }
+    sites
 }
 
 /// Calls `f` on every op of `blocks`, nested regions included, with the

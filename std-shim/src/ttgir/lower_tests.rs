@@ -391,3 +391,50 @@ fn descriptor_shapes_and_strides_bind_by_position() {
     // Shape outermost first (512 rows of 256), strides in elements.
     assert_eq!(ints, [512, 256, 256, 1, 7]);
 }
+
+/// A tile only later CTAs move (CTA 0's loop has no trips, as a causal
+/// kernel's first block skips the blocks before the diagonal) gets its
+/// tensor map from the CTAs probed after CTA 0, from the grid's far end
+/// inwards, and every CTA's stream lowers.
+#[test]
+fn tiles_cta_0_never_moves_are_declared_from_later_ctas() {
+    let src = "#l = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+#l2 = #ttg.blocked<{sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {\"ttg.num-warps\" = 4 : i32} {
+  tt.func public @tri(%p: !tt.ptr<f16>) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %pid = tt.get_program_id x : i32
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, #l>
+    %ps = tt.splat %p : !tt.ptr<f16> -> tensor<64x!tt.ptr<f16>, #l>
+    %row = tt.addptr %ps, %r : tensor<64x!tt.ptr<f16>, #l>, tensor<64xi32, #l>
+    %x = tt.load %row : tensor<64x!tt.ptr<f16>, #l>
+    scf.for %i = %c0 to %pid step %c1  : i32 {
+      %c = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32, #l>
+      %ce = tt.expand_dims %c {axis = 0 : i32} : tensor<32xi32, #l> -> tensor<1x32xi32, #l2>
+      %cb = tt.broadcast %ce : tensor<1x32xi32, #l2> -> tensor<2x32xi32, #l2>
+      %q = tt.splat %p : !tt.ptr<f16> -> tensor<2x32x!tt.ptr<f16>, #l2>
+      %t = tt.addptr %q, %cb : tensor<2x32x!tt.ptr<f16>, #l2>, tensor<2x32xi32, #l2>
+      %y = tt.load %t : tensor<2x32x!tt.ptr<f16>, #l2>
+    }
+    tt.return
+  }
+}
+";
+    let m = parse("tri.mlir", src).unwrap();
+    let l = Launch::parse(
+        "tri.toml",
+        "grid = [4, 1, 1]\n[tensors.p]\nbase = 0x10000\nelem = 2\ndims = [1024]\n",
+    )
+    .unwrap();
+    let p = Program::new(&m, &l, "tri.toml").unwrap();
+    // The 64-element row and the 32-element tile: two maps.
+    assert_eq!(p.kernel.maps.len(), 2);
+    for cta in 0..4 {
+        let loads = p.streams(cta, 0).unwrap()[0]
+            .iter()
+            .filter(|o| matches!(o, Op::LdGlobal { .. }))
+            .count();
+        assert!(loads >= 1 + cta as usize, "CTA {cta}: {loads} loads");
+    }
+}
