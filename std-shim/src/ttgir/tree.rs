@@ -11,6 +11,9 @@
 //! kept as the op's tail. A block label `^bb0(...):` starts a block. Alias
 //! definitions and elisions (`...`) are skipped.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use super::error::{TtgirError, TtgirErrorKind};
 use super::lex::{tokenize, Token, TokenKind};
 use super::ops::{derive, recognise, Ctx};
@@ -83,7 +86,14 @@ pub struct Module<'a> {
     pub funcs: Vec<Func<'a>>,
     /// Its `#name = ...` and `!name = ...` definitions.
     pub aliases: Aliases<'a>,
+    /// The blocked layouts read so far, by the place and length of their
+    /// text ([`Module::blocked`] runs for every address tensor op).
+    blocked_seen: Mutex<HashMap<(usize, usize), Option<Arc<BlockedLayout>>>>,
 }
+
+/// A `#ttg.blocked` layout's `sizePerThread`, `threadsPerWarp` and
+/// `order`.
+pub type BlockedLayout = [Vec<i64>; 3];
 
 impl<'a> Module<'a> {
     /// An error at byte `at` of the input.
@@ -128,13 +138,24 @@ impl<'a> Module<'a> {
     /// The `#ttg.blocked` layout a tensor type `ty` (at byte `at`) names:
     /// `sizePerThread`, `threadsPerWarp` and `order` (`None` for another
     /// layout).
-    pub fn blocked(&self, ty: &str, at: usize) -> Option<[Vec<i64>; 3]> {
+    pub fn blocked(&self, ty: &str, at: usize) -> Option<Arc<BlockedLayout>> {
         let value = self.layout(ty, at)?;
-        if !value.starts_with("#ttg.blocked<") && !value.starts_with("#triton_gpu.blocked<") {
-            return None;
-        }
-        let f = |k| super::types::find_ints(value, k);
-        Some([f("sizePerThread")?, f("threadsPerWarp")?, f("order")?])
+        let key = (value.as_ptr() as usize, value.len());
+        let mut seen = self.blocked_seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.entry(key)
+            .or_insert_with(|| {
+                if !value.starts_with("#ttg.blocked<") && !value.starts_with("#triton_gpu.blocked<")
+                {
+                    return None;
+                }
+                let f = |k| super::types::find_ints(value, k);
+                Some(Arc::new([
+                    f("sizePerThread")?,
+                    f("threadsPerWarp")?,
+                    f("order")?,
+                ]))
+            })
+            .clone()
     }
 
     /// The integer module attribute `key` (`"ttg.num-warps" = 8 : i32`).
@@ -341,6 +362,7 @@ pub fn parse<'a>(file: &str, src: &'a str) -> Result<Module<'a>, TtgirError> {
         attrs: module_attrs,
         funcs,
         aliases,
+        blocked_seen: Mutex::default(),
     })
 }
 

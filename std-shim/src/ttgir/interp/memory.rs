@@ -255,7 +255,8 @@ impl<'m, 'a> Interp<'m, 'a> {
         let vec = self
             .module
             .blocked(ty, n.stmt.start)
-            .and_then(|[spt, _, order]| {
+            .and_then(|b| {
+                let [spt, _, order] = &*b;
                 let fast = usize::try_from(*order.first()?).ok()?;
                 u64::try_from(*spt.get(fast)?).ok()
             })
@@ -502,7 +503,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             .ok_or_else(|| self.fail(n, format!("no pointee type with a size in `{ty}`")))?;
         let r = lin.rank as usize;
         let unit = (0..r).find(|&d| lin.coef[d] == elem as i64 && lin.shape[d] > 1);
-        let run = match (unit, self.module.blocked(ty, n.stmt.start)) {
+        let run = match (unit, self.module.blocked(ty, n.stmt.start).as_deref()) {
             (Some(d), Some([spt, tpw, order])) => {
                 let per_thread = spt.get(d).copied().unwrap_or(1).max(1) as u64;
                 let threads = if order.first() == Some(&(d as i64)) {
