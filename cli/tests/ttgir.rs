@@ -384,3 +384,46 @@ fn fp8_and_split_epilogue_gemms_count_their_math() {
     assert!(3 * fp8 < 2 * fp16, "fp8 {fp8} cycles against fp16 {fp16}");
     replays_to("fp8_gemm", &e);
 }
+
+/// The causal attention backward of Triton's tutorial (through pointers,
+/// 5 stages), on 2 heads of 1024 tokens (head dim 64): CTA p computes dK
+/// and dV of keys 128p.. (8 masked steps of 16 queries, then 4(7 - p)
+/// steps of 32) and dQ of queries 128p.. (8 masked steps of 16 keys, then
+/// 4p steps of 32), four dots a dK/dV step and three a dQ step; CTA 0
+/// never runs the unmasked dQ loop, so its tiles' maps come from later
+/// CTAs. Derived by hand: the FLOPs, the stores (dK, dV, dQ once), and
+/// the loads (K, V, Q, dO blocks; a row statistic per query block; the
+/// compiler merges the two dQ calls' identical loads of delta into one).
+#[test]
+fn the_tutorial_attention_backward_runs_as_derived() {
+    let r = ttgir_run_edited(
+        "attention_bwd",
+        &[
+            ("grid = [32, 1, 128]", "grid = [8, 1, 2]"),
+            ("stride_z = 8388608", "stride_z = 131072"),
+            ("stride_h = 262144", "stride_h = 65536"),
+            ("H = 32", "H = 2"),
+            ("N_CTX = 4096", "N_CTX = 1024"),
+        ],
+        true,
+    );
+    let dot = |m: u64, n: u64, k: u64| 2 * m * n * k;
+    let (mut flops, mut loaded) = (0, 0);
+    for p in 0..8u64 {
+        let (kv_steps, q_steps) = (4 * (7 - p), 4 * p);
+        flops += 8 * (2 * dot(128, 16, 64) + 2 * dot(128, 64, 16))
+            + kv_steps * (2 * dot(128, 32, 64) + 2 * dot(128, 64, 32))
+            + 8 * (2 * dot(128, 16, 64) + dot(128, 64, 16))
+            + q_steps * (2 * dot(128, 32, 64) + dot(128, 64, 32));
+        // K, V, Q, dO blocks (128 x 64 fp16); m and delta of 128 queries.
+        loaded += 4 * 16384 + 2 * 512;
+        // Masked dK/dV steps: a 16-query block of Q and dO, m and delta.
+        loaded += 8 * (2 * 2048 + 2 * 64);
+        loaded += kv_steps * (2 * 4096 + 2 * 128);
+        // dQ steps: a block of K and V.
+        loaded += 8 * 2 * 2048 + q_steps * 2 * 4096;
+    }
+    assert_eq!(r["flops"], 2 * flops);
+    assert_eq!(r["bytes_loaded"], 2 * loaded);
+    assert_eq!(r["bytes_stored"], 2 * 8 * 3 * 16384);
+}

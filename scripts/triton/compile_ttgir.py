@@ -12,7 +12,8 @@ through pointers and through descriptors made over addresses it loads, a
 layer-norm backward with an atomic spin lock, a dropout with Philox
 random numbers, and a vector add with programmatic dependent launch; and
 the persistent TMA GEMM of Triton's persistent-matmul tutorial for Hopper,
-in FP16 with a split epilogue and in FP8.
+in FP16 with a split epilogue and in FP8; and the causal fused-attention
+backward through pointers (5 stages).
 
 The pointer kernels' pointer and integer arguments are marked divisible
 by 16, as Triton's launcher marks them for aligned tensors and sizes
@@ -509,6 +510,109 @@ def subtile_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.const
             c_desc.store([m * BM, n * BN], acc.to(dtype))
 
 
+# The fused-attention backward as Triton's tutorial writes it for Hopper:
+# per CTA, dK and dV of a block of keys (the masked diagonal blocks in
+# halves, then the rest), then dQ of a block of queries; pointer loads,
+# five dots per step, causal.
+@triton.jit
+def _dkdv(dk, dv, Q, k, v, DO, M, D, stride_tok, n0, m0, steps, BM: tl.constexpr, BN: tl.constexpr,
+          HD: tl.constexpr, CAUSAL: tl.constexpr):
+    rows = m0 + tl.arange(0, BM)
+    cols = n0 + tl.arange(0, BN)
+    d = tl.arange(0, HD)
+    qT_p = Q + rows[None, :] * stride_tok + d[:, None]
+    do_p = DO + rows[:, None] * stride_tok + d[None, :]
+    cur = m0
+    for _ in range(steps):
+        qT = tl.load(qT_p)
+        r = cur + tl.arange(0, BM)
+        m = tl.load(M + r)
+        pT = tl.math.exp2(tl.dot(k, qT) - m[None, :])
+        if CAUSAL:
+            pT = tl.where(r[None, :] >= cols[:, None], pT, 0.0)
+        do = tl.load(do_p)
+        dv += tl.dot(pT.to(tl.float16), do)
+        delta = tl.load(D + r)
+        dpT = tl.dot(v, tl.trans(do)).to(tl.float32)
+        dsT = (pT * (dpT - delta[None, :])).to(tl.float16)
+        dk += tl.dot(dsT, tl.trans(qT))
+        cur += BM
+        qT_p += BM * stride_tok
+        do_p += BM * stride_tok
+    return dk, dv
+
+@triton.jit
+def _dq(dq, q, K, V, do, m, D, stride_tok, m0, n0, steps, BM: tl.constexpr, BN: tl.constexpr,
+        HD: tl.constexpr, CAUSAL: tl.constexpr):
+    rows = m0 + tl.arange(0, BM)
+    cols = n0 + tl.arange(0, BN)
+    d = tl.arange(0, HD)
+    kT_p = K + cols[None, :] * stride_tok + d[:, None]
+    vT_p = V + cols[None, :] * stride_tok + d[:, None]
+    delta = tl.load(D + rows)
+    cur = n0
+    for _ in range(steps):
+        kT = tl.load(kT_p)
+        vT = tl.load(vT_p)
+        p = tl.math.exp2(tl.dot(q, kT) - m)
+        if CAUSAL:
+            c = cur + tl.arange(0, BN)
+            p = tl.where(rows[:, None] >= c[None, :], p, 0.0)
+        dp = tl.dot(do, vT).to(tl.float32)
+        ds = (p * (dp - delta[:, None])).to(tl.float16)
+        dq += tl.dot(ds, tl.trans(kT))
+        cur += BN
+        kT_p += BN * stride_tok
+        vT_p += BN * stride_tok
+    return dq
+
+@triton.jit
+def attention_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, D, stride_z, stride_h, stride_tok, H, N_CTX,
+                  BM1: tl.constexpr, BN1: tl.constexpr, BM2: tl.constexpr, BN2: tl.constexpr,
+                  SLICE: tl.constexpr, HD: tl.constexpr):
+    bh = tl.program_id(2)
+    row0 = (bh * N_CTX).to(tl.int64)
+    adj = (stride_h * (bh % H) + stride_z * (bh // H)).to(tl.int64)
+    pid = tl.program_id(0)
+    Q += adj
+    K += adj
+    V += adj
+    DO += adj
+    DQ += adj
+    DK += adj
+    DV += adj
+    M += row0
+    D += row0
+    d = tl.arange(0, HD)
+    n0 = pid * BN1
+    cols = n0 + tl.arange(0, BN1)
+    dv = tl.zeros([BN1, HD], dtype=tl.float32)
+    dk = tl.zeros([BN1, HD], dtype=tl.float32)
+    k = tl.load(K + cols[:, None] * stride_tok + d[None, :])
+    v = tl.load(V + cols[:, None] * stride_tok + d[None, :])
+    SM: tl.constexpr = BM1 // SLICE
+    steps = BN1 // SM
+    dk, dv = _dkdv(dk, dv, Q, k, v, DO, M, D, stride_tok, n0, n0, steps, SM, BN1, HD, True)
+    m0 = n0 + steps * SM
+    dk, dv = _dkdv(dk, dv, Q, k, v, DO, M, D, stride_tok, n0, m0, (N_CTX - m0) // BM1, BM1, BN1, HD, False)
+    tl.store(DV + cols[:, None] * stride_tok + d[None, :], dv)
+    tl.store(DK + cols[:, None] * stride_tok + d[None, :], dk * sm_scale)
+    m0 = pid * BM2
+    end = m0 + BM2
+    SN: tl.constexpr = BN2 // SLICE
+    rows = m0 + tl.arange(0, BM2)
+    q = tl.load(Q + rows[:, None] * stride_tok + d[None, :])
+    do = tl.load(DO + rows[:, None] * stride_tok + d[None, :])
+    m = tl.load(M + rows)[:, None]
+    dq = tl.zeros([BM2, HD], dtype=tl.float32)
+    steps = BM2 // SN
+    dq = _dq(dq, q, K, V, do, m, D, stride_tok, m0, end - steps * SN, steps, BM2, SN, HD, True)
+    end -= steps * SN
+    steps = end // BN2
+    dq = _dq(dq, q, K, V, do, m, D, stride_tok, m0, end - steps * BN2, steps, BM2, BN2, HD, False)
+    tl.store(DQ + rows[:, None] * stride_tok + d[None, :], dq * 0.6931471824645996)
+
+
 def registers(compiled):
     """Registers per thread ptxas gave the kernel (the wheel's cuobjdump
     reads them from the cubin; no GPU needed), or None."""
@@ -528,7 +632,7 @@ def registers(compiled):
     return None
 
 
-def compile_one(fn, signature, constexprs, num_warps, aligned=False):
+def compile_one(fn, signature, constexprs, num_warps, aligned=False, num_stages=None):
     # With `aligned`, integer and pointer arguments are divisible by 16, as
     # the launcher marks them for aligned tensors and sizes.
     attrs = {(i,): [["tt.divisibility", 16]]
@@ -537,13 +641,21 @@ def compile_one(fn, signature, constexprs, num_warps, aligned=False):
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs,
                     attrs=attrs)
     target = GPUTarget("cuda", 90, 32)
-    return triton.compile(src, target=target, options={"num_warps": num_warps})
+    options = {"num_warps": num_warps}
+    if num_stages is not None:
+        options["num_stages"] = num_stages
+    return triton.compile(src, target=target, options=options)
 
+
+# Software pipeline depths other than Triton's default (3), as the kernels'
+# tutorials launch them.
+STAGES = {"attention_bwd": 5}
 
 # The kernels that load through pointers (compiled with aligned arguments).
 POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "causal_attention",
                    "vector_add", "row_softmax", "layer_norm", "grouped_gemm",
-                   "grouped_tma_gemm", "layer_norm_bwd", "dropout", "pdl_add")
+                   "grouped_tma_gemm", "layer_norm_bwd", "dropout", "pdl_add",
+                   "attention_bwd")
 
 
 def main():
@@ -656,6 +768,13 @@ def main():
             "NUM_SMS": "constexpr", "SUBTILE": "constexpr", "FP8": "constexpr",
         }, {"BM": 128, "BN": 256, "BK": 128, "GROUP_M": 8, "NUM_SMS": 132, "SUBTILE": False,
             "FP8": True}, 8),
+        "attention_bwd": (attention_bwd, {
+            "Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16",
+            "DQ": "*fp16", "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32",
+            "stride_z": "i32", "stride_h": "i32", "stride_tok": "i32", "H": "i32", "N_CTX": "i32",
+            "BM1": "constexpr", "BN1": "constexpr", "BM2": "constexpr", "BN2": "constexpr",
+            "SLICE": "constexpr", "HD": "constexpr",
+        }, {"BM1": 32, "BN1": 128, "BM2": 128, "BN2": 32, "SLICE": 2, "HD": 64}, 4),
         "pdl_add": (pdl_add, {
             "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
             "n": "i32", "BLOCK": "constexpr",
@@ -665,7 +784,8 @@ def main():
     for name, (fn, sig, cx, warps) in jobs.items():
         try:
             compiled = compile_one(fn, sig, cx, warps,
-                                   aligned=name in POINTER_KERNELS)
+                                   aligned=name in POINTER_KERNELS,
+                                   num_stages=STAGES.get(name))
         except Exception as e:  # report and go on: the caller says what ran
             print(f"{name}: did not compile: {type(e).__name__}: {e}".splitlines()[0])
             failed += 1
