@@ -88,8 +88,11 @@ pub struct Module<'a> {
     pub aliases: Aliases<'a>,
     /// The blocked layouts read so far, by the place and length of their
     /// text ([`Module::blocked`] runs for every address tensor op).
-    blocked_seen: Mutex<HashMap<(usize, usize), Option<Arc<BlockedLayout>>>>,
+    blocked_seen: Mutex<HashMap<(usize, usize), SeenLayout>>,
 }
+
+/// A layout text's blocked layout, if it is one.
+type SeenLayout = Option<Arc<BlockedLayout>>;
 
 /// A `#ttg.blocked` layout's `sizePerThread`, `threadsPerWarp` and
 /// `order`.

@@ -3,6 +3,12 @@
 //! fields of attribute dictionaries and layouts, and `#alias = ...`
 //! definitions.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use fnv::FnvHasher;
+
 use super::lex::{tokenize, Token, TokenKind};
 
 /// A shaped (or scalar) type, read from its text.
@@ -95,6 +101,77 @@ fn split_commas(toks: &[Token]) -> Vec<(usize, usize)> {
 /// type. `None` for text that is not one type.
 pub fn parse_type(text: &str) -> Option<TypeInfo<'_>> {
     let text = text.trim();
+    // The interpreter reads the same few types at every execution of an
+    // op: each text is parsed once per thread, and its parts kept as
+    // ranges of it.
+    let key = (text.as_ptr() as usize, text.len());
+    let range = |part: &str| {
+        let from = part.as_ptr() as usize - text.as_ptr() as usize;
+        (from, from + part.len())
+    };
+    let hit = PARSED.with(|seen| {
+        let seen = seen.borrow();
+        let p = seen.get(&key).filter(|p| &*p.text == text)?;
+        let at = |(a, b): (usize, usize)| &text[a..b];
+        Some(
+            p.parts
+                .as_ref()
+                .map(|(head, shape, elem, params)| TypeInfo {
+                    head: at(*head),
+                    shape: shape.clone(),
+                    elem: at(*elem),
+                    params: params.iter().map(|&r| at(r)).collect(),
+                }),
+        )
+    });
+    if let Some(t) = hit {
+        return t;
+    }
+    let t = parse_type_text(text);
+    PARSED.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.len() >= PARSED_MAX {
+            seen.clear();
+        }
+        let parts = t.as_ref().map(|t| {
+            let params = t.params.iter().map(|p| range(p)).collect();
+            (range(t.head), t.shape.clone(), range(t.elem), params)
+        });
+        seen.insert(
+            key,
+            Parsed {
+                text: text.into(),
+                parts,
+            },
+        );
+    });
+    t
+}
+
+/// A type's text as [`parse_type`] read it, its parts as byte ranges of
+/// it: head, shape, element type, parameters.
+struct Parsed {
+    text: Box<str>,
+    #[allow(clippy::type_complexity)]
+    parts: Option<(
+        (usize, usize),
+        Vec<u64>,
+        (usize, usize),
+        Vec<(usize, usize)>,
+    )>,
+}
+
+/// The most type texts [`parse_type`] keeps per thread before it starts
+/// over.
+const PARSED_MAX: usize = 1 << 14;
+
+thread_local! {
+    static PARSED: RefCell<HashMap<(usize, usize), Parsed, BuildHasherDefault<FnvHasher>>> =
+        RefCell::default();
+}
+
+/// [`parse_type`] without the memo.
+fn parse_type_text(text: &str) -> Option<TypeInfo<'_>> {
     let toks = tokenize("", text).ok()?;
     let head = toks.first()?;
     if !matches!(head.kind, TokenKind::Word | TokenKind::Bang) {
@@ -188,7 +265,8 @@ pub fn find_ints(text: &str, key: &str) -> Option<Vec<i64>> {
 /// The `#name = value` and `!name = value` definitions of a file, in order.
 #[derive(Clone, Debug, Default)]
 pub struct Aliases<'a> {
-    defs: Vec<(&'a str, usize, &'a str)>,
+    /// Each name's definitions, in order: where, and as what.
+    defs: HashMap<&'a str, Vec<(usize, &'a str)>, BuildHasherDefault<FnvHasher>>,
 }
 
 impl<'a> Aliases<'a> {
@@ -215,7 +293,7 @@ impl<'a> Aliases<'a> {
     /// Records that `name` (with its `#` or `!`) is defined as `value` by
     /// the statement at byte `at`.
     pub fn define(&mut self, name: &'a str, at: usize, value: &'a str) {
-        self.defs.push((name, at, value));
+        self.defs.entry(name).or_default().push((at, value));
     }
 
     /// The definition of `name` that a use at byte `at` sees: the last one
@@ -223,10 +301,7 @@ impl<'a> Aliases<'a> {
     /// at the end of the file).
     pub fn get(&self, name: &str, at: usize) -> Option<&'a str> {
         let mut found = None;
-        for &(n, pos, v) in &self.defs {
-            if n != name {
-                continue;
-            }
+        for &(pos, v) in self.defs.get(name)? {
             if pos < at || found.is_none() {
                 found = Some(v);
             }
