@@ -3,6 +3,9 @@
 //! furthest one, and dropped when they have all reached its end.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
+
+use fnv::FnvHasher;
 
 use simfa_core::source::SourceError;
 use simfa_core::{Op, StreamSource};
@@ -110,7 +113,7 @@ struct Cta<'p, 'm, 'a> {
 /// holds the resident CTAs' next few ops, not their streams.
 pub struct TtgirSource<'p, 'm, 'a> {
     program: &'p Program<'m, 'a>,
-    ctas: HashMap<(u32, u8), Cta<'p, 'm, 'a>>,
+    ctas: HashMap<(u32, u8), Cta<'p, 'm, 'a>, BuildHasherDefault<FnvHasher>>,
     error: Option<String>,
 }
 
@@ -119,7 +122,7 @@ impl<'p, 'm, 'a> TtgirSource<'p, 'm, 'a> {
     pub fn new(program: &'p Program<'m, 'a>) -> Self {
         TtgirSource {
             program,
-            ctas: HashMap::new(),
+            ctas: HashMap::default(),
             error: None,
         }
     }
