@@ -31,6 +31,13 @@ fuzz_target!(|data: &[u8]| {
                 elem: if wide { 4 } else { 2 },
                 dims: vec![4096, 4096],
                 strides: Vec::new(),
+                // Integer tables get contents, so loaded sizes steer the
+                // mutated kernels too.
+                values: if ty.contains("ptr<i") {
+                    vec![64; 16]
+                } else {
+                    Vec::new()
+                },
             };
             tensors.insert(format!("arg{i}"), t);
         } else if simfa_std::ttgir::value::int_bits(ty).is_some() {
@@ -45,6 +52,7 @@ fuzz_target!(|data: &[u8]| {
         max_steps: Some(10_000),
         args,
         tensors,
+        buffers: Default::default(),
     };
     if let Ok(p) = Program::new(&module, &launch, "fuzz.toml") {
         for cta in 0..2 {

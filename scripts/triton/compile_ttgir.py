@@ -343,23 +343,36 @@ def layer_norm(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, N,
 
 
 @triton.jit
+def _group(sizes, g, BM: tl.constexpr, BN: tl.constexpr):
+    # Group g's M, N and K from the table, its tiles along N and in all.
+    m = tl.load(sizes + g * 3)
+    n = tl.load(sizes + g * 3 + 1)
+    k = tl.load(sizes + g * 3 + 2)
+    tiles_n = tl.cdiv(n, BN)
+    return m, n, k, tiles_n, tl.cdiv(m, BM) * tiles_n
+
+
+@triton.jit
+def _matrices(a_ptrs, b_ptrs, c_ptrs, g):
+    # Group g's A, B and C from the tables of addresses.
+    a = tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16))
+    b = tl.load(b_ptrs + g).to(tl.pointer_type(tl.float16))
+    c = tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16))
+    return a, b, c
+
+
+@triton.jit
 def grouped_gemm(a_ptrs, b_ptrs, c_ptrs, sizes, lds, groups,
                  NUM_SM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     tile = tl.program_id(0)
     end = 0
     for g in range(groups):
-        m = tl.load(sizes + g * 3)
-        n = tl.load(sizes + g * 3 + 1)
-        k = tl.load(sizes + g * 3 + 2)
-        tiles_n = tl.cdiv(n, BN)
-        count = tl.cdiv(m, BM) * tiles_n
+        m, n, k, tiles_n, count = _group(sizes, g, BM, BN)
         while tile >= end and tile < end + count:
             lda = tl.load(lds + g * 3)
             ldb = tl.load(lds + g * 3 + 1)
             ldc = tl.load(lds + g * 3 + 2)
-            a = tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16))
-            b = tl.load(b_ptrs + g).to(tl.pointer_type(tl.float16))
-            c = tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16))
+            a, b, c = _matrices(a_ptrs, b_ptrs, c_ptrs, g)
             t = tile - end
             tm = t // tiles_n
             tn = t % tiles_n
@@ -386,15 +399,9 @@ def grouped_tma_gemm(a_ptrs, b_ptrs, c_ptrs, sizes, groups,
     tile = tl.program_id(0)
     end = 0
     for g in range(groups):
-        m = tl.load(sizes + g * 3)
-        n = tl.load(sizes + g * 3 + 1)
-        k = tl.load(sizes + g * 3 + 2)
-        tiles_n = tl.cdiv(n, BN)
-        count = tl.cdiv(m, BM) * tiles_n
+        m, n, k, tiles_n, count = _group(sizes, g, BM, BN)
         if tile >= end and tile < end + count:
-            a = tl.load(a_ptrs + g).to(tl.pointer_type(tl.float16))
-            b = tl.load(b_ptrs + g).to(tl.pointer_type(tl.float16))
-            c = tl.load(c_ptrs + g).to(tl.pointer_type(tl.float16))
+            a, b, c = _matrices(a_ptrs, b_ptrs, c_ptrs, g)
             ad = tl.make_tensor_descriptor(a, shape=[m, k], strides=[k, 1], block_shape=[BM, BK])
             bd = tl.make_tensor_descriptor(b, shape=[n, k], strides=[k, 1], block_shape=[BN, BK])
             cd = tl.make_tensor_descriptor(c, shape=[m, n], strides=[n, 1], block_shape=[BM, BN])
@@ -647,6 +654,19 @@ def compile_one(fn, signature, constexprs, num_warps, aligned=False, num_stages=
     return triton.compile(src, target=target, options=options)
 
 
+def subtile_signature(dtype, bk):
+    # subtile_gemm's arguments for 128 x 256 tiles of `dtype`, BK deep
+    # (C stored in halves of 128 columns for 16-bit types).
+    c_cols = 128 if dtype == "fp16" else 256
+    sig = {"a_desc": f"tensordesc<{dtype}[128, {bk}]>",
+           "b_desc": f"tensordesc<{dtype}[256, {bk}]>",
+           "c_desc": f"tensordesc<{dtype}[128, {c_cols}]>",
+           "M": "i32", "N": "i32", "K": "i32"}
+    for k in ("BM", "BN", "BK", "GROUP_M", "NUM_SMS", "SUBTILE", "FP8"):
+        sig[k] = "constexpr"
+    return sig
+
+
 # Software pipeline depths other than Triton's default (3), as the kernels'
 # tutorials launch them.
 STAGES = {"attention_bwd": 5}
@@ -754,20 +774,12 @@ def main():
             "x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32",
             "seed": "i32", "BLOCK": "constexpr",
         }, {"BLOCK": 1024}, 4),
-        "subtile_gemm": (subtile_gemm, {
-            "a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[256, 64]>",
-            "c_desc": "tensordesc<fp16[128, 128]>", "M": "i32", "N": "i32", "K": "i32",
-            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "GROUP_M": "constexpr",
-            "NUM_SMS": "constexpr", "SUBTILE": "constexpr", "FP8": "constexpr",
-        }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132, "SUBTILE": True,
-            "FP8": False}, 8),
-        "fp8_gemm": (subtile_gemm, {
-            "a_desc": "tensordesc<fp8e4nv[128, 128]>", "b_desc": "tensordesc<fp8e4nv[256, 128]>",
-            "c_desc": "tensordesc<fp8e4nv[128, 256]>", "M": "i32", "N": "i32", "K": "i32",
-            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "GROUP_M": "constexpr",
-            "NUM_SMS": "constexpr", "SUBTILE": "constexpr", "FP8": "constexpr",
-        }, {"BM": 128, "BN": 256, "BK": 128, "GROUP_M": 8, "NUM_SMS": 132, "SUBTILE": False,
-            "FP8": True}, 8),
+        "subtile_gemm": (subtile_gemm, subtile_signature("fp16", 64),
+                         {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132,
+                          "SUBTILE": True, "FP8": False}, 8),
+        "fp8_gemm": (subtile_gemm, subtile_signature("fp8e4nv", 128),
+                     {"BM": 128, "BN": 256, "BK": 128, "GROUP_M": 8, "NUM_SMS": 132,
+                      "SUBTILE": False, "FP8": True}, 8),
         "attention_bwd": (attention_bwd, {
             "Q": "*fp16", "K": "*fp16", "V": "*fp16", "sm_scale": "fp32", "DO": "*fp16",
             "DQ": "*fp16", "DK": "*fp16", "DV": "*fp16", "M": "*fp32", "D": "*fp32",

@@ -333,16 +333,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 None
             }
             "load" => {
-                let load = self.loads;
-                self.loads += 1;
-                self.emit(
-                    sink,
-                    n,
-                    Effect::PtrLoad {
-                        tile,
-                        regs: Some(load),
-                    },
-                );
+                let load = self.load_into_registers(n, tile, sink);
                 // A scalar whose contents the launch gives: its value, read
                 // as soon as it arrives (a size, an address or a count the
                 // next ops compute with).
@@ -412,6 +403,20 @@ impl<'m, 'a> Interp<'m, 'a> {
         }
     }
 
+    /// Reports a load of `tile` into registers by op `n`: its number.
+    fn load_into_registers(
+        &mut self,
+        n: &'m Node<'a>,
+        tile: PtrTile,
+        sink: &mut impl EffectSink<'m>,
+    ) -> u64 {
+        let load = self.loads;
+        self.loads += 1;
+        let regs = Some(load);
+        self.emit(sink, n, Effect::PtrLoad { tile, regs });
+        load
+    }
+
     /// `tt.atomic_rmw` and `tt.atomic_cas`: a read-modify-write at the L2,
     /// timed as a load of the box into registers (the old values come back
     /// to the threads) and a store of it (the new values reach the L2).
@@ -436,16 +441,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             return Ok(());
         }
         let tile = self.ptr_tile(n, ssa.first().copied().unwrap_or(""))?;
-        let load = self.loads;
-        self.loads += 1;
-        self.emit(
-            sink,
-            n,
-            Effect::PtrLoad {
-                tile,
-                regs: Some(load),
-            },
-        );
+        let load = self.load_into_registers(n, tile, sink);
         self.emit(sink, n, Effect::PtrStore { tile });
         let cmp = match (op, ssa.get(1)) {
             ("atomic_cas", Some(c)) => Some(self.get(n, c)?),
