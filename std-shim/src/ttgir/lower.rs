@@ -214,11 +214,15 @@ impl<'m, 'a> Program<'m, 'a> {
         // runs), until every such op of the module has been seen, or every
         // CTA has run. With [buffers], which tensors a CTA reaches depends
         // on the CTA (a grouped GEMM's CTAs work on different matrices), so
-        // every CTA is probed.
+        // every CTA is probed; otherwise at most [`MAX_PROBES`] more (an op
+        // no CTA reaches, behind a branch no launch takes, would make
+        // every CTA run twice).
         let need = pointer_sites(module);
         let ctas = launch.grid.iter().product::<u32>();
         let mut order = (1..ctas).map(|i| if i % 2 == 1 { ctas - 1 - i / 2 } else { i / 2 });
-        while global.has_buffers() || !need.is_subset(&decls.sites) {
+        let mut probed = 0;
+        while global.has_buffers() || (!need.is_subset(&decls.sites) && probed < MAX_PROBES) {
+            probed += 1;
             let Some(cta) = order.next() else { break };
             let coords = b.kernel().cta_coords(cta);
             let mut more = Decls::default();
@@ -486,7 +490,7 @@ impl<'m, 'a> Program<'m, 'a> {
         let p = super::pointer::place(t, tile)?;
         let map = *self.ptr_maps.get(&(arg, p.block.clone())).ok_or_else(|| {
             format!(
-                "a tile of {:?} elements (innermost first), a shape CTA 0 never moves (simfa declares tensor maps once per kernel)",
+                "a tile of {:?} elements (innermost first), a shape the CTAs probed before the run never move (simfa declares tensor maps once per kernel)",
                 p.block
             )
         })?;
@@ -567,7 +571,7 @@ impl<'m, 'a> Program<'m, 'a> {
             } => {
                 if self.made.get(&key) != Some(&(boxdim, dims, strides)) {
                     return Err(fail(
-                        "this CTA makes a descriptor unlike CTA 0's (simfa declares tensor maps once per kernel)"
+                        "this CTA makes a descriptor the CTAs probed before the run never make (simfa declares tensor maps once per kernel)"
                             .into(),
                     ));
                 }
@@ -826,6 +830,10 @@ impl<'m> EffectSink<'m> for Decls<'m> {
         }
     }
 }
+
+/// The most CTAs probed after CTA 0 for the tensor maps of ops it never
+/// reaches, in a launch without `[buffers]`.
+const MAX_PROBES: u32 = 1024;
 
 /// The ops of `module` that declare tensor maps as they run: loads,
 /// stores and atomics through pointers, and descriptors made in the
