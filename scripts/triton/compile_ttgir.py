@@ -487,8 +487,9 @@ def pdl_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 # persistent-matmul tutorial writes it for Hopper: FP16 with its epilogue
 # stored in two halves (reshape, permute, split), or FP8 (e4m3) throughout.
 @triton.jit
-def subtile_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                       GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr, SUBTILE: tl.constexpr, FP8: tl.constexpr):
+def subtile_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                 BK: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                 SUBTILE: tl.constexpr, FP8: tl.constexpr):
     dtype = tl.float8e4nv if FP8 else tl.float16
     start = tl.program_id(0)
     pm = tl.cdiv(M, BM)
@@ -497,11 +498,7 @@ def subtile_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.const
     tiles = pm * pn
     per_group = GROUP_M * pn
     for tile in tl.range(start, tiles, NUM_SMS, flatten=True):
-        g = tile // per_group
-        fm = g * GROUP_M
-        gs = min(pm - fm, GROUP_M)
-        m = fm + tile % gs
-        n = (tile % per_group) // gs
+        m, n = _tile_of(tile, per_group, pm, GROUP_M)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in range(kt):
             a = a_desc.load([m * BM, ki * BK])
