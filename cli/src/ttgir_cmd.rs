@@ -38,12 +38,15 @@ pub enum TtgirCmd {
         json: bool,
     },
     /// Simulate a Triton kernel from its TTGIR: every CTA's scalar code is
-    /// executed as the GPU would, and its TMA copies, WGMMAs and mbarrier
-    /// ops are simulated.
+    /// executed as the GPU would, and its TMA copies, loads and stores
+    /// through pointers, atomics, WGMMAs and mbarrier ops are simulated.
     Run {
         /// The TTGIR file (as `scripts/triton/compile_ttgir.py` writes it).
         input: PathBuf,
-        /// The launch file: grid, arguments, tensors.
+        /// The launch file: grid, arguments, tensors (with `values` where
+        /// the kernel reads sizes or addresses from them), and `[buffers]`
+        /// the kernel reaches only through addresses it loads
+        /// (docs/front-ends.md).
         #[arg(long, value_name = "FILE")]
         launch: PathBuf,
         #[command(flatten)]
