@@ -219,6 +219,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                 arg: *arg,
                 off: off.wrapping_add(v.wrapping_mul(elem)),
             },
+            // A CTA's own slot of a global scratch buffer (Triton 3.6
+            // offsets the scratch of in-kernel descriptors by program).
+            [s @ Value::Scratch(_), _] => *s,
             [Value::Lin(p), Value::Lin(o)] if p.ptr.is_some() && o.ptr.is_none() => {
                 let bytes = Lin {
                     base: o.base.wrapping_mul(elem),

@@ -202,6 +202,11 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             ("tt", "int_to_ptr" | "ptr_to_int") => self.pointer_cast(n, op)?,
             ("tt", "bitcast") if !on_tensor(v) => self.pointer_cast(n, op)?,
+            // Programmatic dependent launch as Triton 3.6 writes it (inline
+            // `griddepcontrol`): free, as `tt.grid_dependency_wait` is.
+            ("tt", "elementwise_inline_asm") if self.is_griddepcontrol(n) => {
+                self.define(v, &[]);
+            }
             ("tt", "load" | "store")
             | ("ttg", "async_copy_global_to_local" | "async_commit_group" | "async_wait") => {
                 self.memory(n, op, sink)?
@@ -322,6 +327,22 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
         }
         Ok(())
+    }
+
+    /// Whether inline assembly op `n` is `griddepcontrol` (programmatic
+    /// dependent launch's wait or release) and nothing else.
+    fn is_griddepcontrol(&self, n: &Node<'a>) -> bool {
+        let text = self.module.src.get(n.stmt.start..n.stmt.end).unwrap_or("");
+        let asm = text.split('"').nth(1).unwrap_or("");
+        let code = asm.split("//").next().unwrap_or("");
+        let mut parts = code.split(';').map(str::trim).filter(|p| !p.is_empty());
+        matches!(
+            (parts.next(), parts.next()),
+            (
+                Some("griddepcontrol.wait" | "griddepcontrol.launch_dependents"),
+                None
+            )
+        )
     }
 
     /// The error of an op the interpreter neither executes, times, prices

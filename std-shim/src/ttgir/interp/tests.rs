@@ -531,3 +531,31 @@ fn atomics_load_and_store_and_a_spin_lock_is_taken_at_once() {
         .collect();
     assert_eq!(boxes[1], [128, 1, 1, 1], "the fadd covers the 128 floats");
 }
+
+/// Triton 3.6's spellings: programmatic dependent launch as inline
+/// `griddepcontrol` and a tensor `tt.bitcast` cost nothing, and a CTA's
+/// slot of global scratch (`addptr` on it) runs; any other inline assembly
+/// is not supported.
+#[test]
+fn triton_3_6_spellings_run() {
+    let src = "tt.func public @k(%p: !tt.ptr<f16>) {\n\
+  %c0 = arith.constant 0 : i32\n\
+  %w = tt.elementwise_inline_asm \"griddepcontrol.wait; // dummy $0\" {constraints = \"=r\", packed_element = 1 : i32, pure = false} -> i32\n\
+  %r = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32, #l>\n\
+  %f = tt.bitcast %r : tensor<128xi32, #l> -> tensor<128xf32, #l>\n\
+  %s = ttg.global_scratch_alloc {alignment = 128 : i32, nbytes = 256 : i32} : !tt.ptr<i8>\n\
+  %slot = tt.addptr %s, %c0 : !tt.ptr<i8>, i32\n\
+  tt.return\n\
+}\n";
+    let m = parse("s.mlir", src).unwrap();
+    let e = effects(&m, [0, 0, 0], [1, 1, 1], &[Value::Opaque]).unwrap();
+    assert!(e.is_empty(), "{e:?}");
+    let other = src.replace("griddepcontrol.wait", "nanosleep.u32 100");
+    let m = parse("s.mlir", &other).unwrap();
+    let err = effects(&m, [0, 0, 0], [1, 1, 1], &[Value::Opaque]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("op 'tt.elementwise_inline_asm' is not supported"),
+        "{err}"
+    );
+}
