@@ -464,7 +464,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                     NoStream,
                     &out,
                     &mut (),
-                    Some(&|| p.flops()),
+                    Some(&|_| p.flops()),
                     None,
                 );
             };
@@ -479,7 +479,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                 NoStream,
                 &out,
                 &mut log,
-                Some(&|| p.flops()),
+                Some(&|_| p.flops()),
                 None,
             )?;
             log.finish().map(|_| ()).map_err(cannot)
@@ -542,7 +542,7 @@ fn run_and_report(
     source: impl StreamSource,
     out: &Outputs,
     extra: &mut impl Observer,
-    workload_flops: Option<&dyn Fn() -> u64>,
+    workload_flops: Option<&dyn Fn(&Report) -> u64>,
     appendix: Option<Appendix>,
 ) -> Result<(), Failure> {
     let trace = &out.trace;
@@ -624,7 +624,8 @@ fn run_and_report(
     })?;
     let mut report = Report::new(cfg, k, &outcome);
     if let Some(f) = workload_flops {
-        report = report.with_workload_flops(f());
+        let flops = f(&report);
+        report = report.with_workload_flops(flops);
     }
     let printed = if out.json {
         let mut j = report.to_json();

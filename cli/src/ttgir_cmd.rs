@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use simfa_std::proton::ops_file::{ops_path, OpsWriter};
+use simfa_std::reporting::report::Report;
 use simfa_std::ttgir::launch::Launch;
 use simfa_std::ttgir::lower::Program;
 use simfa_std::ttgir::source::TtgirSource;
@@ -121,8 +122,8 @@ impl TtgirCmd {
                 let program = Program::new(&module, &l, &lname).map_err(Failure::input)?;
                 let mut src = TtgirSource::new(&program);
                 // The dots' own math (an FP8 WGMMA does twice a 16-bit
-                // one's), counted as the streams are made.
-                let flops = || program.dot_flops();
+                // one's).
+                let flops = |r: &Report| program.dot_flops(r.wgmma_flops);
                 let r = run_and_report(
                     &cfg,
                     &program.kernel,

@@ -383,6 +383,18 @@ fn fp8_and_split_epilogue_gemms_count_their_math() {
     let (fp16, fp8) = (h["cycles"].as_u64().unwrap(), e["cycles"].as_u64().unwrap());
     assert!(3 * fp8 < 2 * fp16, "fp8 {fp8} cycles against fp16 {fp16}");
     replays_to("fp8_gemm", &e);
+    // Resumed from a snapshot halfway, the report is the whole run's,
+    // FLOPs included.
+    let scratch = Scratch::new("ttgir-fp8-resume");
+    let snap = scratch.path("half.snap");
+    let (k, l) = (compiled("fp8_gemm.ttgir"), compiled("fp8_gemm.launch.toml"));
+    let base = ["ttgir", "run", s(&k), "--launch", s(&l), "--gpu", "h100"];
+    let half = (fp8 / 2).to_string();
+    let saved = simfa(&[&base[..], &["--save-at", &half, s(&snap)]].concat());
+    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+    let resumed = report(&[&base[..], &["--resume", s(&snap), "--json"]].concat());
+    assert_eq!(resumed["cycles"], e["cycles"]);
+    assert_eq!(resumed["flops"], e["flops"]);
 }
 
 /// The causal attention backward of Triton's tutorial (through pointers,

@@ -35,7 +35,6 @@
 //! [`super::pointer`]'s.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use simfa_core::builder::Builder;
@@ -105,8 +104,9 @@ pub struct Program<'m, 'a> {
     pub(super) budget: u64,
     /// The launch's tensors and buffers, for the interpreter's loads.
     pub(super) global: Arc<Global>,
-    /// FLOPs of the dots lowered so far (`2 * M * N * K` each).
-    dot_flops: AtomicU64,
+    /// The dots' depth per WGMMA over the 16 the core counts each with:
+    /// numerator and denominator ([`Program::dot_flops`]).
+    depth_scale: (u64, u64),
 }
 
 /// What lowering keeps of a CTA role's run between effects.
@@ -371,16 +371,17 @@ impl<'m, 'a> Program<'m, 'a> {
             rings,
             budget,
             global,
-            dot_flops: AtomicU64::new(0),
+            depth_scale: depth_scale(module),
         })
     }
 
-    /// FLOPs of the `warp_group_dot`s lowered so far, `2 * M * N * K`
-    /// each: after a run, the kernel's math. The WGMMAs' own count assumes
-    /// 16-bit operands (`m64nNk16`); an FP8 instruction (k32) does twice
-    /// that math in the same time, a TF32 one (k8) half.
-    pub fn dot_flops(&self) -> u64 {
-        self.dot_flops.load(Ordering::Relaxed)
+    /// The kernel's math, from the FLOPs `wgmma_flops` its WGMMAs have as
+    /// the core counts them (each a 16-bit `m64nNk16`): an FP8 WGMMA (k32)
+    /// does twice that in the same time, a TF32 one (k8) half. A kernel
+    /// whose dots differ in depth keeps the core's count.
+    pub fn dot_flops(&self, wgmma_flops: u64) -> u64 {
+        let (num, den) = self.depth_scale;
+        wgmma_flops.saturating_mul(num) / den
     }
 
     /// Roles of the kernel: the function's own warps, then each worker
@@ -528,14 +529,16 @@ impl<'m, 'a> Program<'m, 'a> {
             ))
         };
         let wgs = self.wgs[role as usize];
-        if st.unsynced && !matches!(e, Effect::InitBarrier { .. }) {
-            st.unsynced = false;
+        // The role's WarpGroups meet (a `bar.sync` of their threads).
+        let meet = |out: &mut [VecDeque<Op>]| {
             if wgs > 1 {
                 let threads = wgs as u16 * 128;
-                for s in out.iter_mut() {
-                    s.push_back(Op::BarSync { id: 0, threads });
-                }
+                all(out, Op::BarSync { id: 0, threads });
             }
+        };
+        if st.unsynced && !matches!(e, Effect::InitBarrier { .. }) {
+            st.unsynced = false;
+            meet(out);
         }
         let bar = |m: super::value::MemRef| -> Result<u16, LowerError> {
             match self.bars.get(&m.alloc) {
@@ -576,12 +579,7 @@ impl<'m, 'a> Program<'m, 'a> {
                     ));
                 }
             }
-            Effect::Barrier => {
-                if wgs > 1 {
-                    let threads = wgs as u16 * 128;
-                    all(out, Op::BarSync { id: 0, threads });
-                }
-            }
+            Effect::Barrier => meet(out),
             Effect::Partition => {
                 // Every partition's warps meet at the warp_specialize.
                 let total: u16 = self.wgs.iter().map(|&w| w as u16).sum();
@@ -705,8 +703,6 @@ impl<'m, 'a> Program<'m, 'a> {
             }),
             Effect::Wgmma { shape, sync } => {
                 let (count, n) = shape.per_warpgroup().map_err(fail)?;
-                let flops = 2 * shape.m as u64 * shape.n as u64 * shape.k as u64;
-                self.dot_flops.fetch_add(flops, Ordering::Relaxed);
                 let mode = match shape.mode {
                     super::WgmmaMode::Ss => WgmmaMode::Ss,
                     super::WgmmaMode::Rs => WgmmaMode::Rs,
@@ -828,6 +824,23 @@ impl<'m> EffectSink<'m> for Decls<'m> {
             }
             _ => {}
         }
+    }
+}
+
+/// The depth of `module`'s WGMMAs over 16: `(k, 16)` when every
+/// `warp_group_dot` has instructions `k` deep, `(1, 1)` otherwise.
+fn depth_scale(module: &Module<'_>) -> (u64, u64) {
+    let mut depths = BTreeSet::new();
+    for f in &module.funcs {
+        walk(&f.body.blocks, &HashMap::new(), &mut |n, _| {
+            if let Some(ScopeOp::Wgmma(w)) = &n.scope {
+                depths.insert(w.instr_k as u64);
+            }
+        });
+    }
+    match depths.iter().collect::<Vec<_>>().as_slice() {
+        [&k] if k > 0 => (k, 16),
+        _ => (1, 1),
     }
 }
 

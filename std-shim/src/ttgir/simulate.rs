@@ -32,11 +32,11 @@ pub fn simulate_ttgir(
         &Default::default(),
     );
     match (out, src.error()) {
-        (Ok(o), _) => Ok(
-            crate::reporting::report::Report::new(cfg, &program.kernel, &o)
-                .with_workload_flops(program.dot_flops())
-                .to_json(),
-        ),
+        (Ok(o), _) => {
+            let r = crate::reporting::report::Report::new(cfg, &program.kernel, &o);
+            let flops = program.dot_flops(r.wgmma_flops);
+            Ok(r.with_workload_flops(flops).to_json())
+        }
         (Err(_), Some(why)) => Err(why.to_string()),
         (Err(e), None) => Err(format!("{file}: {e}")),
     }

@@ -461,9 +461,10 @@ impl<'m, 'a> Interp<'m, 'a> {
         Ok(())
     }
 
-    /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast` of a scalar: an
-    /// address loaded from memory becomes a pointer into the launch's
-    /// tensor or buffer that holds it, and back.
+    /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast`: an address
+    /// loaded from memory becomes a pointer into the launch's tensor or
+    /// buffer that holds it, and back; a bitcast pointer (or pointer
+    /// tensor, kept in bytes) is the same address.
     pub(super) fn pointer_cast(&mut self, n: &Node<'a>, op: &str) -> Result<(), TtgirError> {
         let v = &n.view;
         let ssa = Self::ssa(n);

@@ -201,7 +201,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                 self.define(v, &[]);
             }
             ("tt", "int_to_ptr" | "ptr_to_int") => self.pointer_cast(n, op)?,
-            ("tt", "bitcast") if !on_tensor(v) => self.pointer_cast(n, op)?,
+            // A pointer (or pointer tensor) keeps its address; other bits
+            // reinterpreted (Philox's integers as floats) cost nothing.
+            ("tt", "bitcast") => self.pointer_cast(n, op)?,
             // Programmatic dependent launch as Triton 3.6 writes it (inline
             // `griddepcontrol`): free, as `tt.grid_dependency_wait` is.
             ("tt", "elementwise_inline_asm") if self.is_griddepcontrol(n) => {
@@ -503,7 +505,10 @@ impl<'m, 'a> Interp<'m, 'a> {
         let strides = positive(ints(&strides)?, "stride")?;
         // One key per op and buffer: a grouped kernel makes a descriptor
         // at one op over each group's matrix.
-        let slot = u32::from(ptr.saturating_sub(BUFFER_ID - 1) * u16::from(ptr >= BUFFER_ID));
+        let slot = match ptr.checked_sub(BUFFER_ID) {
+            Some(buffer) => u32::from(buffer) + 1,
+            None => 0,
+        };
         let site = n.stmt.start as u32;
         if slot > 0 && site >= 1 << 20 {
             return Err(self.fail(

@@ -32,8 +32,6 @@ pub const FREE: &[&str] = &[
     "tt.expand_dims",
     "tt.reshape",
     "tt.trans",
-    // Reinterpreting a register tensor's bits (Philox's integers as floats).
-    "tt.bitcast",
     "tt.make_range",
     "tt.join",
     "tt.split",
