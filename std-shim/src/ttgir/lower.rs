@@ -34,9 +34,11 @@
 //! Loads and stores through pointers, and TMA loads into registers, are
 //! [`super::pointer`]'s.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
+use fnv::FnvHasher;
 use simfa_core::builder::Builder;
 use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
@@ -221,18 +223,26 @@ impl<'m, 'a> Program<'m, 'a> {
         let ctas = launch.grid.iter().product::<u32>();
         let mut order = (1..ctas).map(|i| if i % 2 == 1 { ctas - 1 - i / 2 } else { i / 2 });
         let mut probed = 0;
-        while global.has_buffers() || (!need.is_subset(&decls.sites) && probed < MAX_PROBES) {
+        // The later CTAs' tiles and descriptors (their allocations and
+        // barriers are CTA 0's), each kind of tile once.
+        let mut more = Decls {
+            seen: std::mem::take(&mut decls.seen),
+            ..Decls::default()
+        };
+        let covered = |d: &Decls, m: &Decls| {
+            need.iter()
+                .all(|s| d.sites.contains(s) || m.sites.contains(s))
+        };
+        while global.has_buffers() || (!covered(&decls, &more) && probed < MAX_PROBES) {
             probed += 1;
             let Some(cta) = order.next() else { break };
             let coords = b.kernel().cta_coords(cta);
-            let mut more = Decls::default();
             Interp::new(module, coords, launch.grid, budget)
                 .with_global(global.clone())
                 .run(func, &args, &mut more)?;
-            decls.tiles.append(&mut more.tiles);
-            decls.made.append(&mut more.made);
-            decls.sites.append(&mut more.sites);
         }
+        decls.tiles.append(&mut more.tiles);
+        decls.made.append(&mut more.made);
         let Decls {
             allocs,
             peak,
@@ -777,6 +787,29 @@ struct Decls<'m> {
     /// The ops that moved tiles through pointers or made descriptors
     /// (their byte offsets).
     sites: BTreeSet<usize>,
+    /// The kinds of tile in `tiles`: the tensor, shape and steps (which
+    /// decide its tensor map) and the ring it needs; where a tile lies
+    /// does not matter here.
+    seen: HashSet<TileKind, BuildHasherDefault<FnvHasher>>,
+}
+
+/// What [`Decls`] keeps a tile by: pointer id, rank, shape, steps, element
+/// size and ring.
+type TileKind = (Option<u16>, u8, [u32; 4], [i64; 4], u32, Option<bool>);
+
+impl<'m> Decls<'m> {
+    /// A tile moved by op `from`, needing `ring`: kept if it is the first
+    /// of its kind.
+    fn tile(&mut self, from: Origin<'m>, tile: super::interp::PtrTile, ring: Option<bool>) {
+        self.sites.insert(from.at);
+        let l = &tile.lin;
+        if self
+            .seen
+            .insert((l.ptr, l.rank, l.shape, l.coef, tile.elem, ring))
+        {
+            self.tiles.push((from, tile, ring));
+        }
+    }
 }
 
 impl<'m> EffectSink<'m> for Decls<'m> {
@@ -813,15 +846,9 @@ impl<'m> EffectSink<'m> for Decls<'m> {
                 self.sites.insert(from.at);
                 self.made.push((key, ptr, (boxdim, dims, strides)))
             }
-            Effect::PtrLoad { tile, regs } => {
-                self.sites.insert(from.at);
-                self.tiles.push((from, tile, Some(regs.is_some())))
-            }
+            Effect::PtrLoad { tile, regs } => self.tile(from, tile, Some(regs.is_some())),
             Effect::TmaLoad { bar: None, .. } => self.tma_regs = true,
-            Effect::PtrStore { tile } => {
-                self.sites.insert(from.at);
-                self.tiles.push((from, tile, None))
-            }
+            Effect::PtrStore { tile } => self.tile(from, tile, None),
             _ => {}
         }
     }
