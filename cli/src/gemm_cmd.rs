@@ -232,7 +232,16 @@ pub fn run_tune(
             key: "tune",
             json: tuned.to_json(),
         };
-        return crate::run_and_report(cfg, &k, NoStream, out, &mut (), None, Some(appendix));
+        let flops = shape.spec().params(cfg.sms as u32).flops();
+        return crate::run_and_report(
+            cfg,
+            &k,
+            NoStream,
+            out,
+            &mut (),
+            Some(&|_| flops),
+            Some(appendix),
+        );
     }
     let text = if out.json {
         let j = tuned.report_json(cfg).map_err(Failure::Sim)?;

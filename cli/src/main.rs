@@ -445,8 +445,18 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             if tune.tune {
                 return gemm_cmd::run_tune(&cfg, &shape, &tune, &out);
             }
-            let k = gemm(&shape.resolve(&cfg)?).map_err(Failure::input)?;
-            run_and_report(&cfg, &k, NoStream, &out, &mut (), None, None)
+            let p = shape.resolve(&cfg)?;
+            let k = gemm(&p).map_err(Failure::input)?;
+            // TFLOP/s of the product, 2 M N K, as libraries count it.
+            run_and_report(
+                &cfg,
+                &k,
+                NoStream,
+                &out,
+                &mut (),
+                Some(&|_| p.flops()),
+                None,
+            )
         }
         Cmd::Fa3 {
             shape,

@@ -278,3 +278,49 @@ fn gemm_tune_reports_the_best_of_a_family() {
     let o = simfa_unchecked(&["gemm", "--space", s(&space)]);
     assert_eq!(o.status.code(), Some(2), "--space needs --tune");
 }
+
+/// A GEMM's throughput counts the product, `2 M N K`, as libraries do,
+/// not the WGMMAs of the tile rows TMA clips (a 16-row GEMM in 128-row
+/// tiles issues eight times its FLOPs); the tuning table's TFLOP/s then
+/// fall as its cycles rise.
+#[test]
+fn gemm_throughput_counts_the_product() {
+    let shape = [
+        "gemm", "--gpu", "h100", "--m", "16", "--n", "512", "--k", "512",
+    ];
+    let mut plain = shape.to_vec();
+    plain.push("--json");
+    let j = json(&simfa(&plain));
+    let flops = 2 * 16 * 512 * 512u64;
+    assert_eq!(j["flops_source"], "workload");
+    assert_eq!(j["flops"].as_u64(), Some(flops));
+    assert_eq!(j["wgmma_flops"].as_u64(), Some(flops * 128 / 16));
+    let t = j["time_us"].as_f64().unwrap();
+    let tflops = j["tflops"].as_f64().unwrap();
+    assert!((tflops - flops as f64 / t / 1e6).abs() < 1e-9, "{tflops}");
+    let dir = Scratch::new("gemm-flops");
+    let space = dir.file(
+        "space.toml",
+        "tiles = [\"128x256\", \"64x64\", \"64x128\"]\ncluster = [\"1x1\"]\nsplit_k = [1, 2]\n",
+    );
+    let mut tuned = shape.to_vec();
+    tuned.extend(["--tune", "--space", s(&space), "--json"]);
+    let best = json(&simfa(&tuned));
+    assert_eq!(best["flops"].as_u64(), Some(flops));
+    tuned.pop();
+    let text = String::from_utf8(simfa(&tuned).stdout).unwrap();
+    let rows: Vec<(u64, f64)> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("cycles      TFLOPS"))
+        .skip(1)
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let c = w.next().unwrap().parse().unwrap();
+            (c, w.next().unwrap().parse().unwrap())
+        })
+        .collect();
+    assert!(rows.len() >= 2, "{text}");
+    for p in rows.windows(2) {
+        assert!(p[0].0 <= p[1].0 && p[0].1 >= p[1].1, "{text}");
+    }
+}

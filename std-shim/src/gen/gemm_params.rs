@@ -306,12 +306,12 @@ impl GemmParams {
     }
 
     /// CTAs per thread block cluster.
-    /// CTAs per thread block cluster.
     pub fn cluster_size(&self) -> u32 {
         self.cluster_m.saturating_mul(self.cluster_n)
     }
 
-    /// Floating-point operations: `2 * M * N * K`.
+    /// Floating-point operations of the product: `2 * M * N * K`, what a
+    /// GEMM's TFLOP/s counts (the WGMMAs of clipped edge tiles do more).
     pub fn flops(&self) -> u64 {
         2 * self.m as u64 * self.n as u64 * self.k as u64
     }

@@ -327,7 +327,10 @@ impl Tuned {
         cfg: &GpuConfig,
     ) -> Result<(Kernel, crate::reporting::report::Report), String> {
         let (k, o) = self.best_run()?;
-        let r = crate::reporting::report::Report::new(cfg, &k, o);
+        let mut r = crate::reporting::report::Report::new(cfg, &k, o);
+        if let Some(b) = self.best() {
+            r = r.with_workload_flops(self.candidates[b].params.flops());
+        }
         Ok((k, r))
     }
 
@@ -397,7 +400,8 @@ impl Tuned {
             let (Verdict::Simulated(o), Ok(k)) = (&c.verdict, gemm(&c.params)) else {
                 continue;
             };
-            let r = crate::reporting::report::Report::new(cfg, &k, o);
+            let r = crate::reporting::report::Report::new(cfg, &k, o)
+                .with_workload_flops(c.params.flops());
             s.push_str(&format!(
                 "  {:<10}  {:>6.1}  {}\n",
                 r.cycles,

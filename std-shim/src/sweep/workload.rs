@@ -106,17 +106,21 @@ impl Workload {
     }
 
     /// Builds the kernel for `cfg`, with the workload's own FLOP count
-    /// where it has one (FA3's useful FLOPs).
+    /// where it has one (FA3's useful FLOPs, a GEMM's `2 M N K`).
     pub fn kernel(&self, cfg: &GpuConfig) -> Result<(Kernel, Option<u64>), String> {
         match self {
             Workload::Gemm(spec) if spec.tune == Some(true) => {
                 // One thread: the sweep runs its points in parallel.
                 let t = tune(cfg, spec, &Space::default(), |p| p, 1, |_, _| {});
-                t.best_run().map(|(k, _)| (k, None))
+                let flops = spec.params(cfg.sms as u32).flops();
+                t.best_run().map(|(k, _)| (k, Some(flops)))
             }
-            Workload::Gemm(spec) => gemm(&spec.params(cfg.sms as u32))
-                .map(|k| (k, None))
-                .map_err(|e| e.to_string()),
+            Workload::Gemm(spec) => {
+                let p = spec.params(cfg.sms as u32);
+                gemm(&p)
+                    .map(|k| (k, Some(p.flops())))
+                    .map_err(|e| e.to_string())
+            }
             Workload::Fa3(p) => fa3(p, cfg)
                 .map(|(k, _)| (k, Some(p.flops())))
                 .map_err(|e| e.to_string()),
