@@ -350,6 +350,13 @@ const fn per_sm_bw(gb_per_s: u32, sms: u16, clock_mhz: u32) -> Ratio {
 pub const STORE_REQUEST_CYCLES: Ratio = Ratio::new(2279, 1024);
 
 impl GpuConfig {
+    /// Cycles of an atomic's round trip from an SM to an L2 slice of its
+    /// partition and back: the crossbar both ways and the slice's hit
+    /// latency (a lock's `atomicCAS`, [`crate::Instr::LockAcquire`]).
+    pub fn atomic_round_trip(&self) -> u64 {
+        2 * self.l2.xbar_latency as u64 + self.l2.hit_latency as u64
+    }
+
     /// H800 SXM5: 132 SMs at 1830 MHz, HBM3 3.35 TB/s (the paper's Table II machine).
     pub fn h800() -> Self {
         GpuConfig {

@@ -450,6 +450,23 @@ pub enum Instr {
         /// Bytes moved.
         bytes: u32,
     },
+    /// Take spin lock `lock` of the grid (a word in global memory that a
+    /// WarpGroup takes with `atomicCAS(lock, 0, 1)` in a loop): when it is
+    /// free the WarpGroup takes it and goes on after an atomic's round
+    /// trip to the L2 ([`crate::GpuConfig::atomic_round_trip`]); when
+    /// another CTA holds it, the WarpGroup waits until it is released.
+    /// Locks are shared by every CTA of the grid ([`crate::kernel::MAX_LOCKS`]).
+    LockAcquire {
+        /// Lock index expression (0..MAX_LOCKS).
+        lock: ExprId,
+    },
+    /// Release spin lock `lock` (`atomicExch(lock, 0)`): it is free for a
+    /// waiter once the write has crossed to the L2 (the crossbar's one-way
+    /// latency); the WarpGroup goes on at once.
+    LockRelease {
+        /// Lock index expression (0..MAX_LOCKS).
+        lock: ExprId,
+    },
 }
 
 /// A resolved instruction, with every operand evaluated. This is what the
@@ -598,6 +615,16 @@ pub enum Op {
         /// Bytes moved.
         bytes: u32,
     },
+    /// See [`Instr::LockAcquire`].
+    LockAcquire {
+        /// Lock index.
+        lock: u16,
+    },
+    /// See [`Instr::LockRelease`].
+    LockRelease {
+        /// Lock index.
+        lock: u16,
+    },
 }
 
 impl Op {
@@ -626,6 +653,8 @@ impl Op {
             Op::StGlobal { .. } => 20,
             Op::LdGlobal { .. } => 21,
             Op::SmemMove { .. } => 22,
+            Op::LockAcquire { .. } => 23,
+            Op::LockRelease { .. } => 24,
         }
     }
 
@@ -654,6 +683,8 @@ impl Op {
             Op::StGlobal { .. } => "st.global",
             Op::LdGlobal { .. } => "ld.global",
             Op::SmemMove { .. } => "smem.move",
+            Op::LockAcquire { .. } => "lock.acquire",
+            Op::LockRelease { .. } => "lock.release",
         }
     }
 }

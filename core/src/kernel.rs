@@ -28,6 +28,9 @@ pub const MAX_DECLS: usize = 16;
 pub const MAX_MBARRIERS: usize = 256;
 /// Most stages per CTA (all arrays together).
 pub const MAX_STAGES: usize = 64;
+/// Spin locks of a grid ([`crate::Instr::LockAcquire`]): words in
+/// global memory that every CTA shares.
+pub const MAX_LOCKS: usize = 1024;
 /// Named barriers per CTA (the hardware has 16).
 pub const NAMED_BARRIERS: usize = 16;
 /// Most expressions per kernel.
@@ -463,6 +466,9 @@ impl Kernel {
                     }
                     _ => return Err(KernelError::UnbalancedLoop { at }),
                 },
+                Instr::LockAcquire { lock } | Instr::LockRelease { lock } => {
+                    self.expr_ok(lock, depth, at)?
+                }
                 Instr::StoreWait { .. }
                 | Instr::WgmmaCommit
                 | Instr::WgmmaWait { .. }

@@ -339,6 +339,8 @@ fn op_word(op: &Op) -> u64 {
         Op::MbarExpectTx { bar, bytes } => bar as u64 | (bytes as u64) << 16,
         Op::MbarWait { bar, parity } => bar as u64 | (parity as u64) << 16,
         Op::StageAcquire { stage } => stage as u64,
+        Op::LockAcquire { lock } => lock as u64,
+        Op::LockRelease { lock } => lock as u64 | 1 << 16,
         Op::StageRelease { stage, cluster } => stage as u64 | (cluster as u64) << 16,
         // SS keeps the digest word of kernels written before modes existed.
         Op::Wgmma { n, mode } => n as u64 | (mode as u64) << 16,

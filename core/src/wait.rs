@@ -39,6 +39,11 @@ pub enum WaitReason {
         /// Allowed in-flight stores.
         n: u8,
     },
+    /// A spin lock of the grid held by another WarpGroup.
+    Lock {
+        /// Lock index.
+        lock: u16,
+    },
 }
 
 impl fmt::Display for WaitReason {
@@ -53,6 +58,7 @@ impl fmt::Display for WaitReason {
             WaitReason::TensorBuffer => f.write_str("a tensor-core instruction buffer slot"),
             WaitReason::TmaSlot => f.write_str("a TMA slot"),
             WaitReason::Stores { n } => write!(f, "stores to drain (store.wait {n})"),
+            WaitReason::Lock { lock } => write!(f, "lock {lock} to be released"),
         }
     }
 }

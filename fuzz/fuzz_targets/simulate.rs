@@ -142,6 +142,10 @@ enum Op {
     },
     /// Shared-memory moves by threads.
     SmemMove(u16),
+    /// Spin locks of the grid: an expression picks the lock (in range or
+    /// not); a lock left held deadlocks the CTAs that wait on it.
+    LockAcquire(u8),
+    LockRelease(u8),
     /// Loads by threads; the segment is raw as a store's.
     LdGlobal {
         map: u8,
@@ -317,6 +321,8 @@ fn build(d: &Desc) -> Option<Kernel> {
                 },
                 Op::Bubble(c) => Instr::Bubble { cycles: c as u32 },
                 Op::SmemMove(b) => Instr::SmemMove { bytes: b as u32 },
+                Op::LockAcquire(l) => Instr::LockAcquire { lock: ex(l) },
+                Op::LockRelease(l) => Instr::LockRelease { lock: ex(l) },
                 Op::Compute([fp32, mufu, fp16, int]) => Instr::Compute {
                     work: simfa_core::Work {
                         fp32,

@@ -368,3 +368,28 @@ fn clustered_gemm_resumes() {
         check_resumes(&c, &k);
     }
 }
+
+/// A kernel whose CTAs queue on one spin lock (text assembly, read back
+/// from its printed form) resumes from any cycle: which locks are held and
+/// which releases are crossing are part of the state.
+#[test]
+fn lock_queue_resumes() {
+    let text = "kernel locks\ngrid 6\nrole main count=1 regs=128 {\n    lock.acquire cta % 2\n    bubble 700\n    lock.release cta % 2\n}\n";
+    let k = simfa_std::asm::parse(text, "locks.sfk").unwrap();
+    let printed = simfa_std::asm::print(&k);
+    assert!(printed.contains("lock.acquire cta % 2"), "{printed}");
+    assert_eq!(simfa_std::asm::parse(&printed, "printed").unwrap(), k);
+    for c in [cfg(MemoryModel::Fixed), arrival()] {
+        check_resumes(&c, &k);
+    }
+    let bad = simfa_std::asm::parse(
+        "kernel l\ngrid 1\nrole main count=1 regs=128 {\n    lock.release 1024\n}\n",
+        "bad.sfk",
+    )
+    .unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("bad.sfk:4:18: lock 1024 out of range"),
+        "{bad}"
+    );
+}

@@ -486,6 +486,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Outcome::Next
                 }
             }
+            Op::LockAcquire { lock } => self.lock_acquire(ti, lock)?,
+            Op::LockRelease { lock } => self.lock_release(ti, lock)?,
             Op::SmemMove { bytes } => {
                 // The load/store unit takes the 32-byte requests after those
                 // before them.
@@ -776,6 +778,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 self.engine_mut(sm as usize).tick_pending = false;
                 self.tma_tick(sm as usize, obs)?;
             }
+            Ev::LockFree { lock } => self.lock_free(lock, obs),
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ mod deadlines;
 mod engine;
 mod ext;
 mod issue;
+mod lock;
 mod lsu;
 mod residency;
 mod resolve;
@@ -169,7 +170,16 @@ impl Plan {
         // Every thread has at most one pending wake-up; every SM at most
         // `wgmma_buffer` WGMMAs and `tma_slots` transfers in flight.
         // In hierarchy mode every SM also has at most one engine tick queued.
-        let queue = threads + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize + 1);
+        // A kernel that may release locks has at most one release of each
+        // on its way to the L2.
+        let locks = k
+            .code
+            .iter()
+            .any(|i| matches!(i, crate::Instr::LockRelease { .. }))
+            || k.roles.iter().any(|r| r.stream);
+        let queue = threads
+            + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize + 1)
+            + if locks { crate::kernel::MAX_LOCKS } else { 0 };
         let lb = cfg.l2.line_bytes as u64;
         let most = k
             .maps
@@ -291,6 +301,8 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     digest: Digest,
     stats: Stats,
     status: Status,
+    /// The grid's spin locks.
+    locks: lock::Locks,
 }
 
 impl<'a> Simulator<'a, NoStream> {
@@ -447,6 +459,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 ..Stats::default()
             },
             status: Status::Running,
+            locks: lock::Locks::default(),
         };
         for (i, c) in sim.ctas.iter_mut().enumerate() {
             c.sm = (i / plan.cta_slots) as u16;

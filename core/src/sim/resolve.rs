@@ -121,6 +121,21 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
             coords: coords_of(k, map, &coords, ctx),
             segment,
         },
+        Instr::LockAcquire { lock } => Op::LockAcquire {
+            lock: lock_of(ev(lock)),
+        },
+        Instr::LockRelease { lock } => Op::LockRelease {
+            lock: lock_of(ev(lock)),
+        },
         Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
+    }
+}
+
+/// A lock index, or `u16::MAX` (refused at issue) outside the grid's locks.
+fn lock_of(v: i64) -> u16 {
+    if (0..crate::kernel::MAX_LOCKS as i64).contains(&v) {
+        v as u16
+    } else {
+        u16::MAX
     }
 }

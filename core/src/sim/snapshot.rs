@@ -208,6 +208,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         w.val(&self.digest)?;
         w.val(&self.stats)?;
         w.val(&self.status)?;
+        w.val(&self.locks)?;
         w.slice(self.threads)?;
         w.slice(self.ctas)?;
         w.slice(self.mbars)?;
@@ -370,6 +371,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     }
                     continue;
                 }
+                Ev::LockFree { lock } => {
+                    if lock as usize >= crate::kernel::MAX_LOCKS {
+                        return Err("queued event");
+                    }
+                    continue;
+                }
             };
             let t = self.threads.get(thread as usize).ok_or("queued event")?;
             if t.state == TState::Free {
@@ -395,6 +402,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         self.digest = r.val()?;
         self.stats = r.val()?;
         self.status = r.val()?;
+        self.locks = r.val()?;
         r.slice(self.threads)?;
         r.slice(self.ctas)?;
         r.slice(self.mbars)?;

@@ -254,6 +254,10 @@ pub(crate) enum Ev {
     TmaTick {
         sm: u16,
     },
+    /// A released spin lock's write reaches the L2: the lock is free.
+    LockFree {
+        lock: u16,
+    },
 }
 
 impl Ev {
@@ -263,6 +267,7 @@ impl Ev {
             Ev::WgmmaDone { .. } => 1,
             Ev::Wake { .. } => 2,
             Ev::TmaTick { .. } => 3,
+            Ev::LockFree { .. } => 4,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Role bodies: one instruction per line, and `loop COUNT {`.
 
 use simfa_core::isa::{ExprId, MAX_LOOP_DEPTH};
-use simfa_core::kernel::{MAX_CODE, MAX_EXPRS, NAMED_BARRIERS, WG_THREADS};
+use simfa_core::kernel::{MAX_CODE, MAX_EXPRS, MAX_LOCKS, NAMED_BARRIERS, WG_THREADS};
 use simfa_core::{Expr, Instr, Ref, UnitClass, WgmmaMode, Work};
 
 use super::super::expr::parse_expr;
@@ -297,6 +297,19 @@ impl Parser<'_> {
                     Instr::BarSync { id, threads }
                 } else {
                     Instr::BarArrive { id, threads }
+                }
+            }
+            "lock.acquire" | "lock.release" => {
+                let (e, eat) = parse_expr(l, depth)?;
+                let v = e.eval(&Default::default());
+                if e.is_constant() && !(0..MAX_LOCKS as i64).contains(&v) {
+                    return Err(l.err(eat, format!("lock {v} out of range (0..{MAX_LOCKS})")));
+                }
+                let lock = self.intern(e, l, eat)?;
+                if word == "lock.acquire" {
+                    Instr::LockAcquire { lock }
+                } else {
+                    Instr::LockRelease { lock }
                 }
             }
             "smem.move" => Instr::SmemMove {

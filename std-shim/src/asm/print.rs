@@ -170,6 +170,14 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             out.push_str(", ");
             expr(out, k, parity);
         }
+        Instr::LockAcquire { lock } => {
+            out.push_str("lock.acquire ");
+            expr(out, k, lock);
+        }
+        Instr::LockRelease { lock } => {
+            out.push_str("lock.release ");
+            expr(out, k, lock);
+        }
         Instr::StageAcquire { stage } => {
             out.push_str("stage.acquire ");
             decl_ref(out, k, stage, true);

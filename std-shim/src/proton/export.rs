@@ -336,6 +336,8 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::BarArrive { .. } => "BAR_ARRIVE",
         Op::Bubble { .. } => "BUBBLE",
         Op::SmemMove { .. } => "SMEM_MOVE",
+        Op::LockAcquire { .. } => "LOCK_ACQUIRE",
+        Op::LockRelease { .. } => "LOCK_RELEASE",
         Op::Compute { .. } => "COMPUTE",
         Op::Exit => "EXIT",
     }

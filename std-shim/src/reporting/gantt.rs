@@ -85,6 +85,7 @@ impl SpanKind {
                 WaitReason::TensorBuffer => "wait tensor buffer".into(),
                 WaitReason::TmaSlot => "wait tma slot".into(),
                 WaitReason::Stores { .. } => "wait stores".into(),
+                WaitReason::Lock { lock } => format!("wait lock {lock}"),
             },
             other => other.category().into(),
         }

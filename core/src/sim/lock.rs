@@ -1,0 +1,84 @@
+//! The grid's spin locks ([`crate::Instr::LockAcquire`]): words in global
+//! memory that a WarpGroup takes with `atomicCAS(lock, 0, 1)` in a loop and
+//! gives back with `atomicExch(lock, 0)`, as Triton's layer-norm backward
+//! guards its partial sums.
+//!
+//! # Timing
+//!
+//! - A WarpGroup that finds its lock free takes it and goes on after the
+//!   CAS's round trip to an L2 slice of its partition
+//!   ([`crate::GpuConfig::atomic_round_trip`]: crossbar there and back and
+//!   the slice's hit latency).
+//! - One that finds it held stalls ([`WaitReason::Lock`]), as a spinning
+//!   warp makes no progress; it is woken when the lock is free and tries
+//!   again.
+//! - A release takes the lock's word back to 0 once the exchange has
+//!   crossed to the L2 (the crossbar's one-way latency); the releasing
+//!   WarpGroup goes on at once. A lock handed from one CTA to the next thus
+//!   passes in a crossing and a round trip, the time of a waiter's CAS
+//!   that lands just after the release.
+//!
+//! Waiters are woken in thread order and retake the lock in the order the
+//! SMs issue, so a run stays deterministic. The CAS's few bytes are not
+//! counted as memory traffic. A release of a free lock does nothing; a
+//! second release before the first has crossed is merged with it.
+
+use serde::{Deserialize, Serialize};
+
+use super::issue::Outcome;
+use super::state::{Ev, TState};
+use super::Simulator;
+use crate::error::SimError;
+use crate::kernel::MAX_LOCKS;
+use crate::observer::Observer;
+use crate::source::StreamSource;
+use crate::wait::WaitReason;
+
+const WORDS: usize = MAX_LOCKS / 64;
+
+/// Which locks are held, and which have a release on its way to the L2.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Locks {
+    held: [u64; WORDS],
+    freeing: [u64; WORDS],
+}
+
+fn bit(lock: usize) -> (usize, u64) {
+    (lock / 64, 1 << (lock % 64))
+}
+
+impl<S: StreamSource> Simulator<'_, S> {
+    /// `lock.acquire`: takes the lock when it is free.
+    pub(super) fn lock_acquire(&mut self, ti: usize, lock: u16) -> Result<Outcome, SimError> {
+        let (w, b) = bit(self.bar_index(ti, lock, "lock", MAX_LOCKS)?);
+        if self.locks.held[w] & b != 0 {
+            return Ok(Outcome::Stall(WaitReason::Lock { lock }));
+        }
+        self.locks.held[w] |= b;
+        Ok(Outcome::Sleep(self.now + self.cfg.atomic_round_trip()))
+    }
+
+    /// `lock.release`: the lock is free once the write has crossed.
+    pub(super) fn lock_release(&mut self, ti: usize, lock: u16) -> Result<Outcome, SimError> {
+        let (w, b) = bit(self.bar_index(ti, lock, "lock", MAX_LOCKS)?);
+        if self.locks.held[w] & b != 0 && self.locks.freeing[w] & b == 0 {
+            self.locks.freeing[w] |= b;
+            let at = self.now + (self.cfg.l2.xbar_latency as u64).max(1);
+            self.push(at, Ev::LockFree { lock })?;
+        }
+        Ok(Outcome::Next)
+    }
+
+    /// A release reached the L2: frees the lock and wakes its waiters.
+    pub(super) fn lock_free(&mut self, lock: u16, obs: &mut impl Observer) {
+        let (w, b) = bit(lock as usize);
+        self.locks.held[w] &= !b;
+        self.locks.freeing[w] &= !b;
+        let want = WaitReason::Lock { lock };
+        for ti in 0..self.threads.len() {
+            if self.threads[ti].state == TState::Waiting(want) {
+                self.wake(ti, obs);
+            }
+        }
+    }
+}
