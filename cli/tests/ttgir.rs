@@ -330,16 +330,29 @@ fn kernels_that_read_the_launch_s_memory_run_and_replay() {
     assert_eq!(p["bytes_stored"], t["bytes_stored"]);
     assert_eq!(p["bytes_loaded"], panels + 128 * (12 + 2 * 6) * 16);
     // The layer-norm backward, 512 rows: each loads x, dy, w and the
-    // group's partial dw and db (the counters say they exist), mean and
-    // rstd, the lock's CAS and exchange and the counter (16-byte runs),
-    // and stores dx, dw, db and the two atomics' runs.
+    // group's partial dw and db (the counters say they exist), mean, rstd
+    // and the counter (16-byte runs), and stores dx, dw and db; its spin
+    // lock's CAS and exchange are the simulator's lock of their word.
     let l = ttgir_run_edited(
         "layer_norm_bwd",
         &[("grid = [4096, 1, 1]", "grid = [512, 1, 1]")],
         true,
     );
-    assert_eq!(l["bytes_loaded"], 512 * (5 * 8192 + 5 * 16));
-    assert_eq!(l["bytes_stored"], 512 * (3 * 8192 + 2 * 16));
+    assert_eq!(l["bytes_loaded"], 512 * (5 * 8192 + 3 * 16));
+    assert_eq!(l["bytes_stored"], 512 * 3 * 8192);
+    // The 8 rows of each of the 64 groups take its lock one after
+    // another: the run takes more than three times as long as 64 rows,
+    // one per lock (2.2 times when the locks were uncontended).
+    let one = ttgir_run_edited(
+        "layer_norm_bwd",
+        &[("grid = [4096, 1, 1]", "grid = [64, 1, 1]")],
+        false,
+    );
+    let (c8, c1) = (
+        l["cycles"].as_u64().unwrap(),
+        one["cycles"].as_u64().unwrap(),
+    );
+    assert!(c8 > 3 * c1, "{c8} cycles for 512 rows, {c1} for 64");
     // A loop bound from a table the launch gives no contents for.
     let k = compiled("grouped_gemm.ttgir");
     let text = std::fs::read_to_string(compiled("grouped_gemm.launch.toml")).unwrap();

@@ -40,6 +40,7 @@ use std::sync::Arc;
 
 use fnv::FnvHasher;
 use simfa_core::builder::Builder;
+use simfa_core::kernel::MAX_LOCKS;
 use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
@@ -590,6 +591,21 @@ impl<'m, 'a> Program<'m, 'a> {
                 }
             }
             Effect::Barrier => meet(out),
+            Effect::Lock { addr, acquire } => {
+                let lock = lock_index(addr);
+                if acquire {
+                    // One thread spins on the CAS; the role's other
+                    // WarpGroups wait for its result.
+                    out[0].push_back(Op::LockAcquire { lock });
+                    meet(out);
+                } else {
+                    // The exchange releases the stores before it: every
+                    // WarpGroup's have landed.
+                    all(out, Op::StoreWait { n: 0 });
+                    meet(out);
+                    out[0].push_back(Op::LockRelease { lock });
+                }
+            }
             Effect::Partition => {
                 // Every partition's warps meet at the warp_specialize.
                 let total: u16 = self.wgs.iter().map(|&w| w as u16).sum();
@@ -852,6 +868,13 @@ impl<'m> EffectSink<'m> for Decls<'m> {
             _ => {}
         }
     }
+}
+
+/// The simulator's lock for the spin lock at global address `addr`: its
+/// 32-bit word's index modulo [`MAX_LOCKS`] (two locks 4 KiB apart share
+/// one, so they serialise each other's holders).
+pub fn lock_index(addr: u64) -> u16 {
+    ((addr / 4) % MAX_LOCKS as u64) as u16
 }
 
 /// The depth of `module`'s WGMMAs over 16: `(k, 16)` when every

@@ -130,6 +130,15 @@ pub enum Effect<'m> {
     /// `ttg.barrier` (`tl.debug_barrier`, `gpu.barrier`): the warps of
     /// the run's role meet.
     Barrier,
+    /// A spin lock at global address `addr`: taken (`atomic_cas(lock, 0,
+    /// v)`, `v` not 0, in the loop that spins on it) or released
+    /// (`atomic_rmw exch` of 0 on a lock the run holds).
+    Lock {
+        /// The lock word's global address.
+        addr: u64,
+        /// Taken (true) or released.
+        acquire: bool,
+    },
     /// `async_commit_group`: the copies since the last one are a group.
     AsyncCommit,
     /// `async_wait`: until at most `pendings` groups are in flight.

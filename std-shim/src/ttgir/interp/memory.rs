@@ -443,6 +443,10 @@ impl<'m, 'a> Interp<'m, 'a> {
             self.define(v, &[]);
             return Ok(());
         }
+        if let Some(r) = self.lock(n, op, sink)? {
+            self.define(v, &[r]);
+            return Ok(());
+        }
         let tile = self.ptr_tile(n, ssa.first().copied().unwrap_or(""))?;
         let load = self.load_into_registers(n, tile, sink);
         self.emit(sink, n, Effect::PtrStore { tile });
@@ -459,6 +463,72 @@ impl<'m, 'a> Interp<'m, 'a> {
         };
         self.define(v, &[r]);
         Ok(())
+    }
+
+    /// A spin lock's atomic, or `None` for any other: `atomic_cas(p, 0, v)`
+    /// with `v` not 0 on a scalar pointer takes the lock at `p` and gives
+    /// the old value 0 (the loop that spins on it ends; the simulator holds
+    /// the CTA until the lock is free); `atomic_rmw exch` of 0 on a lock
+    /// the run holds releases it and gives the old value 1.
+    fn lock(
+        &mut self,
+        n: &'m Node<'a>,
+        op: &str,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<Option<Value>, TtgirError> {
+        let ssa = Self::ssa(n);
+        // Operand `i` as an integer and its width.
+        let int = |s: &Self, i: usize| -> Result<Option<(i64, u8)>, TtgirError> {
+            Ok(match ssa.get(i) {
+                Some(x) => match s.get(n, x)? {
+                    Value::Int { v, bits } => Some((v, bits)),
+                    _ => None,
+                },
+                None => None,
+            })
+        };
+        let addr = match self.get(n, ssa.first().copied().unwrap_or(""))? {
+            Value::Ptr { arg, off } => match self.global.region(arg) {
+                Some(r) => r.tensor.base.wrapping_add(off as u64),
+                None => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        if op == "atomic_cas" {
+            let (Some((0, bits)), Some((new, _))) = (int(self, 1)?, int(self, 2)?) else {
+                return Ok(None);
+            };
+            if new == 0 || self.held.contains(&addr) {
+                return Ok(None);
+            }
+            self.held.push(addr);
+            self.emit(
+                sink,
+                n,
+                Effect::Lock {
+                    addr,
+                    acquire: true,
+                },
+            );
+            return Ok(Some(Value::Int { v: 0, bits }));
+        }
+        let exch = n.view.operands.iter().any(|o| o.text == "exch");
+        let Some(i) = self.held.iter().position(|&h| h == addr) else {
+            return Ok(None);
+        };
+        let Some((0, bits)) = int(self, 1)?.filter(|_| exch) else {
+            return Ok(None);
+        };
+        self.held.swap_remove(i);
+        self.emit(
+            sink,
+            n,
+            Effect::Lock {
+                addr,
+                acquire: false,
+            },
+        );
+        Ok(Some(Value::Int { v: 1, bits }))
     }
 
     /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast`: an address

@@ -123,6 +123,8 @@ pub struct Interp<'m, 'a> {
     loads: u64,
     /// The launch's tensors and buffers, with the contents it gives.
     global: Arc<Global>,
+    /// Global addresses of the spin locks the run holds.
+    held: Vec<u64>,
 }
 
 /// The warps a run stands for.
@@ -163,6 +165,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             loud: true,
             loads: 0,
             global: Arc::default(),
+            held: Vec::new(),
         }
     }
 

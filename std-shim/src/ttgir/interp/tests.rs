@@ -480,9 +480,9 @@ fn loaded_sizes_and_addresses_come_from_the_launch() {
     );
 }
 
-/// Atomics are a load and a store of their box; a compare-and-swap spin
-/// lock is taken at its first try (atomics are uncontended), and a
-/// `ttg.barrier` is a meeting of the warps.
+/// Atomics are a load and a store of their box; without the launch's
+/// tensors (no address to hold), a compare-and-swap spin lock is one too,
+/// taken at its first try; a `ttg.barrier` is a meeting of the warps.
 #[test]
 fn atomics_load_and_store_and_a_spin_lock_is_taken_at_once() {
     let src = "tt.func public @k(%lock: !tt.ptr<i32>, %p: !tt.ptr<f32>) {\n\
@@ -558,4 +558,66 @@ fn triton_3_6_spellings_run() {
             .contains("op 'tt.elementwise_inline_asm' is not supported"),
         "{err}"
     );
+}
+
+/// With the launch's tensors known, a compare-and-swap of 0 to 1 spun on
+/// in a loop takes the lock at its word's address (the loop ends at once;
+/// the simulator holds the CTA until the lock is free) and the exchange of
+/// 0 on it releases it; an exchange on a word the run does not hold, and a
+/// CAS that does not swap in a non-zero, stay a load and a store.
+#[test]
+fn a_spin_lock_is_taken_and_released_at_its_address() {
+    use crate::ttgir::global::Global;
+    use crate::ttgir::launch::Launch;
+    let src = "tt.func public @k(%lock: !tt.ptr<i32>, %count: !tt.ptr<i32>) {\n\
+  %c0 = arith.constant 0 : i32\n\
+  %c1 = arith.constant 1 : i32\n\
+  %c3 = arith.constant 3 : i32\n\
+  %l3 = tt.addptr %lock, %c3 : !tt.ptr<i32>, i32\n\
+  %true = arith.constant true\n\
+  scf.while : () -> () {\n\
+    %o = tt.atomic_cas acq_rel, gpu, %l3, %c0, %c1 : (!tt.ptr<i32>, i32, i32) -> i32\n\
+    %t = arith.cmpi eq, %o, %c1 : i32\n\
+    scf.condition(%t)\n\
+  } do {\n\
+    scf.yield\n\
+  }\n\
+  %n = tt.atomic_rmw exch, acq_rel, gpu, %count, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32\n\
+  %z = tt.atomic_cas acq_rel, gpu, %count, %c1, %c0 : (!tt.ptr<i32>, i32, i32) -> i32\n\
+  %y = tt.atomic_rmw exch, acq_rel, gpu, %l3, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32\n\
+  tt.return\n\
+}\n";
+    let m = parse("l.mlir", src).unwrap();
+    let f = m.func(None).unwrap();
+    let text = "grid = [1, 1, 1]\n[tensors.lock]\nbase = 0x4000\nelem = 4\ndims = [8]\n\
+        [tensors.count]\nbase = 0x5000\nelem = 4\ndims = [8]\n";
+    let l = Launch::parse("l.toml", text).unwrap();
+    let args = l.bind("l.toml", f).unwrap();
+    let global = std::sync::Arc::new(Global::new(&l, f, &args));
+    let mut out = Vec::new();
+    Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
+        .with_global(global)
+        .run(f, &args, &mut out)
+        .unwrap();
+    let kinds: Vec<String> = out
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::Lock { addr, acquire } => Some(format!("{acquire} {addr:#x}")),
+            Effect::PtrLoad { .. } => Some("load".into()),
+            Effect::PtrStore { .. } => Some("store".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "true 0x400c",
+            "load",
+            "store",
+            "load",
+            "store",
+            "false 0x400c"
+        ]
+    );
+    assert_eq!(crate::ttgir::lower::lock_index(0x400c), 0x400c / 4 % 1024);
 }
