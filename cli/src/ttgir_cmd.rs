@@ -40,7 +40,8 @@ pub enum TtgirCmd {
     },
     /// Simulate a Triton kernel from its TTGIR: every CTA's scalar code is
     /// executed as the GPU would, and its TMA copies, loads and stores
-    /// through pointers, atomics, WGMMAs and mbarrier ops are simulated.
+    /// through pointers, atomics (a spin lock held by one CTA at a time),
+    /// WGMMAs and mbarrier ops are simulated.
     Run {
         /// The TTGIR file (as `scripts/triton/compile_ttgir.py` writes it).
         input: PathBuf,
