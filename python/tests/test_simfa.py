@@ -42,6 +42,11 @@ def test_gemm_report_is_a_dict_with_the_cli_fields():
     assert isinstance(r, dict)
     assert r["gpu"] == "h800" and r["memory_model"] == "transaction"
     assert r["cycles"] > 0 and r["flops"] == 2 * 256 * 256 * 256
+    # A GEMM counts its product, not the WGMMAs of clipped tile rows.
+    edge = simfa.gemm(16, 512, 512, gpu="h100")
+    assert edge["flops"] == 2 * 16 * 512 * 512
+    assert edge["flops_source"] == "workload"
+    assert edge["wgmma_flops"] == 8 * edge["flops"]
     assert "analytic" in r
 
 
