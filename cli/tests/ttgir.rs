@@ -302,6 +302,24 @@ fn tutorial_kernels_move_their_tiles() {
     );
     assert_eq!(l["bytes_loaded"], 512 * 5 * 4096 * 2);
     assert_eq!(l["bytes_stored"], 512 * 4096 * 2 + 2 * 512 * 16);
+    // The layer-norm backward's second kernel: 32 programs each read the
+    // 64 partial rows of dw and db in its 128 columns (two steps of 32
+    // rows) and write its 128 sums of each.
+    let d = ttgir_run_edited("layer_norm_dwdb", &[], true);
+    assert_eq!(d["bytes_loaded"], 32 * 2 * 64 * 128 * 2);
+    assert_eq!(d["bytes_stored"], 32 * 2 * 128 * 2);
+    // The attention backward's first kernel, 2 heads of 1024 tokens: o
+    // and do (fp16, head dim 64) once, one fp32 delta per query.
+    let pre = ttgir_run_edited(
+        "attention_bwd_pre",
+        &[
+            ("grid = [32, 128, 1]", "grid = [8, 2, 1]"),
+            ("N_CTX = 4096", "N_CTX = 1024"),
+        ],
+        true,
+    );
+    assert_eq!(pre["bytes_loaded"], 2 * 2 * 1024 * 64 * 2);
+    assert_eq!(pre["bytes_stored"], 2 * 1024 * 4);
 }
 
 /// Kernels that read memory the launch file describes: a grouped GEMM

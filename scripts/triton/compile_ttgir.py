@@ -617,6 +617,37 @@ def attention_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, D, stride_z, stride_h, s
     tl.store(DQ + rows[:, None] * stride_tok + d[None, :], dq * 0.6931471824645996)
 
 
+@triton.jit
+def layer_norm_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N,
+                    BM: tl.constexpr, BN: tl.constexpr):
+    # The backward's second kernel: each program sums BN columns of the
+    # GROUP partial rows layer_norm_bwd left, BM rows at a time.
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    acc_w = tl.zeros((BM, BN), dtype=tl.float32)
+    acc_b = tl.zeros((BM, BN), dtype=tl.float32)
+    for start in range(0, M, BM):
+        rows = start + tl.arange(0, BM)
+        inside = (rows[:, None] < M) & (cols[None, :] < N)
+        at = rows[:, None] * N + cols[None, :]
+        acc_w += tl.load(DW + at, mask=inside, other=0.)
+        acc_b += tl.load(DB + at, mask=inside, other=0.)
+    tl.store(FINAL_DW + cols, tl.sum(acc_w, axis=0), mask=cols < N)
+    tl.store(FINAL_DB + cols, tl.sum(acc_b, axis=0), mask=cols < N)
+
+@triton.jit
+def attention_bwd_pre(O, DO, Delta, N_CTX, BM: tl.constexpr, HD: tl.constexpr):
+    # The attention backward's first kernel: delta = rowsum(o * do) for
+    # BM queries of one head.
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    head = tl.program_id(1)
+    dims = tl.arange(0, HD)
+    at = head * HD * N_CTX + rows[:, None] * HD + dims[None, :]
+    o = tl.load(O + at)
+    do = tl.load(DO + at).to(tl.float32)
+    tl.store(Delta + head * N_CTX + rows, tl.sum(o * do, axis=1))
+
+
 def registers(compiled):
     """Registers per thread ptxas gave the kernel (the wheel's cuobjdump
     reads them from the cubin; no GPU needed), or None."""
@@ -672,7 +703,7 @@ STAGES = {"attention_bwd": 5}
 POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "causal_attention",
                    "vector_add", "row_softmax", "layer_norm", "grouped_gemm",
                    "grouped_tma_gemm", "layer_norm_bwd", "dropout", "pdl_add",
-                   "attention_bwd")
+                   "attention_bwd", "layer_norm_dwdb", "attention_bwd_pre")
 
 
 def main():
@@ -767,6 +798,14 @@ def main():
             "Lock": "*i32", "stride": "i32", "N": "i32",
             "GROUP": "constexpr", "BLOCK": "constexpr",
         }, {"GROUP": 64, "BLOCK": 4096}, 8),
+        "layer_norm_dwdb": (layer_norm_dwdb, {
+            "DW": "*fp16", "DB": "*fp16", "FINAL_DW": "*fp16", "FINAL_DB": "*fp16",
+            "M": "i32", "N": "i32", "BM": "constexpr", "BN": "constexpr",
+        }, {"BM": 32, "BN": 128}, 4),
+        "attention_bwd_pre": (attention_bwd_pre, {
+            "O": "*fp16", "DO": "*fp16", "Delta": "*fp32", "N_CTX": "i32",
+            "BM": "constexpr", "HD": "constexpr",
+        }, {"BM": 128, "HD": 64}, 4),
         "dropout": (dropout, {
             "x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "p": "fp32",
             "seed": "i32", "BLOCK": "constexpr",
