@@ -47,6 +47,31 @@ fn bit(lock: usize) -> (usize, u64) {
     (lock / 64, 1 << (lock % 64))
 }
 
+impl Locks {
+    /// Marks lock `lock`'s release as on its way; false when the lock is
+    /// out of range or already marked (a restored snapshot's check).
+    pub(super) fn mark_freeing(&mut self, lock: u16) -> bool {
+        if lock as usize >= MAX_LOCKS {
+            return false;
+        }
+        let (w, b) = bit(lock as usize);
+        let fresh = self.freeing[w] & b == 0;
+        self.freeing[w] |= b;
+        fresh
+    }
+
+    /// Whether the releases on their way are exactly `queued`'s and each
+    /// is of a held lock (a restored snapshot's check).
+    pub(super) fn crossing_as(&self, queued: &Locks) -> bool {
+        self.freeing == queued.freeing
+            && self
+                .freeing
+                .iter()
+                .zip(&self.held)
+                .all(|(f, h)| f & !h == 0)
+    }
+}
+
 impl<S: StreamSource> Simulator<'_, S> {
     /// `lock.acquire`: takes the lock when it is free.
     pub(super) fn lock_acquire(&mut self, ti: usize, lock: u16) -> Result<Outcome, SimError> {

@@ -354,6 +354,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 return Err("compute units");
             }
         }
+        // Every release on its way is one queued event, and no more.
+        let mut crossing = super::lock::Locks::default();
         for ev in self.queue.queued() {
             let thread = match *ev {
                 Ev::Wake { thread } | Ev::WgmmaDone { thread } => thread,
@@ -372,7 +374,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     continue;
                 }
                 Ev::LockFree { lock } => {
-                    if lock as usize >= crate::kernel::MAX_LOCKS {
+                    if !crossing.mark_freeing(lock) {
                         return Err("queued event");
                     }
                     continue;
@@ -382,6 +384,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             if t.state == TState::Free {
                 return Err("queued event");
             }
+        }
+        if !self.locks.crossing_as(&crossing) {
+            return Err("locks");
         }
         Ok(())
     }
@@ -505,6 +510,27 @@ mod tests {
                 crate::samples::name(i)
             );
         }
+    }
+
+    #[test]
+    fn a_release_crossing_without_its_event_is_refused() {
+        // A sample kernel saved with one lock marked held and crossing
+        // but no event queued to free it: restored, it would never free.
+        let mut k = ::std::boxed::Box::new(Kernel::default());
+        let cfg = crate::samples::build(0, &mut k).unwrap();
+        let size = Simulator::<crate::NoStream>::arena_size(&cfg, &k).unwrap();
+        let mut arena = ::std::vec![0u8; size];
+        let mut sim = Simulator::new(&cfg, &k, &mut arena).unwrap();
+        sim.step(&mut ()).unwrap();
+        let mut buf = ::std::vec![0u8; sim.snapshot_size()];
+        let good = sim.save(&mut buf).unwrap();
+        let mut a2 = ::std::vec![0u8; size];
+        assert!(Simulator::restore(&cfg, &k, &mut a2, &buf[..good]).is_ok());
+        assert!(sim.locks.mark_freeing(5));
+        let n = sim.save(&mut buf).unwrap();
+        let mut a3 = ::std::vec![0u8; size];
+        let err = Simulator::restore(&cfg, &k, &mut a3, &buf[..n]).err();
+        assert_eq!(err, Some(SnapshotError::Corrupt { what: "locks" }));
     }
 
     #[test]
