@@ -466,10 +466,12 @@ impl<'m, 'a> Interp<'m, 'a> {
     }
 
     /// A spin lock's atomic, or `None` for any other: `atomic_cas(p, 0, v)`
-    /// with `v` not 0 on a scalar pointer takes the lock at `p` and gives
-    /// the old value 0 (the loop that spins on it ends; the simulator holds
-    /// the CTA until the lock is free); `atomic_rmw exch` of 0 on a lock
-    /// the run holds releases it and gives the old value 1.
+    /// with `v` not 0 on a scalar pointer, in the condition of the
+    /// `scf.while` that spins on it, takes the lock at `p` and gives the
+    /// old value 0 (the loop ends; the simulator holds the CTA until the
+    /// lock is free); `atomic_rmw exch` of 0 on a lock the run holds
+    /// releases it and gives the old value 1. A compare-and-swap tried
+    /// once (a claim) is no lock.
     fn lock(
         &mut self,
         n: &'m Node<'a>,
@@ -495,7 +497,12 @@ impl<'m, 'a> Interp<'m, 'a> {
             _ => return Ok(None),
         };
         if op == "atomic_cas" {
-            let (Some((0, bits)), Some((new, _))) = (int(self, 1)?, int(self, 2)?) else {
+            let spins = matches!(
+                self.stack.last().map(|f| &f.kind),
+                Some(super::Kind::While { before: true, .. })
+            );
+            let (true, Some((0, bits)), Some((new, _))) = (spins, int(self, 1)?, int(self, 2)?)
+            else {
                 return Ok(None);
             };
             if new == 0 || self.held.contains(&addr) {

@@ -563,8 +563,9 @@ fn triton_3_6_spellings_run() {
 /// With the launch's tensors known, a compare-and-swap of 0 to 1 spun on
 /// in a loop takes the lock at its word's address (the loop ends at once;
 /// the simulator holds the CTA until the lock is free) and the exchange of
-/// 0 on it releases it; an exchange on a word the run does not hold, and a
-/// CAS that does not swap in a non-zero, stay a load and a store.
+/// 0 on it releases it; an exchange on a word the run does not hold, a
+/// CAS tried once (a claim) and a CAS that does not swap in a non-zero
+/// stay a load and a store.
 #[test]
 fn a_spin_lock_is_taken_and_released_at_its_address() {
     use crate::ttgir::global::Global;
@@ -583,6 +584,7 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
     scf.yield\n\
   }\n\
   %n = tt.atomic_rmw exch, acq_rel, gpu, %count, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32\n\
+  %claim = tt.atomic_cas acq_rel, gpu, %count, %c0, %c1 : (!tt.ptr<i32>, i32, i32) -> i32\n\
   %z = tt.atomic_cas acq_rel, gpu, %count, %c1, %c0 : (!tt.ptr<i32>, i32, i32) -> i32\n\
   %y = tt.atomic_rmw exch, acq_rel, gpu, %l3, %c0, %true : (!tt.ptr<i32>, i32, i1) -> i32\n\
   tt.return\n\
@@ -612,6 +614,8 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
         kinds,
         [
             "true 0x400c",
+            "load",
+            "store",
             "load",
             "store",
             "load",
