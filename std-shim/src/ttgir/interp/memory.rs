@@ -352,7 +352,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                             .map_err(|why| self.fail(n, why))?
                         {
                             Some(x) => {
-                                self.emit(sink, n, Effect::Use { load });
+                                self.emit_wait_now(sink, n, load);
                                 Some(Value::Int {
                                     v: super::super::value::wrap(x, bits),
                                     bits,
@@ -456,7 +456,7 @@ impl<'m, 'a> Interp<'m, 'a> {
         };
         let r = match cmp {
             Some(c @ Value::Int { .. }) => {
-                self.emit(sink, n, Effect::Use { load });
+                self.emit_wait_now(sink, n, load);
                 c
             }
             _ => Value::Loaded(load),

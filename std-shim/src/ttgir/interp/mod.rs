@@ -26,6 +26,7 @@ mod memory;
 mod ops;
 mod work;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;
@@ -125,6 +126,10 @@ pub struct Interp<'m, 'a> {
     global: Arc<Global>,
     /// Global addresses of the spin locks the run holds.
     held: Vec<u64>,
+    /// Waits for loads into registers, and the element-wise work after
+    /// them, held back so that the block's next loads into registers are
+    /// issued before them (see [`Interp::emit`]).
+    deferred: RefCell<Vec<(Origin<'m>, Effect<'m>)>>,
 }
 
 /// The warps a run stands for.
@@ -166,6 +171,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             loads: 0,
             global: Arc::default(),
             held: Vec::new(),
+            deferred: RefCell::new(Vec::new()),
         }
     }
 
@@ -186,13 +192,53 @@ impl<'m, 'a> Interp<'m, 'a> {
 
     /// Reports effect `e` of op `n`, unless this run is a worker's before
     /// its partition.
+    /// Reports effect `e` of op `n`, in the order the SM issues it: as
+    /// ptxas schedules a block, a load into registers is issued before the
+    /// waits for earlier loads (and the element-wise work after them) in
+    /// the same block, so those are held back until an effect of another
+    /// kind, or the block's end ([`Interp::flush`]). A hoisted load never
+    /// needs a held-back load's data: an address or mask made from loaded
+    /// data is not a pointer tile the interpreter can follow.
     fn emit(&self, sink: &mut impl EffectSink<'m>, n: &'m Node<'a>, e: Effect<'m>) {
+        if !self.loud {
+            return;
+        }
+        let from = Origin {
+            at: n.stmt.start,
+            op: n.view.name,
+        };
+        let mut held = self.deferred.borrow_mut();
+        match e {
+            Effect::Use { .. } => held.push((from, e)),
+            Effect::Compute { .. } if !held.is_empty() => held.push((from, e)),
+            Effect::PtrLoad { regs: Some(_), .. } => sink.effect(from, e),
+            _ => {
+                for (f, x) in held.drain(..) {
+                    sink.effect(f, x);
+                }
+                sink.effect(from, e);
+            }
+        }
+    }
+
+    /// Reports a wait for load `load` whose value the next ops compute
+    /// with (a size, an address): at once, after anything held back.
+    fn emit_wait_now(&self, sink: &mut impl EffectSink<'m>, n: &'m Node<'a>, load: u64) {
+        self.flush(sink);
         if self.loud {
             let from = Origin {
                 at: n.stmt.start,
                 op: n.view.name,
             };
-            sink.effect(from, e);
+            sink.effect(from, Effect::Use { load });
+        }
+    }
+
+    /// Reports what [`Interp::emit`] held back: at a block's end, before a
+    /// region, a call or a return, and at the run's end.
+    fn flush(&self, sink: &mut impl EffectSink<'m>) {
+        for (f, x) in self.deferred.borrow_mut().drain(..) {
+            sink.effect(f, x);
         }
     }
 
@@ -243,6 +289,7 @@ impl<'m, 'a> Interp<'m, 'a> {
     ) -> Result<bool, TtgirError> {
         while let Some(top) = self.stack.last_mut() {
             let Some(n) = top.block.ops.get(top.next) else {
+                self.flush(sink);
                 self.end(None, Flow::Next)?;
                 continue;
             };
@@ -260,11 +307,25 @@ impl<'m, 'a> Interp<'m, 'a> {
             if self.stack.len() > MAX_DEPTH {
                 return Err(self.fail(n, format!("calls and regions nest deeper than {MAX_DEPTH}")));
             }
+            // Loads are not issued ahead across a region's, a call's or a
+            // block's bounds.
+            let bound = !n.regions.is_empty()
+                || matches!(
+                    n.view.name,
+                    "scf.yield" | "scf.condition" | "tt.return" | "func.return" | "tt.call"
+                );
+            if bound {
+                self.flush(sink);
+            }
             self.op(n, sink)?;
             if pause(sink) {
+                if self.stack.is_empty() {
+                    self.flush(sink);
+                }
                 return Ok(self.stack.is_empty());
             }
         }
+        self.flush(sink);
         Ok(true)
     }
 

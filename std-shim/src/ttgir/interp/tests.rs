@@ -625,3 +625,53 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
     );
     assert_eq!(crate::ttgir::lower::lock_index(0x400c), 0x400c / 4 % 1024);
 }
+
+/// As ptxas schedules a block, a load into registers is issued before the
+/// waits for earlier loads and the work after them: two loads each used
+/// at once are both in flight before the first wait. Loads are not issued
+/// ahead across a loop iteration's end.
+#[test]
+fn a_block_s_loads_are_issued_before_its_waits() {
+    let body = |hoisted: &str| {
+        format!(
+            "#blocked = #ttg.blocked<{{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}}>\n\
+tt.func public @k(%x: !tt.ptr<f32>, %y: !tt.ptr<f32>) {{\n\
+  %c0 = arith.constant 0 : i32\n\
+  %c1 = arith.constant 1 : i32\n\
+  %c2 = arith.constant 2 : i32\n\
+  %r = tt.make_range {{end = 512 : i32, start = 0 : i32}} : tensor<512xi32, #blocked>\n\
+  %p = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %q = tt.addptr %p, %r : tensor<512x!tt.ptr<f32>, #blocked>, tensor<512xi32, #blocked>\n\
+  %ps = tt.splat %y : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %qs = tt.addptr %ps, %r : tensor<512x!tt.ptr<f32>, #blocked>, tensor<512xi32, #blocked>\n\
+  {hoisted}\
+  tt.return\n\
+}}\n"
+        )
+    };
+    let order = |src: &str| -> Vec<&'static str> {
+        let m = parse("h.mlir", src).unwrap();
+        let args = [Value::Ptr { arg: 0, off: 0 }, Value::Ptr { arg: 1, off: 0 }];
+        effects(&m, [0, 0, 0], [1, 1, 1], &args)
+            .unwrap()
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Effect::PtrLoad { .. } => Some("load"),
+                Effect::Use { .. } => Some("use"),
+                Effect::PtrStore { .. } => Some("store"),
+                _ => None,
+            })
+            .collect()
+    };
+    let block = "%a = tt.load %q : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %a2 = arith.addf %a, %a : tensor<512xf32, #blocked>\n\
+  %b = tt.load %qs : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %s = arith.addf %a2, %b : tensor<512xf32, #blocked>\n\
+  tt.store %q, %s : tensor<512x!tt.ptr<f32>, #blocked>\n";
+    assert_eq!(order(&body(block)), ["load", "load", "use", "use", "store"]);
+    let looped = "scf.for %i = %c0 to %c2 step %c1 : i32 {\n\
+    %a = tt.load %q : tensor<512x!tt.ptr<f32>, #blocked>\n\
+    %a2 = arith.addf %a, %a : tensor<512xf32, #blocked>\n\
+  }\n";
+    assert_eq!(order(&body(looped)), ["load", "use", "load", "use"]);
+}
