@@ -50,6 +50,12 @@ fn timeline(cfg: &GpuConfig, k: &simfa_core::Kernel) -> Vec<[u64; 3]> {
 fn a_shared_lock_is_held_by_one_cta_at_a_time() {
     let cfg = GpuConfig::h100();
     let rtt = cfg.atomic_round_trip();
+    // The crossbar both ways and the hit latency: the 327 cycles
+    // docs/kernel-model.md gives for every preset.
+    for p in simfa_core::PRESETS {
+        let c = GpuConfig::preset(p).unwrap();
+        assert_eq!(c.atomic_round_trip(), 327, "{p}");
+    }
     let xbar = cfg.l2.xbar_latency as u64;
     let t = timeline(&cfg, &lockers(4, true));
     let mut order: Vec<[u64; 3]> = t.clone();

@@ -26,7 +26,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::issue::Outcome;
-use super::state::{Ev, TState};
+use super::state::Ev;
 use super::Simulator;
 use crate::error::SimError;
 use crate::kernel::MAX_LOCKS;
@@ -43,18 +43,24 @@ pub(super) struct Locks {
     freeing: [u64; WORDS],
 }
 
-fn bit(lock: usize) -> (usize, u64) {
-    (lock / 64, 1 << (lock % 64))
+fn bit(lock: u16) -> (usize, u64) {
+    (lock as usize / 64, 1 << (lock % 64))
 }
 
 impl Locks {
+    /// Whether lock `lock` (in range) is held.
+    fn held(&self, lock: u16) -> bool {
+        let (w, b) = bit(lock);
+        self.held[w] & b != 0
+    }
+
     /// Marks lock `lock`'s release as on its way; false when the lock is
-    /// out of range or already marked (a restored snapshot's check).
+    /// out of range or a release of it is on its way already.
     pub(super) fn mark_freeing(&mut self, lock: u16) -> bool {
         if lock as usize >= MAX_LOCKS {
             return false;
         }
-        let (w, b) = bit(lock as usize);
+        let (w, b) = bit(lock);
         let fresh = self.freeing[w] & b == 0;
         self.freeing[w] |= b;
         fresh
@@ -75,35 +81,33 @@ impl Locks {
 impl<S: StreamSource> Simulator<'_, S> {
     /// `lock.acquire`: takes the lock when it is free.
     pub(super) fn lock_acquire(&mut self, ti: usize, lock: u16) -> Result<Outcome, SimError> {
-        let (w, b) = bit(self.bar_index(ti, lock, "lock", MAX_LOCKS)?);
-        if self.locks.held[w] & b != 0 {
+        self.bar_index(ti, lock, "lock", MAX_LOCKS)?;
+        if self.locks.held(lock) {
             return Ok(Outcome::Stall(WaitReason::Lock { lock }));
         }
+        let (w, b) = bit(lock);
         self.locks.held[w] |= b;
         Ok(Outcome::Sleep(self.now + self.cfg.atomic_round_trip()))
     }
 
     /// `lock.release`: the lock is free once the write has crossed.
     pub(super) fn lock_release(&mut self, ti: usize, lock: u16) -> Result<Outcome, SimError> {
-        let (w, b) = bit(self.bar_index(ti, lock, "lock", MAX_LOCKS)?);
-        if self.locks.held[w] & b != 0 && self.locks.freeing[w] & b == 0 {
-            self.locks.freeing[w] |= b;
+        self.bar_index(ti, lock, "lock", MAX_LOCKS)?;
+        if self.locks.held(lock) && self.locks.mark_freeing(lock) {
             let at = self.now + (self.cfg.l2.xbar_latency as u64).max(1);
             self.push(at, Ev::LockFree { lock })?;
         }
         Ok(Outcome::Next)
     }
 
-    /// A release reached the L2: frees the lock and wakes its waiters.
+    /// A release reached the L2: frees the lock and wakes its waiters, on
+    /// every SM.
     pub(super) fn lock_free(&mut self, lock: u16, obs: &mut impl Observer) {
-        let (w, b) = bit(lock as usize);
+        let (w, b) = bit(lock);
         self.locks.held[w] &= !b;
         self.locks.freeing[w] &= !b;
-        let want = WaitReason::Lock { lock };
-        for ti in 0..self.threads.len() {
-            if self.threads[ti].state == TState::Waiting(want) {
-                self.wake(ti, obs);
-            }
+        for sm in 0..self.sms.len() {
+            self.wake_sm(sm, obs, |r| r == WaitReason::Lock { lock });
         }
     }
 }

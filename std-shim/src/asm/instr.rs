@@ -282,15 +282,7 @@ impl Parser<'_> {
                 n: uint(l, "group count", u8::MAX as u64)? as u8,
             },
             "bar.sync" | "bar.arrive" => {
-                let (e, eat) = parse_expr(l, depth)?;
-                let v = e.eval(&Default::default());
-                if e.is_constant() && !(0..NAMED_BARRIERS as i64).contains(&v) {
-                    return Err(l.err(
-                        eat,
-                        format!("named barrier id {v} out of range (0..{NAMED_BARRIERS})"),
-                    ));
-                }
-                let id = self.intern(e, l, eat)?;
+                let id = self.expr_below(l, depth, "named barrier id", NAMED_BARRIERS)?;
                 comma(l, "barrier id")?;
                 let threads = threads(l)?;
                 if word == "bar.sync" {
@@ -300,12 +292,7 @@ impl Parser<'_> {
                 }
             }
             "lock.acquire" | "lock.release" => {
-                let (e, eat) = parse_expr(l, depth)?;
-                let v = e.eval(&Default::default());
-                if e.is_constant() && !(0..MAX_LOCKS as i64).contains(&v) {
-                    return Err(l.err(eat, format!("lock {v} out of range (0..{MAX_LOCKS})")));
-                }
-                let lock = self.intern(e, l, eat)?;
+                let lock = self.expr_below(l, depth, "lock", MAX_LOCKS)?;
                 if word == "lock.acquire" {
                     Instr::LockAcquire { lock }
                 } else {
@@ -393,6 +380,24 @@ impl Parser<'_> {
 
     fn expr(&mut self, l: &mut Line<'_>, depth: usize) -> Result<ExprId, AsmError> {
         let (e, at) = parse_expr(l, depth)?;
+        self.intern(e, l, at)
+    }
+
+    /// An expression for an index below `len` of `what` (a named barrier,
+    /// a lock): a constant outside `0..len` is an error here; a variable
+    /// one is checked when the instruction runs.
+    fn expr_below(
+        &mut self,
+        l: &mut Line<'_>,
+        depth: usize,
+        what: &str,
+        len: usize,
+    ) -> Result<ExprId, AsmError> {
+        let (e, at) = parse_expr(l, depth)?;
+        let v = e.eval(&Default::default());
+        if e.is_constant() && !(0..len as i64).contains(&v) {
+            return Err(l.err(at, format!("{what} {v} out of range (0..{len})")));
+        }
         self.intern(e, l, at)
     }
 

@@ -299,6 +299,13 @@ fn config_json(p: &GemmParams) -> serde_json::Value {
 impl Tuned {
     /// The best candidate's kernel and run, or why there is none.
     pub fn best_run(&self) -> Result<(Kernel, &RunOutcome), String> {
+        let (k, o, _) = self.best_candidate()?;
+        Ok((k, o))
+    }
+
+    /// The best candidate's kernel, run and parameters, or why there is
+    /// none.
+    fn best_candidate(&self) -> Result<(Kernel, &RunOutcome, &GemmParams), String> {
         let best = self.best().ok_or_else(|| {
             let [_, _, _, invalid, failed] = self.counts();
             let why = self
@@ -318,7 +325,7 @@ impl Tuned {
         let Verdict::Simulated(o) = &c.verdict else {
             return Err("the best candidate has no run".into());
         };
-        Ok((k, o))
+        Ok((k, o, &c.params))
     }
 
     /// The best candidate's kernel and report, or why there is none.
@@ -326,11 +333,8 @@ impl Tuned {
         &self,
         cfg: &GpuConfig,
     ) -> Result<(Kernel, crate::reporting::report::Report), String> {
-        let (k, o) = self.best_run()?;
-        let mut r = crate::reporting::report::Report::new(cfg, &k, o);
-        if let Some(b) = self.best() {
-            r = r.with_workload_flops(self.candidates[b].params.flops());
-        }
+        let (k, o, p) = self.best_candidate()?;
+        let r = crate::reporting::report::Report::new(cfg, &k, o).with_workload_flops(p.flops());
         Ok((k, r))
     }
 

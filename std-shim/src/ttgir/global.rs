@@ -96,6 +96,13 @@ impl Global {
         &self.regions
     }
 
+    /// The global address of byte offset `off` into pointer id `id`'s
+    /// tensor or buffer (the inverse of [`Global::find`]).
+    pub fn address(&self, id: u16, off: i64) -> Option<u64> {
+        self.region(id)
+            .map(|r| r.tensor.base.wrapping_add(off as u64))
+    }
+
     /// The pointer to global address `addr`: the tensor or buffer that
     /// holds it and the offset into it.
     pub fn find(&self, addr: u64) -> Option<Value> {

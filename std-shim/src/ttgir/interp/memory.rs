@@ -489,53 +489,39 @@ impl<'m, 'a> Interp<'m, 'a> {
                 None => None,
             })
         };
-        let addr = match self.get(n, ssa.first().copied().unwrap_or(""))? {
-            Value::Ptr { arg, off } => match self.global.region(arg) {
-                Some(r) => r.tensor.base.wrapping_add(off as u64),
-                None => return Ok(None),
-            },
-            _ => return Ok(None),
+        let Value::Ptr { arg, off } = self.get(n, ssa.first().copied().unwrap_or(""))? else {
+            return Ok(None);
         };
-        if op == "atomic_cas" {
+        let Some(addr) = self.global.address(arg, off) else {
+            return Ok(None);
+        };
+        let held = self.held.iter().position(|&h| h == addr);
+        // Whether it takes (true) or releases the lock, the width of the
+        // word, and the old value it gives.
+        let (acquire, bits, old) = if op == "atomic_cas" {
             let spins = matches!(
                 self.stack.last().map(|f| &f.kind),
                 Some(super::Kind::While { before: true, .. })
             );
-            let (true, Some((0, bits)), Some((new, _))) = (spins, int(self, 1)?, int(self, 2)?)
-            else {
-                return Ok(None);
-            };
-            if new == 0 || self.held.contains(&addr) {
-                return Ok(None);
+            match (int(self, 1)?, int(self, 2)?) {
+                (Some((0, bits)), Some((new, _))) if spins && new != 0 && held.is_none() => {
+                    self.held.push(addr);
+                    (true, bits, 0)
+                }
+                _ => return Ok(None),
             }
-            self.held.push(addr);
-            self.emit(
-                sink,
-                n,
-                Effect::Lock {
-                    addr,
-                    acquire: true,
-                },
-            );
-            return Ok(Some(Value::Int { v: 0, bits }));
-        }
-        let exch = n.view.operands.iter().any(|o| o.text == "exch");
-        let Some(i) = self.held.iter().position(|&h| h == addr) else {
-            return Ok(None);
+        } else {
+            let exch = n.view.operands.iter().any(|o| o.text == "exch");
+            match (held, int(self, 1)?) {
+                (Some(i), Some((0, bits))) if exch => {
+                    self.held.swap_remove(i);
+                    (false, bits, 1)
+                }
+                _ => return Ok(None),
+            }
         };
-        let Some((0, bits)) = int(self, 1)?.filter(|_| exch) else {
-            return Ok(None);
-        };
-        self.held.swap_remove(i);
-        self.emit(
-            sink,
-            n,
-            Effect::Lock {
-                addr,
-                acquire: false,
-            },
-        );
-        Ok(Some(Value::Int { v: 1, bits }))
+        self.emit(sink, n, Effect::Lock { addr, acquire });
+        Ok(Some(Value::Int { v: old, bits }))
     }
 
     /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast`: an address
@@ -557,9 +543,9 @@ impl<'m, 'a> Interp<'m, 'a> {
                     )
                 })?
             }
-            ("ptr_to_int", Value::Ptr { arg, off }) => match self.global.region(arg) {
-                Some(r) => Value::Int {
-                    v: (r.tensor.base as i64).wrapping_add(off),
+            ("ptr_to_int", Value::Ptr { arg, off }) => match self.global.address(arg, off) {
+                Some(a) => Value::Int {
+                    v: a as i64,
                     bits: 64,
                 },
                 None => Value::Opaque,

@@ -64,6 +64,14 @@ fn key(name: &str) -> (&str, u32) {
     }
 }
 
+/// Where op `n`'s effects come from.
+fn origin<'m>(n: &'m Node<'_>) -> Origin<'m> {
+    Origin {
+        at: n.stmt.start,
+        op: n.view.name,
+    }
+}
+
 /// What a frame's block is the body of.
 enum Kind<'m, 'a> {
     /// The function the run started with.
@@ -190,23 +198,19 @@ impl<'m, 'a> Interp<'m, 'a> {
         self
     }
 
-    /// Reports effect `e` of op `n`, unless this run is a worker's before
-    /// its partition.
-    /// Reports effect `e` of op `n`, in the order the SM issues it: as
-    /// ptxas schedules a block, a load into registers is issued before the
-    /// waits for earlier loads (and the element-wise work after them) in
-    /// the same block, so those are held back until an effect of another
-    /// kind, or the block's end ([`Interp::flush`]). A hoisted load never
-    /// needs a held-back load's data: an address or mask made from loaded
-    /// data is not a pointer tile the interpreter can follow.
+    /// Reports effect `e` of op `n` (unless this run is a worker's before
+    /// its partition), in the order the SM issues it: as ptxas schedules a
+    /// block, a load into registers is issued before the waits for earlier
+    /// loads (and the element-wise work after them) in the same block, so
+    /// those are held back until an effect of another kind, or the block's
+    /// end ([`Interp::flush`]). A hoisted load never needs a held-back
+    /// load's data: an address or mask made from loaded data is not a
+    /// pointer tile the interpreter can follow.
     fn emit(&self, sink: &mut impl EffectSink<'m>, n: &'m Node<'a>, e: Effect<'m>) {
         if !self.loud {
             return;
         }
-        let from = Origin {
-            at: n.stmt.start,
-            op: n.view.name,
-        };
+        let from = origin(n);
         let mut held = self.deferred.borrow_mut();
         match e {
             Effect::Use { .. } => held.push((from, e)),
@@ -226,16 +230,12 @@ impl<'m, 'a> Interp<'m, 'a> {
     fn emit_wait_now(&self, sink: &mut impl EffectSink<'m>, n: &'m Node<'a>, load: u64) {
         self.flush(sink);
         if self.loud {
-            let from = Origin {
-                at: n.stmt.start,
-                op: n.view.name,
-            };
-            sink.effect(from, Effect::Use { load });
+            sink.effect(origin(n), Effect::Use { load });
         }
     }
 
-    /// Reports what [`Interp::emit`] held back: at a block's end, before a
-    /// region, a call or a return, and at the run's end.
+    /// Reports what [`Interp::emit`] held back: before an op with regions,
+    /// a call or a block's last op, and when a block ends.
     fn flush(&self, sink: &mut impl EffectSink<'m>) {
         for (f, x) in self.deferred.borrow_mut().drain(..) {
             sink.effect(f, x);
@@ -294,6 +294,12 @@ impl<'m, 'a> Interp<'m, 'a> {
                 continue;
             };
             top.next += 1;
+            // Loads are not issued ahead into a region or a callee, nor
+            // past the block's terminator (its last op).
+            if !n.regions.is_empty() || n.view.name == "tt.call" || top.next == top.block.ops.len()
+            {
+                self.flush(sink);
+            }
             self.steps += 1;
             if self.steps > self.budget {
                 return Err(self.fail(
@@ -307,25 +313,11 @@ impl<'m, 'a> Interp<'m, 'a> {
             if self.stack.len() > MAX_DEPTH {
                 return Err(self.fail(n, format!("calls and regions nest deeper than {MAX_DEPTH}")));
             }
-            // Loads are not issued ahead across a region's, a call's or a
-            // block's bounds.
-            let bound = !n.regions.is_empty()
-                || matches!(
-                    n.view.name,
-                    "scf.yield" | "scf.condition" | "tt.return" | "func.return" | "tt.call"
-                );
-            if bound {
-                self.flush(sink);
-            }
             self.op(n, sink)?;
             if pause(sink) {
-                if self.stack.is_empty() {
-                    self.flush(sink);
-                }
                 return Ok(self.stack.is_empty());
             }
         }
-        self.flush(sink);
         Ok(true)
     }
 
