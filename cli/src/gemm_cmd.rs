@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use simfa_core::{GpuConfig, NoStream};
+use simfa_core::GpuConfig;
 use simfa_std::calibration::gemm_bubbles::read_bubbles;
 use simfa_std::gen::gemm_space::Space;
 use simfa_std::gen::gemm_tune;
@@ -89,6 +89,14 @@ pub struct Shape {
     /// the ws kernel non-persistent.
     #[arg(long)]
     pub split_k: Option<u32>,
+    /// Stream-K: the persistent CTAs (one per SM) share out all the tiles'
+    /// K iterations evenly instead of the tiles; a CTA that ends inside a
+    /// tile writes FP32 partial sums to a workspace, and the CTA that
+    /// computed the tile's first iterations waits on its lock, adds them
+    /// and stores C (docs/workloads.md). Needs the ring of the ws kernel
+    /// and no cluster or split-K.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub stream_k: Option<bool>,
     /// Add the paper's H800 frontend bubbles (4314-cycle prologue/epilogue,
     /// 330 cycles per BK=64 iteration; section V-B3).
     #[arg(long, conflicts_with = "bubbles")]
@@ -182,6 +190,7 @@ impl Shape {
             cluster_m: self.cluster.map(|c| c.0),
             cluster_n: self.cluster.map(|c| c.1),
             split_k: self.split_k,
+            stream_k: self.stream_k,
             tune: None,
         }
     }
@@ -226,7 +235,7 @@ pub fn run_tune(
         || out.check
         || out.trace.dram_trace.is_some();
     if again {
-        let (k, _) = tuned.best_run().map_err(Failure::Sim)?;
+        let (k, source, _) = tuned.best_run().map_err(Failure::Sim)?;
         let appendix = crate::Appendix {
             text: tuned.to_text(cfg, TOP),
             key: "tune",
@@ -236,7 +245,7 @@ pub fn run_tune(
         return crate::run_and_report(
             cfg,
             &k,
-            NoStream,
+            source,
             out,
             &mut (),
             Some(&|_| flops),
@@ -278,6 +287,9 @@ fn narrow(space: &mut Space, shape: &Shape) {
     one(shape.consumers, &mut space.consumers);
     one(shape.group_m, &mut space.group_m);
     one(shape.split_k, &mut space.split_k);
+    if let Some(s) = shape.stream_k {
+        space.stream_k = vec![s];
+    }
     if let Some(p) = shape.persistent {
         space.persistent = vec![p];
     }

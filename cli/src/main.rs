@@ -57,7 +57,7 @@ use simfa_core::{GpuConfig, Kernel, NoStream, Observer, StreamSource, PRESETS};
 use simfa_std::check::ConsistencyChecker;
 use simfa_std::config::{load_config, preset};
 use simfa_std::fa3log::Fa3LogWriter;
-use simfa_std::gen::{fa3, gemm};
+use simfa_std::gen::{fa3, gemm, gemm_source};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::proton::export::ProtonWriter;
 use simfa_std::proton::ops_file::{ops_path, OpsFile};
@@ -451,7 +451,7 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             run_and_report(
                 &cfg,
                 &k,
-                NoStream,
+                gemm_source(&p),
                 &out,
                 &mut (),
                 Some(&|_| p.flops()),

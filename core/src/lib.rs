@@ -85,6 +85,7 @@ pub mod mem;
 pub mod observer;
 pub mod port;
 pub mod power;
+pub mod program;
 pub mod queue;
 pub mod rand;
 pub mod samples;

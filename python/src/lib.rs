@@ -99,8 +99,8 @@ fn run_workload(
     t.insert("kind".into(), toml::Value::String(kind.into()));
     let w = Workload::from_value(&toml::Value::Table(t), Path::new(".")).map_err(fail)?;
     let report = py.allow_threads(|| {
-        let (k, flops) = w.kernel(&cfg)?;
-        report_of(&cfg, &k, flops)
+        let (k, source, flops) = w.kernel(&cfg)?;
+        report_of(&cfg, &k, source, flops)
     });
     to_py(py, &report.map_err(fail)?)
 }
@@ -194,7 +194,7 @@ fn run(
 ) -> PyResult<PyObject> {
     let cfg = config_of(gpu, config)?;
     let k = decode_kernel(kernel, "kernel").map_err(fail)?;
-    let report = py.allow_threads(|| report_of(&cfg, &k, None));
+    let report = py.allow_threads(|| report_of(&cfg, &k, simfa_core::NoStream, None));
     to_py(py, &report.map_err(fail)?)
 }
 

@@ -376,18 +376,19 @@ pub fn simulate_from<S: StreamSource>(
         .map(|o| o.expect("a run without a cycle limit ends finished"))
 }
 
-/// Like [`simulate`], but stops as soon as the simulated cycle passes
+/// Like [`simulate_from`] without outputs, but stops as soon as the simulated cycle passes
 /// `limit`: `None` then, the finished run's outcome otherwise (a run that
 /// ends at cycle `limit` or before).
-pub fn simulate_within(
+pub fn simulate_within<S: StreamSource>(
     cfg: &GpuConfig,
     k: &Kernel,
+    source: S,
     limit: u64,
 ) -> Result<Option<RunOutcome>, RunError> {
     run_to(
         cfg,
         k,
-        NoStream,
+        source,
         &mut (),
         |_, _, _| {},
         &Snapshots::default(),

@@ -6,10 +6,11 @@ use super::state::{Ev, TState, GROUP_RING};
 use super::Simulator;
 use crate::config::{Fault, SchedulerPolicy};
 use crate::error::{Capacity, SimError};
-use crate::isa::{EvalCtx, Frame, Instr, Op, MAX_LOOP_DEPTH};
+use crate::isa::{EvalCtx, Op, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
 use crate::observer::{Event, Observer};
 use crate::port::MemoryPort;
+use crate::program::{control, Control};
 use crate::source::StreamSource;
 use crate::transfer::{Direction, Shape, Transfer};
 use crate::wait::WaitReason;
@@ -183,55 +184,24 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             l: [0; MAX_LOOP_DEPTH],
         };
         let th = &mut self.threads[ti];
-        for _ in 0..CONTROL_BUDGET {
-            let pc = th.pc as usize;
-            if pc >= end {
-                return Ok(Some(Op::Exit));
-            }
-            for (i, f) in th.loops[..th.depth as usize].iter().enumerate() {
-                ctx.l[i] = f.iter;
-            }
-            match k.code[pc] {
-                Instr::LoopBegin { count, end } => {
-                    let n = k.exprs[count as usize].eval(&ctx);
-                    if n <= 0 {
-                        th.pc = end + 1;
-                    } else {
-                        let Some(slot) = th.loops.get_mut(th.depth as usize) else {
-                            return Err(SimError::Inconsistent {
-                                what: "loop nesting",
-                                cycle: self.now,
-                            });
-                        };
-                        *slot = Frame {
-                            begin: pc as u16,
-                            count: n.min(u32::MAX as i64) as u32,
-                            iter: 0,
-                        };
-                        th.depth += 1;
-                        th.pc += 1;
-                    }
-                }
-                Instr::LoopEnd { begin } => {
-                    let top = (th.depth as usize).checked_sub(1);
-                    let Some(f) = top.and_then(|d| th.loops.get_mut(d)) else {
-                        return Err(SimError::Inconsistent {
-                            what: "loop nesting",
-                            cycle: self.now,
-                        });
-                    };
-                    f.iter += 1;
-                    if f.iter < f.count {
-                        th.pc = begin + 1;
-                    } else {
-                        th.depth -= 1;
-                        th.pc += 1;
-                    }
-                }
-                instr => return Ok(Some(super::resolve::resolve(k, &instr, &ctx))),
-            }
-        }
-        Ok(None)
+        let at = control(
+            k,
+            end,
+            &mut th.pc,
+            &mut th.depth,
+            &mut th.loops,
+            &mut ctx,
+            CONTROL_BUDGET,
+        )
+        .map_err(|_| SimError::Inconsistent {
+            what: "loop nesting",
+            cycle: self.now,
+        })?;
+        Ok(match at {
+            Control::At(pc) => Some(super::resolve::resolve(k, &k.code[pc], &ctx)),
+            Control::End => Some(Op::Exit),
+            Control::Budget => None,
+        })
     }
 
     pub(super) fn bar_index(

@@ -31,7 +31,7 @@ mod issue;
 mod lock;
 mod lsu;
 mod residency;
-mod resolve;
+pub(crate) mod resolve;
 mod snapshot;
 mod state;
 mod tma;
@@ -64,6 +64,7 @@ use tma::{Dedup, Engine, TmaOp};
 /// events go to its overflow heap, in the same order.
 const QUEUE_HORIZON_LOG2: u32 = 12;
 
+pub(crate) use resolve::resolve;
 pub use snapshot::fingerprint;
 
 /// The memory behind the TMA engines. The hierarchy variants are large,

@@ -109,7 +109,8 @@
 
 use simfa_core::builder::Builder;
 use simfa_core::kernel::Name;
-use simfa_core::{Cluster, CtaOrder, Expr, Instr, Kernel, Ref, TensorMap};
+use simfa_core::source::SourceError;
+use simfa_core::{Cluster, CtaOrder, Expr, Instr, Kernel, Op, Ref, StreamSource, TensorMap};
 
 use super::gemm_params::{Epilogue, GemmParams, ELEM_BYTES, PRODUCER_REGS};
 use super::{GenError, Kb};
@@ -774,6 +775,9 @@ fn each_tile(
 /// is returned. The default parameters build the paper's kernel.
 pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
     p.validate()?;
+    if p.stream_k {
+        return stream_k::kernel(p);
+    }
     let (cm, cn) = (p.cluster_m as u8, p.cluster_n as u8);
     let cluster = Cluster {
         dims: if p.persistent {
@@ -922,6 +926,37 @@ pub fn gemm(p: &GemmParams) -> Result<Kernel, GenError> {
         k.end_role()?;
     }
     Ok(b.finish()?)
+}
+
+#[path = "gemm_stream_k.rs"]
+pub mod stream_k;
+
+/// The source of a GEMM kernel's streamed roles: stream-K's
+/// ([`stream_k::StreamK`]); none for every other kernel, whose roles run
+/// programs.
+pub struct GemmSource(Option<stream_k::StreamK>);
+
+impl GemmSource {
+    /// No source: a kernel without stream roles.
+    pub const NONE: GemmSource = GemmSource(None);
+}
+
+/// The source [`gemm`]'s kernel of `p` runs with.
+pub fn gemm_source(p: &GemmParams) -> GemmSource {
+    GemmSource(p.stream_k.then(|| stream_k::StreamK::new(p)))
+}
+
+impl StreamSource for GemmSource {
+    fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
+        match &mut self.0 {
+            Some(s) => s.pull(cta, role, wg, pos),
+            None => Err(SourceError),
+        }
+    }
+
+    fn is_present(&self) -> bool {
+        self.0.is_some()
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub const MAX_STAGES: u32 = simfa_core::kernel::MAX_STAGES as u32;
 pub const MAX_CONSUMERS: u32 = 3;
 /// SMs of an H800: the default CTA count of a persistent kernel.
 pub const H800_SMS: u32 = 132;
+/// The fewest K iterations a stream-K unit computes (CUTLASS's
+/// `min_iters_per_sk_unit_`).
+pub const MIN_ITERS_PER_UNIT: u64 = 8;
 /// Rows of one WGMMA (m64nNk16).
 pub const WGMMA_M: u32 = 64;
 /// Depth of one WGMMA (m64nNk16).
@@ -151,6 +154,14 @@ pub struct GemmParams {
     /// tile form a `[1, 1, split_k]` cluster whose others write their FP32
     /// partial sums to a workspace for the first to add before it stores C.
     pub split_k: u32,
+    /// Stream-K (default false): a persistent kernel of `min(ctas, tiles x
+    /// K iterations)` CTAs that share out all the tiles' K iterations
+    /// evenly, CTA by CTA in tile order; a CTA that ends inside a tile
+    /// writes its FP32 partial sums to a workspace, and the CTA that
+    /// computed the tile's first iterations adds them before it stores C
+    /// (see [`super::gemm`]'s stream-K section). Needs `persistent`, a
+    /// ring (`stages >= 2`), a 1x1 cluster and `split_k = 1`.
+    pub stream_k: bool,
 }
 
 impl Default for GemmParams {
@@ -215,6 +226,7 @@ impl GemmParams {
             cluster_m: 1,
             cluster_n: 1,
             split_k: 1,
+            stream_k: false,
         }
     }
 
@@ -255,15 +267,44 @@ impl GemmParams {
         self.k_iters() / self.split_k.max(1)
     }
 
-    /// CTAs launched: one per tile and K slice, or `min(ctas, tiles)` when persistent
-    /// (rounded down to whole clusters).
+    /// CTAs launched: one per tile and K slice, `min(ctas, tiles)` when
+    /// persistent (rounded down to whole clusters), or with stream-K
+    /// `ctas` (its stream-K units alone when no tile is data-parallel).
     pub fn grid_ctas(&self) -> u64 {
-        if self.persistent {
+        if self.stream_k {
+            match self.stream_k_split() {
+                (0, units) => units,
+                _ => self.ctas as u64,
+            }
+        } else if self.persistent {
             let size = self.cluster_size() as u64;
             self.tiles().min(self.ctas as u64) / size * size
         } else {
             self.tiles() * self.split_k as u64
         }
+    }
+
+    /// Stream-K's split of the tiles ([`GemmParams::stream_k`]): how many
+    /// are computed whole, data-parallel, and among how many CTAs (units)
+    /// the other tiles' K iterations are shared. As CUTLASS's stream-K
+    /// scheduler does: with more tiles than `ctas` and a partial last wave,
+    /// every wave but the last two is data-parallel and the rest stream-K
+    /// (each CTA then gets one to two tiles' worth); whole waves are all
+    /// data-parallel; fewer tiles than `ctas` are all stream-K. No unit
+    /// gets fewer than [`MIN_ITERS_PER_UNIT`] iterations, so small
+    /// problems take fewer units than `ctas`.
+    pub fn stream_k_split(&self) -> (u64, u64) {
+        let (t, g) = (self.tiles(), self.ctas.max(1) as u64);
+        let dp = if t < g {
+            0
+        } else if t % g == 0 {
+            t
+        } else {
+            (t / g - 1) * g
+        };
+        let iters = (t - dp) * self.k_iters() as u64;
+        let units = (iters / MIN_ITERS_PER_UNIT).clamp(iters.min(1), g);
+        (dp, units)
     }
 
     /// Row blocks of the last group of the grouped raster: `group_m`, or
@@ -441,6 +482,7 @@ impl GemmParams {
         }
         self.validate_cluster()?;
         self.validate_split_k()?;
+        self.validate_stream_k()?;
         let regs = self.mma_regs();
         if regs > MAX_REGS_PER_THREAD {
             return Err(bad(
@@ -506,6 +548,34 @@ impl GemmParams {
             return Ok(());
         };
         Err(bad("split_k", problem))
+    }
+
+    /// Stream-K's checks: a persistent kernel with a ring, no cluster or
+    /// split-K, and a lock per consumer of each CTA.
+    fn validate_stream_k(&self) -> Result<(), GenError> {
+        if !self.stream_k {
+            return Ok(());
+        }
+        let locks = self.grid_ctas() * self.consumers as u64;
+        let problem = if !self.persistent {
+            "stream-K shares K iterations among persistent CTAs: set persistent".to_string()
+        } else if self.stages < 2 {
+            "stream-K needs a producer and a ring: set stages >= 2".to_string()
+        } else if self.cluster_size() > 1 {
+            "stream-K runs without clusters: set cluster 1x1".to_string()
+        } else if self.split_k > 1 {
+            "stream-K already splits K: set split_k = 1".to_string()
+        } else if locks > simfa_core::kernel::MAX_LOCKS as u64 {
+            format!(
+                "{} CTAs of {} consumers need {locks} locks (at most {}): lower ctas",
+                self.grid_ctas(),
+                self.consumers,
+                simfa_core::kernel::MAX_LOCKS
+            )
+        } else {
+            return Ok(());
+        };
+        Err(bad("stream_k", problem))
     }
 
     /// The cluster's checks: its size, a producer to multicast, whole

@@ -12,6 +12,8 @@
 //! cluster = ["1x1", "2x1"]
 //! split_k = [1, 2, 4, 8] # K slices (1: none); more than 1 only where the
 //!                       # tiles leave SMs idle (Space::tries)
+//! stream_k = [false, true] # stream-K only where the tiles leave a partial
+//!                       # last wave among few (Space::tries)
 //! tma_store = [false]
 //! small_tile_waves = 2  # tiles with a side under 128 only where 128 x 128
 //!                       # tiles fill fewer waves of the SMs (0: always)
@@ -23,6 +25,10 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::toml_file::{toml_error, FileError};
+
+/// Stream-K is tried where the tiles fill fewer waves of the SMs than
+/// this ([`Space::tries`]).
+pub const STREAM_K_WAVES: u64 = 4;
 
 /// Most candidates a space may hold.
 pub const MAX_CANDIDATES: usize = 4096;
@@ -46,6 +52,8 @@ pub struct Space {
     pub cluster: Vec<(u32, u32)>,
     /// K slices of split-K (1: none).
     pub split_k: Vec<u32>,
+    /// Stream-K or not.
+    pub stream_k: Vec<bool>,
     /// C through a TMA store or from registers.
     pub tma_store: Vec<bool>,
     /// Tiles with a side under 128 are tried only where 128 x 128 tiles
@@ -74,6 +82,8 @@ pub struct Choice {
     pub cluster: (u32, u32),
     /// K slices.
     pub split_k: u32,
+    /// Stream-K.
+    pub stream_k: bool,
     /// TMA store epilogue.
     pub tma_store: bool,
 }
@@ -97,6 +107,7 @@ impl Default for Space {
             group_m: vec![8],
             cluster: vec![(1, 1), (2, 1)],
             split_k: vec![1, 2, 4, 8],
+            stream_k: vec![false, true],
             tma_store: vec![false],
             small_tile_waves: 2,
         }
@@ -114,6 +125,7 @@ struct SpaceFile {
     group_m: Option<Spanned<Vec<u32>>>,
     cluster: Option<Spanned<Vec<String>>>,
     split_k: Option<Spanned<Vec<u32>>>,
+    stream_k: Option<Spanned<Vec<bool>>>,
     tma_store: Option<Spanned<Vec<bool>>>,
     small_tile_waves: Option<u32>,
 }
@@ -237,6 +249,14 @@ impl Space {
             &err,
         )?;
         list(
+            &f.stream_k,
+            "stream_k",
+            &mut s.stream_k,
+            |b: &bool| Some(*b),
+            "true or false",
+            &err,
+        )?;
+        list(
             &f.tma_store,
             "tma_store",
             &mut s.tma_store,
@@ -269,6 +289,7 @@ impl Space {
             self.group_m.len(),
             self.cluster.len(),
             self.split_k.len(),
+            self.stream_k.len(),
             self.tma_store.len(),
         ]
         .iter()
@@ -278,16 +299,28 @@ impl Space {
 
     /// Whether choice `c` is tried for an `m x n` GEMM on `sms` SMs: a
     /// tile with a side under 128 only as [`Space::small_tile_waves`]
-    /// says, and split-K only where the tiles leave SMs idle, as the
-    /// libraries' heuristics do (elsewhere its extra traffic cannot pay).
+    /// says, split-K only where the tiles leave SMs idle, as the
+    /// libraries' heuristics do (elsewhere its extra traffic cannot pay),
+    /// and stream-K only in a persistent kernel without a cluster or
+    /// split-K whose tiles fill fewer than [`STREAM_K_WAVES`] waves of the
+    /// SMs, the last one partial (elsewhere the idle SMs of the last wave
+    /// cost less than its fix-ups).
     pub fn tries(&self, c: &Choice, m: u32, n: u32, sms: u32) -> bool {
         let tiles = |(bm, bn): (u32, u32)| m.div_ceil(bm) as u64 * n.div_ceil(bn) as u64;
         let (bm, bn) = c.tile;
         let small = bm < 128 || bn < 128;
+        let t = tiles(c.tile);
+        let sms = sms as u64;
         (!small
             || self.small_tile_waves == 0
-            || tiles((128, 128)) < self.small_tile_waves as u64 * sms as u64)
-            && (c.split_k == 1 || tiles(c.tile) < sms as u64)
+            || tiles((128, 128)) < self.small_tile_waves as u64 * sms)
+            && (c.split_k == 1 || t < sms)
+            && (!c.stream_k
+                || (c.persistent
+                    && c.split_k == 1
+                    && c.cluster == (1, 1)
+                    && t % sms != 0
+                    && t < STREAM_K_WAVES * sms))
     }
 
     /// Every combination, the last list varying fastest.
@@ -301,18 +334,21 @@ impl Space {
                             for &group_m in &self.group_m {
                                 for &cluster in &self.cluster {
                                     for &split_k in &self.split_k {
-                                        for &tma_store in &self.tma_store {
-                                            out.push(Choice {
-                                                tile,
-                                                block_k,
-                                                stages,
-                                                consumers,
-                                                persistent,
-                                                group_m,
-                                                cluster,
-                                                split_k,
-                                                tma_store,
-                                            });
+                                        for &stream_k in &self.stream_k {
+                                            for &tma_store in &self.tma_store {
+                                                out.push(Choice {
+                                                    tile,
+                                                    block_k,
+                                                    stages,
+                                                    consumers,
+                                                    persistent,
+                                                    group_m,
+                                                    cluster,
+                                                    split_k,
+                                                    stream_k,
+                                                    tma_store,
+                                                });
+                                            }
                                         }
                                     }
                                 }
@@ -336,8 +372,9 @@ mod tests {
         assert_eq!(s.tiles, [(128, 128)]);
         assert_eq!(s.split_k, [1]);
         assert_eq!(s.cluster, Space::default().cluster);
-        assert_eq!(s.size(), 2 * 2);
-        assert_eq!(s.choices().len(), 4);
+        // persistent, cluster and stream_k keep their two values each.
+        assert_eq!(s.size(), 2 * 2 * 2);
+        assert_eq!(s.choices().len(), 8);
     }
 
     #[test]

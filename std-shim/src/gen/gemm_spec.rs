@@ -95,6 +95,9 @@ pub struct GemmSpec {
     /// K slices (split-K; default 1). More than 1 makes the kernel
     /// non-persistent unless `persistent` is set by hand.
     pub split_k: Option<u32>,
+    /// Stream-K (default false): the persistent CTAs share out the tiles'
+    /// K iterations ([`GemmParams::stream_k`]).
+    pub stream_k: Option<bool>,
     /// Ask for the fastest kernel of the default tuning family for the
     /// shape instead ([`super::gemm_tune::tune`]; the other fields but the
     /// epilogue are then the family's). [`GemmSpec::params`] ignores it.
@@ -161,6 +164,7 @@ impl GemmSpec {
             group_m: self.group_m.unwrap_or(p.group_m),
             persistent: self.persistent.unwrap_or(p.persistent && split_k == 1),
             split_k,
+            stream_k: self.stream_k.unwrap_or(false),
             ..p
         }
     }

@@ -27,7 +27,7 @@ use simfa_core::{GpuConfig, Kernel};
 
 use super::gemm_space::{Choice, Space};
 use super::gemm_spec::{GemmKernel, GemmSpec};
-use super::{gemm, GemmParams};
+use super::{gemm, gemm_source, GemmParams, GemmSource};
 use crate::run::{simulate_within, RunOutcome};
 
 /// Candidates simulated between two updates of the best.
@@ -146,6 +146,7 @@ pub fn spec_of(base: &GemmSpec, c: &Choice) -> GemmSpec {
         cluster_m: Some(c.cluster.0),
         cluster_n: Some(c.cluster.1),
         split_k: Some(c.split_k),
+        stream_k: Some(c.stream_k),
         tma_store: Some(c.tma_store),
         wgmma_n: None,
         tune: None,
@@ -231,7 +232,7 @@ pub fn tune(
                 .map(|&(i, k, bound)| {
                     let verdict = match bound {
                         Some(b) if b >= limit => Verdict::Bound { best: limit },
-                        _ => match simulate_within(cfg, k, limit) {
+                        _ => match simulate_within(cfg, k, gemm_source(&built[i].1), limit) {
                             Ok(Some(o)) => Verdict::Simulated(Box::new(o)),
                             Ok(None) => Verdict::Passed { best: limit },
                             Err(e) => Verdict::Failed(e.to_string()),
@@ -273,6 +274,9 @@ pub fn flags(p: &GemmParams) -> String {
         p.cluster_n,
         p.split_k
     );
+    if p.stream_k {
+        s.push_str(" --stream-k");
+    }
     if p.epilogue == super::Epilogue::Tma {
         s.push_str(" --tma-store");
     }
@@ -292,15 +296,17 @@ fn config_json(p: &GemmParams) -> serde_json::Value {
         "cluster_m": p.cluster_m,
         "cluster_n": p.cluster_n,
         "split_k": p.split_k,
+        "stream_k": p.stream_k,
         "tma_store": p.epilogue == super::Epilogue::Tma,
     })
 }
 
 impl Tuned {
-    /// The best candidate's kernel and run, or why there is none.
-    pub fn best_run(&self) -> Result<(Kernel, &RunOutcome), String> {
-        let (k, o, _) = self.best_candidate()?;
-        Ok((k, o))
+    /// The best candidate's kernel, the source it runs with and its run,
+    /// or why there is none.
+    pub fn best_run(&self) -> Result<(Kernel, GemmSource, &RunOutcome), String> {
+        let (k, o, p) = self.best_candidate()?;
+        Ok((k, gemm_source(p), o))
     }
 
     /// The best candidate's kernel, run and parameters, or why there is
@@ -420,7 +426,7 @@ impl Tuned {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::simulate;
+    use crate::run::{simulate_from, Snapshots};
 
     /// A short-K small grid, where the family's candidates differ widely
     /// and the bound cuts some: tiles 64x64 to 128x256, split-K, with and
@@ -464,7 +470,11 @@ mod tests {
         assert!(sim >= 1 && bound + passed >= 1, "{:?}", t.counts());
         for c in &t.candidates {
             if let Verdict::Bound { .. } | Verdict::Passed { .. } = c.verdict {
-                let alone = simulate(&cfg, &gemm(&c.params).unwrap(), &mut ()).unwrap();
+                let k = gemm(&c.params).unwrap();
+                let src = gemm_source(&c.params);
+                let alone =
+                    simulate_from(&cfg, &k, src, &mut (), |_, _, _| {}, &Snapshots::default())
+                        .unwrap();
                 assert!(
                     alone.summary.cycles >= best,
                     "{} cut, yet {} < best {best}",
@@ -476,8 +486,9 @@ mod tests {
                 }
             }
         }
-        // Split-K wins this grid of 4 tiles of 128 x 256.
-        assert!(t.candidates[t.best().unwrap()].params.split_k > 1);
+        // Split-K or stream-K wins this grid of 4 tiles of 128 x 256.
+        let p = t.candidates[t.best().unwrap()].params;
+        assert!(p.split_k > 1 || p.stream_k, "{}", flags(&p));
     }
 
     #[test]
@@ -513,5 +524,18 @@ mod tests {
         // Split-K only where the tiles leave SMs idle.
         assert!(space.tries(&at((128, 256), 4), 128, 1024, 132));
         assert!(!space.tries(&at((128, 256), 4), 4096, 4096, 132));
+        // Stream-K only in a persistent kernel whose few waves end partial:
+        // 4 tiles, and 512 (3.9 waves) of 128 x 256 at 4096^2; not 2048
+        // (15.5 waves) at 8192^2, nor 264 (2 whole waves).
+        let sk = |persistent| Choice {
+            stream_k: true,
+            persistent,
+            ..at((128, 256), 1)
+        };
+        assert!(space.tries(&sk(true), 128, 1024, 132));
+        assert!(space.tries(&sk(true), 4096, 4096, 132));
+        assert!(!space.tries(&sk(true), 8192, 8192, 132));
+        assert!(!space.tries(&sk(true), 128 * 12, 256 * 22, 132));
+        assert!(!space.tries(&sk(false), 128, 1024, 132));
     }
 }

@@ -22,7 +22,7 @@ pub mod tmabw;
 pub mod wgmma_bench;
 
 pub use fa3::{fa3, Fa3Params, Variant};
-pub use gemm::gemm;
+pub use gemm::{gemm, gemm_source, GemmSource};
 pub use gemm_params::{Calibration, Epilogue, GemmParams};
 pub use gemm_spec::{GemmKernel, GemmSpec};
 pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};

@@ -11,11 +11,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rayon::prelude::*;
 use serde_json::{json, Value};
-use simfa_core::{GpuConfig, Kernel};
+use simfa_core::{GpuConfig, Kernel, StreamSource};
 
 use super::plan::{Plan, Point};
 use crate::reporting::report::Report;
-use crate::run::simulate;
+use crate::run::{simulate_from, Snapshots};
 
 /// The result of one point, as one line of the sweep's JSON Lines file.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,16 +84,22 @@ impl Row {
 /// Simulates one point and returns its JSON report, or why it failed.
 pub fn run_point(point: &Point) -> Result<Value, String> {
     let cfg = point.config.clone()?;
-    let (k, flops) = point.workload.kernel(&cfg)?;
-    report_of(&cfg, &k, flops)
+    let (k, source, flops) = point.workload.kernel(&cfg)?;
+    report_of(&cfg, &k, source, flops)
 }
 
-/// Simulates kernel `k` on `cfg` and returns the JSON report (the one
-/// `simfa run --json` prints; `flops`, when given, is the workload's own
-/// FLOP count), or why the run failed: what a sweep row and the Python
-/// bindings hold.
-pub fn report_of(cfg: &GpuConfig, k: &Kernel, flops: Option<u64>) -> Result<Value, String> {
-    let out = simulate(cfg, k, &mut ()).map_err(|e| e.to_string())?;
+/// Simulates kernel `k` on `cfg`, its stream roles (if any) pulling from
+/// `source`, and returns the JSON report (the one `simfa run --json`
+/// prints; `flops`, when given, is the workload's own FLOP count), or why
+/// the run failed: what a sweep row and the Python bindings hold.
+pub fn report_of(
+    cfg: &GpuConfig,
+    k: &Kernel,
+    source: impl StreamSource,
+    flops: Option<u64>,
+) -> Result<Value, String> {
+    let out = simulate_from(cfg, k, source, &mut (), |_, _, _| {}, &Snapshots::default())
+        .map_err(|e| e.to_string())?;
     let mut r = Report::new(cfg, k, &out);
     if let Some(f) = flops {
         r = r.with_workload_flops(f);

@@ -29,7 +29,7 @@ use simfa_core::{GpuConfig, Kernel};
 use crate::gen::fa3::{fa3, Fa3Params, Variant};
 use crate::gen::gemm_space::Space;
 use crate::gen::gemm_tune::tune;
-use crate::gen::{gemm, GemmSpec};
+use crate::gen::{gemm, gemm_source, GemmSource, GemmSpec};
 
 /// A point's workload.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,27 +105,28 @@ impl Workload {
         })
     }
 
-    /// Builds the kernel for `cfg`, with the workload's own FLOP count
-    /// where it has one (FA3's useful FLOPs, a GEMM's `2 M N K`).
-    pub fn kernel(&self, cfg: &GpuConfig) -> Result<(Kernel, Option<u64>), String> {
+    /// Builds the kernel for `cfg` and the source of its stream roles
+    /// (stream-K's; none for the others), with the workload's own FLOP
+    /// count where it has one (FA3's useful FLOPs, a GEMM's `2 M N K`).
+    pub fn kernel(&self, cfg: &GpuConfig) -> Result<(Kernel, GemmSource, Option<u64>), String> {
         match self {
             Workload::Gemm(spec) if spec.tune == Some(true) => {
                 // One thread: the sweep runs its points in parallel.
                 let t = tune(cfg, spec, &Space::default(), |p| p, 1, |_, _| {});
                 let flops = spec.params(cfg.sms as u32).flops();
-                t.best_run().map(|(k, _)| (k, Some(flops)))
+                t.best_run().map(|(k, s, _)| (k, s, Some(flops)))
             }
             Workload::Gemm(spec) => {
                 let p = spec.params(cfg.sms as u32);
                 gemm(&p)
-                    .map(|k| (k, Some(p.flops())))
+                    .map(|k| (k, gemm_source(&p), Some(p.flops())))
                     .map_err(|e| e.to_string())
             }
             Workload::Fa3(p) => fa3(p, cfg)
-                .map(|(k, _)| (k, Some(p.flops())))
+                .map(|(k, _)| (k, GemmSource::NONE, Some(p.flops())))
                 .map_err(|e| e.to_string()),
             Workload::Kernel(path) => crate::load::load_kernel(path)
-                .map(|k| (k, None))
+                .map(|k| (k, GemmSource::NONE, None))
                 .map_err(|e| e.to_string()),
         }
     }
@@ -154,7 +155,7 @@ mod tests {
     fn gemm_workloads_tune_and_name_their_family() {
         let cfg = GpuConfig::h100();
         let w = gemm_of(r#"{ kind = "gemm", m = 128, n = 256, k = 512, tune = true }"#).unwrap();
-        let (k, _) = w.kernel(&cfg).unwrap();
+        let (k, _, _) = w.kernel(&cfg).unwrap();
         let spec = GemmSpec::new(128, 256, 512);
         let t = tune(&cfg, &spec, &Space::default(), |p| p, 1, |_, _| {});
         assert_eq!(k, t.best_run().unwrap().0);

@@ -1,0 +1,486 @@
+//! Stream-K (Osama et al., PPoPP 2023): a persistent GEMM whose CTAs share
+//! out the K iterations of all the tiles rather than the tiles, so that a
+//! grid of few tiles still keeps every SM busy.
+//!
+//! # The schedule
+//!
+//! The `T = tiles x K/BK` iterations, tile after tile in Triton's grouped
+//! order, are cut among the `G` CTAs evenly: CTA `c` computes iterations
+//! `[c*T/G, (c+1)*T/G)` (floor divisions), so every CTA gets `T/G` of them
+//! or one more. A CTA's range crosses tiles; each tile it touches is a
+//! [`Segment`] ending one of three ways:
+//!
+//! - **store**: the CTA computed the whole tile and stores C as the
+//!   persistent kernel does;
+//! - **partial**: the CTA computed the tile's later iterations (this is
+//!   only ever its first segment). Each consumer writes its FP32 partial
+//!   sums to the CTA's slot of the workspace (`st.global W, [0, wg*h,
+//!   c]`), drains the stores and releases its lock;
+//! - **fix-up**: the CTA computed the tile's first iterations (only ever
+//!   its last segment) and the CTAs after it the rest. Each consumer takes
+//!   and gives back each contributor's lock, loads their partial sums into
+//!   its `reduce` mbarrier, adds them (`compute fp32`) and stores C.
+//!
+//! Each consumer of a contributing CTA takes its lock (`c * consumers +
+//! wg`) when it starts, so the lock stands for "partial sums not yet
+//! written": the finisher, which reaches its fix-up only after its whole
+//! range of iterations, waits on it until the contributor's partial sums
+//! have landed. All the CTAs are resident from the start (the grid is at
+//! most the `ctas` given, one wave), so a contributor always takes its lock
+//! first. Because a tile's later iterations are a CTA's first work and its
+//! first iterations a CTA's last, the finisher rarely waits, as in the
+//! paper.
+//!
+//! # Programs and streams
+//!
+//! The kernel's roles `producer` and `consumer` are `stream` roles
+//! ([`gemm`](super::gemm) declares them): [`StreamK`] builds, for the
+//! segment a WarpGroup is at, a small program with the segment's tile, K
+//! range and ring offset as constants (the persistent kernel's loads,
+//! WGMMAs and stores; the same declarations as the stream kernel), and
+//! hands its ops over through [`Walk`], one segment after another. Memory
+//! stays at one segment's program per resident WarpGroup.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use simfa_core::isa::EvalCtx;
+use simfa_core::program::Walk;
+use simfa_core::source::SourceError;
+use simfa_core::{Expr, Instr, Kernel, Op, Ref, StreamSource};
+
+use super::{
+    bubble, coords, emit_loads, emit_mma, emit_store, map2d, name, tensor_bases, workspace_base,
+    Operands, Tile, EMPTY, FULL, MAP_A, MAP_C, PARTIAL_BYTES,
+};
+use crate::gen::gemm_params::{GemmParams, PRODUCER_REGS};
+use crate::gen::{GenError, Kb};
+use simfa_core::builder::Builder;
+use simfa_core::{CtaOrder, TensorMap};
+
+/// Map index of the workspace of partial sums (after A, B and C).
+const MAP_W: u8 = 3;
+/// Declaration index of the `reduce` mbarriers (after `full`).
+const REDUCE: u8 = FULL + 1;
+
+/// How a CTA's share of one tile ends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SegmentEnd {
+    /// The CTA computed the whole tile: it stores C.
+    Store,
+    /// The CTA computed the tile's later iterations: it writes its partial
+    /// sums to its workspace slot.
+    Partial,
+    /// The CTA computed the tile's first iterations and the CTAs `from` the
+    /// rest: it adds their partial sums and stores C.
+    Fixup {
+        /// The contributing CTAs, in order.
+        from: Range<u32>,
+    },
+}
+
+/// A CTA's share of one tile: iterations `k_begin .. k_begin + k_len` of
+/// tile `tile` (in grouped order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// The tile's index in grouped order.
+    pub tile: u64,
+    /// Its first K iteration this CTA computes.
+    pub k_begin: u32,
+    /// Iterations this CTA computes.
+    pub k_len: u32,
+    /// How it ends.
+    pub end: SegmentEnd,
+}
+
+/// The first of the stream-K tiles' iterations (in tile order) that unit
+/// `u` computes; `first_iter(p, units)` is their number.
+pub fn first_iter(p: &GemmParams, u: u64) -> u64 {
+    let (dp, units) = p.stream_k_split();
+    let total = (p.tiles() - dp) as u128 * p.k_iters() as u128;
+    (u as u128 * total / units.max(1) as u128) as u64
+}
+
+/// The tile row and column (`pid_m`, `pid_n`) of tile `t` in Triton's
+/// grouped order: `group_m` row blocks swept column by column, the last
+/// group of fewer rows when `group_m` does not divide them.
+pub fn tile_coords(p: &GemmParams, t: u64) -> (u32, u32) {
+    let (tm, tn) = (p.tiles_m() as u64, p.tiles_n() as u64);
+    let g = p.group_m.max(1) as u64;
+    let per_group = g * tn;
+    let first = t / per_group * g;
+    let size = (tm - first).min(g);
+    let within = t % per_group;
+    ((first + within % size) as u32, (within / size) as u32)
+}
+
+/// CTA `cta`'s segments, in the order it computes them: its share of the
+/// stream-K tiles' iterations (when it is one of the units), then its
+/// data-parallel tiles, every `grid`-th after the stream-K tiles.
+pub fn segments(p: &GemmParams, cta: u32) -> Vec<Segment> {
+    let ipt = p.k_iters() as u64;
+    let (dp, units) = p.stream_k_split();
+    let sk_tiles = p.tiles() - dp;
+    let c = cta as u64;
+    let (mut at, end) = if c < units {
+        (first_iter(p, c), first_iter(p, c + 1))
+    } else {
+        (0, 0)
+    };
+    let mut out = Vec::new();
+    while at < end {
+        let tile = at / ipt;
+        let tile_end = (tile + 1) * ipt;
+        let k_begin = at % ipt;
+        let stop = end.min(tile_end);
+        let kind = if k_begin > 0 {
+            SegmentEnd::Partial
+        } else if stop == tile_end {
+            SegmentEnd::Store
+        } else {
+            let mut last = c + 1;
+            while last < units && first_iter(p, last) < tile_end {
+                last += 1;
+            }
+            SegmentEnd::Fixup {
+                from: cta + 1..last as u32,
+            }
+        };
+        out.push(Segment {
+            tile,
+            k_begin: k_begin as u32,
+            k_len: (stop - at) as u32,
+            end: kind,
+        });
+        at = stop;
+    }
+    let grid = p.grid_ctas();
+    let mut tile = sk_tiles + c;
+    while tile < p.tiles() {
+        out.push(Segment {
+            tile,
+            k_begin: 0,
+            k_len: ipt as u32,
+            end: SegmentEnd::Store,
+        });
+        tile += grid;
+    }
+    out
+}
+
+/// The workspace: one `BM x BN` FP32 slot per CTA, a consumer's rows per
+/// box.
+fn workspace_map(p: &GemmParams) -> TensorMap {
+    let e = PARTIAL_BYTES as u64;
+    let (bm, bn) = (p.block_m as u64, p.block_n as u64);
+    TensorMap {
+        name: name("W"),
+        base: workspace_base(p),
+        elem_bytes: PARTIAL_BYTES as u8,
+        rank: 3,
+        dims: [bn, bm, p.grid_ctas(), 0, 0],
+        strides: [e, bn * e, bm * bn * e, 0, 0],
+        boxdim: [p.block_n, p.rows_per_consumer(), 1, 0, 0],
+    }
+}
+
+/// A builder with the declarations every stream-K kernel and segment
+/// program shares, in one order.
+fn declared(p: &GemmParams) -> Result<Kb, GenError> {
+    let mut b = Builder::new(
+        Kernel::default(),
+        &name(&format!("gemm_{}x{}x{}", p.m, p.n, p.k)),
+    )?;
+    let k = &mut b;
+    k.grid([p.grid_ctas() as u32, 1, 1]);
+    k.order(CtaOrder::Linear);
+    k.smem(p.smem_bytes() as u32);
+    let [a, bb, c] = tensor_bases(p);
+    let (bm, bn, bk) = (p.block_m, p.block_n, p.block_k);
+    k.map(map2d("A", a, p.m, p.k, bk, bm))?;
+    k.map(map2d("B", bb, p.k, p.n, bn, bk))?;
+    k.map(map2d("C", c, p.m, p.n, bn, p.rows_per_consumer()))?;
+    k.map(workspace_map(p))?;
+    k.mbarriers("full", p.stages as u16, 1)?;
+    k.stages("empty", p.stages as u16, p.consumers as u16)?;
+    k.mbarriers("reduce", p.consumers as u16, 1)?;
+    Ok(b)
+}
+
+/// The stream-K kernel: the shared declarations, its roles streamed.
+pub(super) fn kernel(p: &GemmParams) -> Result<Kernel, GenError> {
+    let mut b = declared(p)?;
+    b.stream_role("producer", 1, PRODUCER_REGS as u32)?;
+    b.stream_role("consumer", p.consumers, p.mma_regs())?;
+    // A first segment's program checks the shapes once, up front.
+    segment_program(p, 0, &segments(p, 0), 0, 0)?;
+    Ok(b.finish()?)
+}
+
+/// The lock of consumer `wg` of CTA `cta`.
+fn lock(k: &mut Kb, p: &GemmParams, cta: u32) -> Result<u16, GenError> {
+    Ok(k.expr(Expr {
+        wg: 1,
+        ..Expr::constant(cta as i64 * p.consumers as i64)
+    })?)
+}
+
+/// The program of segment `j` of CTA `cta`, whose earlier segments took
+/// `offset` of its ring's iterations.
+fn segment_program(
+    p: &GemmParams,
+    cta: u32,
+    segs: &[Segment],
+    j: usize,
+    offset: u64,
+) -> Result<Kernel, GenError> {
+    let seg = &segs[j];
+    let last = j + 1 == segs.len();
+    let mut b = declared(p)?;
+    let k = &mut b;
+    let z = Expr::constant(0);
+    let (bm, bn, bk) = (p.block_m as i64, p.block_n as i64, p.block_k as i64);
+    let s = p.stages as i64;
+    let o = offset as i64;
+    let g = Expr {
+        k: o,
+        l: [1, 0, 0, 0],
+        ..z
+    };
+    let k_off = Expr {
+        k: seg.k_begin as i64 * bk,
+        l: [bk, 0, 0, 0],
+        ..z
+    };
+    let (pm, pn) = tile_coords(p, seg.tile);
+    let (row, col) = (
+        Expr::constant(pm as i64 * bm),
+        Expr::constant(pn as i64 * bn),
+    );
+    let h = p.rows_per_consumer() as i64;
+    let ops = Operands {
+        tile_trips: None,
+        k_trips: Expr::constant(seg.k_len as i64),
+        slot: Expr { rem: s, ..g },
+        parity: Expr {
+            div: s,
+            rem: 2,
+            ..g
+        },
+        tiles: vec![Tile {
+            when: None,
+            map_a: MAP_A,
+            map_c: MAP_C,
+            a: vec![k_off, row],
+            b: vec![col, k_off],
+            c: vec![col, Expr { wg: h, ..row }],
+        }],
+        a_multicast: 0,
+        b_multicast: 0,
+        release: 0,
+    };
+    let tile = &ops.tiles[0];
+    let empty = |k: &mut Kb| -> Result<Ref, GenError> {
+        Ok(Ref {
+            decl: EMPTY,
+            idx: k.expr(ops.slot)?,
+        })
+    };
+    // producer
+    k.begin_role("producer", 1, PRODUCER_REGS as u32)?;
+    let kl = k.loop_begin(ops.k_trips)?;
+    let stage = empty(k)?;
+    k.op(Instr::StageAcquire { stage })?;
+    emit_loads(k, &ops, tile, p.stage_bytes() as u32)?;
+    k.loop_end(kl)?;
+    if last {
+        k.op(Instr::Exit)?;
+    }
+    k.end_role()?;
+    // consumers
+    k.begin_role("consumer", p.consumers, p.mma_regs())?;
+    if j == 0 {
+        if seg.end == SegmentEnd::Partial {
+            let l = lock(k, p, cta)?;
+            k.op(Instr::LockAcquire { lock: l })?;
+        }
+        bubble(k, p.prologue_bubble as u64)?;
+    }
+    let kl = k.loop_begin(ops.k_trips)?;
+    emit_mma(k, p, &ops)?;
+    let stage = empty(k)?;
+    k.op(Instr::StageRelease { stage, cluster: 0 })?;
+    bubble(k, p.iter_bubble_cycles())?;
+    k.loop_end(kl)?;
+    let wg = Expr { wg: 1, ..z };
+    let slot = |k: &mut Kb, c: u32| -> Result<[u16; 5], GenError> {
+        let at = [z, Expr { wg: h, ..z }, Expr::constant(c as i64)];
+        coords(k, MAP_W, &at)
+    };
+    match &seg.end {
+        SegmentEnd::Store => emit_store(k, p, tile)?,
+        SegmentEnd::Partial => {
+            let c = slot(k, cta)?;
+            k.op(Instr::StGlobal {
+                map: MAP_W,
+                coords: c,
+                segment: crate::gen::Epilogue::STORE_SEGMENT,
+            })?;
+            k.op(Instr::StoreWait { n: 0 })?;
+            let l = lock(k, p, cta)?;
+            k.op(Instr::LockRelease { lock: l })?;
+        }
+        SegmentEnd::Fixup { from } => {
+            for c in from.clone() {
+                let l = lock(k, p, c)?;
+                k.op(Instr::LockAcquire { lock: l })?;
+                k.op(Instr::LockRelease { lock: l })?;
+            }
+            let bar = Ref {
+                decl: REDUCE,
+                idx: k.expr(wg)?,
+            };
+            let elems = p.rows_per_consumer() * p.block_n;
+            let n = from.len() as u32;
+            k.op(Instr::MbarExpectTx {
+                bar,
+                bytes: n * elems * PARTIAL_BYTES,
+            })?;
+            for c in from.clone() {
+                let at = slot(k, c)?;
+                k.op(Instr::LdGlobal {
+                    map: MAP_W,
+                    bar,
+                    coords: at,
+                    segment: crate::gen::Epilogue::STORE_SEGMENT,
+                })?;
+            }
+            k.op(Instr::MbarArrive { bar })?;
+            let parity = k.expr(z)?;
+            k.op(Instr::MbarWait { bar, parity })?;
+            k.op(Instr::Compute {
+                work: simfa_core::Work {
+                    fp32: n * elems,
+                    ..simfa_core::Work::default()
+                },
+            })?;
+            emit_store(k, p, tile)?;
+        }
+    }
+    if last {
+        k.op(Instr::StoreWait { n: 0 })?;
+        k.op(Instr::Exit)?;
+    }
+    k.end_role()?;
+    Ok(b.finish()?)
+}
+
+/// Where one WarpGroup is in its CTA's segments.
+struct Cursor {
+    /// Ops handed over so far.
+    pos: u64,
+    segs: Vec<Segment>,
+    seg: usize,
+    /// Ring iterations of the segments before `seg`.
+    offset: u64,
+    program: Box<Kernel>,
+    walk: Walk,
+}
+
+/// The [`StreamSource`] of a stream-K kernel: each WarpGroup's ops, one
+/// segment's program at a time.
+pub struct StreamK {
+    p: GemmParams,
+    at: BTreeMap<(u32, u8, u8), Cursor>,
+}
+
+impl StreamK {
+    /// The source of the stream-K kernel of `p`.
+    pub fn new(p: &GemmParams) -> Self {
+        StreamK {
+            p: *p,
+            at: BTreeMap::new(),
+        }
+    }
+
+    fn start(&self, cta: u32, role: u8, wg: u8) -> Result<Cursor, SourceError> {
+        let segs = segments(&self.p, cta);
+        if segs.is_empty() {
+            return Err(SourceError);
+        }
+        let program =
+            Box::new(segment_program(&self.p, cta, &segs, 0, 0).map_err(|_| SourceError)?);
+        let walk = Walk::new(&program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
+        Ok(Cursor {
+            pos: 0,
+            segs,
+            seg: 0,
+            offset: 0,
+            program,
+            walk,
+        })
+    }
+}
+
+fn ctx(cta: u32, wg: u8) -> EvalCtx {
+    EvalCtx {
+        cta,
+        c: [cta, 0, 0],
+        wg,
+        l: [0; simfa_core::isa::MAX_LOOP_DEPTH],
+    }
+}
+
+impl Cursor {
+    /// The next op, moving on to the next segment's program at the end of
+    /// one; `None` after the last.
+    fn next(
+        &mut self,
+        p: &GemmParams,
+        cta: u32,
+        role: u8,
+        wg: u8,
+    ) -> Result<Option<Op>, SourceError> {
+        loop {
+            if let Some(op) = self.walk.next_op(&self.program).map_err(|_| SourceError)? {
+                self.pos += 1;
+                return Ok(Some(op));
+            }
+            if self.seg + 1 >= self.segs.len() {
+                return Ok(None);
+            }
+            self.offset += self.segs[self.seg].k_len as u64;
+            self.seg += 1;
+            *self.program = segment_program(p, cta, &self.segs, self.seg, self.offset)
+                .map_err(|_| SourceError)?;
+            self.walk = Walk::new(&self.program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
+        }
+    }
+}
+
+impl StreamSource for StreamK {
+    fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
+        let key = (cta, role, wg);
+        if !matches!(self.at.get(&key), Some(c) if c.pos <= pos) {
+            // First pull, or a run resumed from a snapshot: from the start.
+            let c = self.start(cta, role, wg)?;
+            self.at.insert(key, c);
+        }
+        let cur = self.at.get_mut(&key).ok_or(SourceError)?;
+        while cur.pos < pos {
+            if cur.next(&self.p, cta, role, wg)?.is_none() {
+                self.at.remove(&key);
+                return Ok(None);
+            }
+        }
+        let op = cur.next(&self.p, cta, role, wg)?;
+        if matches!(op, None | Some(Op::Exit)) {
+            self.at.remove(&key);
+        }
+        Ok(op)
+    }
+}
+
+#[cfg(test)]
+#[path = "gemm_stream_k_tests.rs"]
+mod tests;
