@@ -412,7 +412,19 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
             what: GenCmd::Gemm { shape, gpu, output },
         } => {
             let cfg = gpu.resolve()?;
-            let k = gemm(&shape.resolve(&cfg)?).map_err(Failure::input)?;
+            let p = shape.resolve(&cfg)?;
+            let k = gemm(&p).map_err(Failure::input)?;
+            if p.stream_k {
+                // Each CTA's streams go to the op file beside the kernel.
+                let Some(path) = output.as_deref() else {
+                    return Err(Failure::Input(
+                        "a stream-K kernel's CTAs each have their own instruction streams: give -o FILE.sfk to write them to FILE.sfk.ops beside it".into(),
+                    ));
+                };
+                let ops = simfa_std::proton::ops_file::ops_path(path);
+                simfa_std::proton::ops_file::write_streams(&ops, &k, gemm_source(&p))
+                    .map_err(|e| Failure::Input(format!("cannot write {}: {e}", ops.display())))?;
+            }
             emit_kernel(&k, output.as_deref())
         }
         Cmd::Gen {

@@ -324,3 +324,46 @@ fn gemm_throughput_counts_the_product() {
         assert!(p[0].0 <= p[1].0 && p[0].1 >= p[1].1, "{text}");
     }
 }
+
+/// Stream-K: checked clean, the same work as the data-parallel kernel,
+/// written with its op file by `gen gemm -o` and run back to the same
+/// digest; refused without `-o` and outside a persistent kernel.
+#[test]
+fn gemm_stream_k_runs_replays_and_refuses() {
+    let shape = ["--m", "640", "--n", "1024", "--k", "2048", "--gpu", "h100"];
+    let run = |extra: &[&str]| {
+        let mut args = vec!["gemm", "--json", "--check"];
+        args.extend_from_slice(&shape);
+        args.extend_from_slice(extra);
+        json(&simfa(&args))
+    };
+    let dp = run(&[]);
+    let sk = run(&["--stream-k"]);
+    assert_eq!(sk["check"]["clean"], true, "{}", sk["check"]);
+    assert_eq!(sk["flops"], dp["flops"]);
+    assert_ne!(sk["digest"], dp["digest"]);
+    // 20 tiles of 128 x 256, 32 iterations each, 8 per unit at least: 80
+    // CTAs, where the data-parallel kernel has one per tile.
+    assert_eq!(sk["ctas"], 80);
+    assert_eq!(dp["ctas"], 20);
+    let d = Scratch::new("stream-k");
+    let file = d.path("sk.sfk");
+    let mut args = vec!["gen", "gemm", "--stream-k", "-o", s(&file)];
+    args.extend_from_slice(&shape);
+    let o = simfa(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(d.path("sk.sfk.ops").exists());
+    let replay = json(&simfa(&["run", s(&file), "--gpu", "h100", "--json"]));
+    assert_eq!(replay["digest"], sk["digest"]);
+    assert_eq!(replay["cycles"], sk["cycles"]);
+    let mut args = vec!["gen", "gemm", "--stream-k"];
+    args.extend_from_slice(&shape);
+    let o = simfa_unchecked(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("-o FILE.sfk"), "{}", stderr(&o));
+    let mut args = vec!["gemm", "--stream-k", "--persistent", "false"];
+    args.extend_from_slice(&shape);
+    let o = simfa_unchecked(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("stream_k"), "{}", stderr(&o));
+}

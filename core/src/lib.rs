@@ -85,7 +85,6 @@ pub mod mem;
 pub mod observer;
 pub mod port;
 pub mod power;
-pub mod program;
 pub mod queue;
 pub mod rand;
 pub mod samples;
@@ -104,6 +103,7 @@ pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, Sim
 pub use isa::{Expr, Instr, Op, Ref, UnitClass, WgmmaMode, Work};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl};
 pub use observer::{Event, Observer, Stats, Who};
+pub use sim::walk::{Walk, WalkError, WALK_BUDGET};
 pub use sim::{fingerprint, lands_by_arrival, Simulator, Status, Summary, Waiter};
 pub use source::{NoStream, SourceError, StreamSource};
 pub use tensor_map::TensorMap;

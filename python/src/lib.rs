@@ -127,7 +127,7 @@ fn fa3(
 /// Further keywords as a sweep plan's `gemm` workload: `kernel` (`"ws"`,
 /// the default, or `"paper"`), `block_m`, `block_n`, `block_k`, `stages`,
 /// `consumers`, `group_m`, `persistent`, `tma_store`, `wgmma_n`,
-/// `cluster_m`, `cluster_n`, `split_k`. With `tune=True`, the report of
+/// `cluster_m`, `cluster_n`, `split_k`, `stream_k`. With `tune=True`, the report of
 /// the fastest kernel of a family for the shape, as `simfa gemm --tune
 /// --json` prints it (with its `tune` array); `space` is the family (a
 /// path to a space file or its TOML text) and `jobs` the threads (0: one

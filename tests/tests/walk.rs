@@ -1,13 +1,12 @@
-//! `program::Walk` resolves a role's compact program into the ops the
+//! The core's `Walk` resolves a role's compact program into the ops the
 //! simulator issues: a kernel whose roles are streamed from walks of its
 //! own programs runs to the same summary and digest as the kernel itself.
 
 use std::collections::BTreeMap;
 
 use simfa_core::isa::{EvalCtx, MAX_LOOP_DEPTH};
-use simfa_core::program::{Walk, WalkError};
 use simfa_core::source::SourceError;
-use simfa_core::{GpuConfig, Kernel, Op, StreamSource};
+use simfa_core::{GpuConfig, Kernel, Op, StreamSource, Walk, WalkError};
 use simfa_std::gen::{gemm, GemmParams};
 use simfa_std::run::{simulate, simulate_from, Snapshots};
 

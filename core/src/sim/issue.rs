@@ -3,6 +3,7 @@
 
 use super::cluster::{landing_code, split};
 use super::state::{Ev, TState, GROUP_RING};
+use super::walk::{control, Control};
 use super::Simulator;
 use crate::config::{Fault, SchedulerPolicy};
 use crate::error::{Capacity, SimError};
@@ -10,7 +11,6 @@ use crate::isa::{EvalCtx, Op, MAX_LOOP_DEPTH};
 use crate::kernel::{Kernel, NAMED_BARRIERS, WG_THREADS};
 use crate::observer::{Event, Observer};
 use crate::port::MemoryPort;
-use crate::program::{control, Control};
 use crate::source::StreamSource;
 use crate::transfer::{Direction, Shape, Transfer};
 use crate::wait::WaitReason;

@@ -31,11 +31,12 @@ mod issue;
 mod lock;
 mod lsu;
 mod residency;
-pub(crate) mod resolve;
+mod resolve;
 mod snapshot;
 mod state;
 mod tma;
 mod units;
+pub mod walk;
 
 use crate::arena::{Arena, Layout};
 use crate::config::{GpuConfig, MemoryModel};
@@ -64,7 +65,6 @@ use tma::{Dedup, Engine, TmaOp};
 /// events go to its overflow heap, in the same order.
 const QUEUE_HORIZON_LOG2: u32 = 12;
 
-pub(crate) use resolve::resolve;
 pub use snapshot::fingerprint;
 
 /// The memory behind the TMA engines. The hierarchy variants are large,

@@ -37,7 +37,7 @@ fn coords_of(k: &Kernel, map: u8, ids: &[u16; 5], ctx: &EvalCtx) -> [i64; 5] {
 /// Resolves a (non-control) instruction against the evaluation context.
 /// Out-of-range array indices resolve to `u16::MAX`, which the executor
 /// reports as [`crate::error::SimError::IndexOutOfRange`].
-pub(crate) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
+pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
     let ev = |id: u16| k.exprs[id as usize].eval(ctx);
     match *instr {
         Instr::TmaLoad {

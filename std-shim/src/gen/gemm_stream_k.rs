@@ -45,9 +45,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use simfa_core::isa::EvalCtx;
-use simfa_core::program::Walk;
 use simfa_core::source::SourceError;
-use simfa_core::{Expr, Instr, Kernel, Op, Ref, StreamSource};
+use simfa_core::{Expr, Instr, Kernel, Op, Ref, StreamSource, Walk};
 
 use super::{
     bubble, coords, emit_loads, emit_mma, emit_store, map2d, name, tensor_bases, workspace_base,

@@ -28,7 +28,7 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use simfa_core::source::SourceError;
-use simfa_core::{Op, StreamSource};
+use simfa_core::{Kernel, Op, StreamSource};
 
 const MAGIC: &[u8; 8] = b"SFOPS\0\x01\0";
 const END: &[u8; 8] = b"SFOPSEND";
@@ -348,6 +348,45 @@ impl StreamSource for OpsFile {
             }
         }
     }
+}
+
+/// Writes the op file `path` of kernel `k` from `source`: every stream
+/// role's WarpGroups in every CTA, each pulled to its exit, so that `k`
+/// saved beside it runs from the file as it runs from `source`.
+pub fn write_streams(
+    path: &Path,
+    k: &Kernel,
+    mut source: impl StreamSource,
+) -> Result<(), OpsError> {
+    let mut w = OpsWriter::create(path)?;
+    for cta in 0..k.ctas().min(u32::MAX as u64) as u32 {
+        for (role, r) in k.roles.iter().enumerate().filter(|(_, r)| r.stream) {
+            for wg in 0..r.count {
+                w.begin(cta, role as u8, wg)?;
+                for pos in 0.. {
+                    let op =
+                        source
+                            .pull(cta, role as u8, wg, pos)
+                            .map_err(|_| OpsError::Format {
+                                path: path.display().to_string(),
+                                problem: format!(
+                                    "no op {pos} for CTA {cta}, role {role}, WarpGroup {wg}"
+                                ),
+                            })?;
+                    match op {
+                        Some(op) => {
+                            w.push(&op)?;
+                            if op == Op::Exit {
+                                break;
+                            }
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+    }
+    w.finish().map(|_| ())
 }
 
 /// The op file beside kernel file `kernel`: `KERNEL.ops`.

@@ -11,7 +11,7 @@
 //!
 //! GEMM fields: `m n k` (required), `kernel` (`"ws"`, the default, or
 //! `"paper"`), `block_m block_n block_k stages consumers group_m persistent
-//! tma_store wgmma_n cluster_m cluster_n split_k` (the family's defaults
+//! tma_store wgmma_n cluster_m cluster_n split_k stream_k` (the family's defaults
 //! otherwise, as in `simfa gemm`: [`GemmSpec`]; a persistent kernel gets
 //! one CTA per SM; C is stored from registers unless `tma_store = true`);
 //! `tune = true` runs the fastest kernel of `simfa gemm --tune`'s default

@@ -141,7 +141,7 @@ impl Walk {
         .map_err(|_| WalkError::Nesting)?;
         match at {
             Control::At(pc) => {
-                let op = crate::sim::resolve(k, &k.code[pc], &self.ctx);
+                let op = super::resolve::resolve(k, &k.code[pc], &self.ctx);
                 self.pc += 1;
                 if op == Op::Exit {
                     self.done = true;
