@@ -54,7 +54,10 @@ def test_gemm_tune_returns_the_best_report_and_every_candidate():
     space = 'tiles = ["128x256", "64x64"]\ncluster = ["1x1"]\nsplit_k = [1, 4]\n'
     r = simfa.gemm(128, 1024, 2048, gpu="h100", tune=True, space=space, jobs=2)
     cands = r["tune"]
-    assert len(cands) == 8  # 2 tiles x persistent or not x 2 splits
+    # 2 tiles x persistent or not x 2 splits, and each tile persistent
+    # with stream-K (4 and 32 tiles leave most of the 132 SMs idle).
+    assert len(cands) == 10
+    assert sum(c["config"]["stream_k"] for c in cands) == 2
     done = [c for c in cands if "cycles" in c]
     assert r["cycles"] == min(c["cycles"] for c in done)
     assert all(("cycles" in c) != ("cut" in c) for c in cands)
@@ -73,6 +76,19 @@ def test_gemm_tune_returns_the_best_report_and_every_candidate():
         simfa.gemm(128, 128, 128, tune=True, space='tiles = ["3x3"]\n')
     with pytest.raises(simfa.SimfaError, match="tune=True"):
         simfa.gemm(128, 128, 128, space='tiles = ["64x64"]\n')
+
+
+def test_gemm_stream_k_matches_the_cli():
+    r = simfa.gemm(128, 1024, 4096, gpu="h100", stream_k=True)
+    # 4 tiles x 64 iterations, at least 8 per stream-K unit.
+    assert r["ctas"] == 32
+    out = subprocess.run(
+        [str(cli_binary()), "gemm", "--gpu", "h100", "--m", "128", "--n", "1024",
+         "--k", "4096", "--stream-k", "--json"],
+        check=True, capture_output=True, text=True).stdout
+    assert json.loads(out)["digest"] == r["digest"]
+    with pytest.raises(simfa.SimfaError, match="stream_k"):
+        simfa.gemm(128, 1024, 4096, gpu="h100", stream_k=True, persistent=False)
 
 
 def test_gemm_kernel_family_by_name():
