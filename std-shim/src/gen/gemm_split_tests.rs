@@ -7,9 +7,13 @@ use super::*;
 use crate::check::ConsistencyChecker;
 use simfa_core::{Cycle, Event, GpuConfig, Observer};
 
-/// Every TMA issue and completion: (cycle, CTA, bytes, store, done).
+/// A transfer's issue or completion: (cycle, CTA, bytes, store, done).
+pub(super) type Transfer = (u64, u32, u64, bool, bool);
+
+/// Every TMA and register transfer's issue and completion (the stream-K
+/// tests' too).
 #[derive(Default)]
-struct Transfers(Vec<(u64, u32, u64, bool, bool)>);
+pub(super) struct Transfers(pub(super) Vec<Transfer>);
 
 impl Observer for Transfers {
     fn on_event(&mut self, c: Cycle, e: &Event) {

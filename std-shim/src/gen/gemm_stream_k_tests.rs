@@ -2,11 +2,12 @@
 //! share one tile's K (exact traffic, the fix-up after the partial sums
 //! land), the walk of every CTA's programs, and the parameter checks.
 
+use super::super::split_tests::{Transfer, Transfers};
 use super::*;
 use crate::check::ConsistencyChecker;
 use crate::gen::{gemm, gemm_source, Epilogue};
 use crate::run::{simulate_from, Snapshots};
-use simfa_core::{Cycle, Event, GpuConfig, Observer};
+use simfa_core::GpuConfig;
 
 /// A persistent warp-specialised stream-K GEMM of `ctas` CTAs.
 fn sk(m: u32, n: u32, k: u32, ctas: u32, consumers: u32) -> GemmParams {
@@ -96,27 +97,6 @@ fn tiles_follow_the_grouped_order() {
     };
     let order: Vec<_> = (0..p.tiles()).map(|t| tile_coords(&p, t)).collect();
     assert_eq!(order, [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)]);
-}
-
-/// A transfer's issue or completion: (cycle, CTA, bytes, store, done).
-type Transfer = (u64, u32, u64, bool, bool);
-
-/// Every TMA and register transfer's issue and completion.
-#[derive(Default)]
-struct Transfers(Vec<Transfer>);
-
-impl Observer for Transfers {
-    fn on_event(&mut self, c: Cycle, e: &Event) {
-        match *e {
-            Event::TmaIssue {
-                who, bytes, store, ..
-            } => self.0.push((c.get(), who.cta, bytes, store, false)),
-            Event::TmaDone {
-                who, bytes, store, ..
-            } => self.0.push((c.get(), who.cta, bytes, store, true)),
-            _ => {}
-        }
-    }
 }
 
 #[test]
