@@ -26,8 +26,9 @@ pub(crate) enum Control {
 pub(crate) struct Nesting;
 
 /// Runs loop control from `pc` until a non-control instruction, the end of
-/// the program (`end`), or `budget` control steps. `ctx.l` is set to the
-/// open loops' iterations.
+/// the program (`end`), or `budget` control steps. The open loops'
+/// iterations are written into `ctx.l` (the caller starts it at zeros).
+#[inline]
 pub(crate) fn control(
     k: &Kernel,
     end: usize,
@@ -42,7 +43,6 @@ pub(crate) fn control(
         if at >= end {
             return Ok(Control::End);
         }
-        ctx.l = [0; MAX_LOOP_DEPTH];
         for (i, f) in loops[..*depth as usize].iter().enumerate() {
             ctx.l[i] = f.iter;
         }
@@ -129,6 +129,8 @@ impl Walk {
         if self.done {
             return Ok(None);
         }
+        // As the issue unit's fetch does.
+        self.ctx.l = [0; MAX_LOOP_DEPTH];
         let at = control(
             k,
             self.end.min(k.code.len()),
