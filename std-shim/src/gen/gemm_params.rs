@@ -291,8 +291,9 @@ impl GemmParams {
     /// every wave but the last two is data-parallel and the rest stream-K
     /// (each CTA then gets one to two tiles' worth); whole waves are all
     /// data-parallel; fewer tiles than `ctas` are all stream-K. No unit
-    /// gets fewer than [`MIN_ITERS_PER_UNIT`] iterations, so small
-    /// problems take fewer units than `ctas`.
+    /// gets fewer than [`MIN_ITERS_PER_UNIT`] iterations unless that would
+    /// leave fewer units than tiles, so small problems take fewer units
+    /// than `ctas`.
     pub fn stream_k_split(&self) -> (u64, u64) {
         let (t, g) = (self.tiles(), self.ctas.max(1) as u64);
         let dp = if t < g {
@@ -303,7 +304,9 @@ impl GemmParams {
             (t / g - 1) * g
         };
         let iters = (t - dp) * self.k_iters() as u64;
-        let units = (iters / MIN_ITERS_PER_UNIT).clamp(iters.min(1), g);
+        // At least one unit per tile: fewer would compute whole tiles one
+        // after another where data-parallel CTAs compute them side by side.
+        let units = (iters / MIN_ITERS_PER_UNIT).max(t - dp).min(g);
         (dp, units)
     }
 

@@ -312,14 +312,11 @@ fn segment_program(
     bubble(k, p.iter_bubble_cycles())?;
     k.loop_end(kl)?;
     let wg = Expr { wg: 1, ..z };
-    let slot = |k: &mut Kb, c: u32| -> Result<[u16; 5], GenError> {
-        let at = [z, Expr { wg: h, ..z }, Expr::constant(c as i64)];
-        coords(k, MAP_W, &at)
-    };
     match &seg.end {
         SegmentEnd::Store => emit_store(k, p, tile)?,
         SegmentEnd::Partial => {
-            let c = slot(k, cta)?;
+            let own = [z, Expr { wg: h, ..z }, Expr::constant(cta as i64)];
+            let c = coords(k, MAP_W, &own)?;
             k.op(Instr::StGlobal {
                 map: MAP_W,
                 coords: c,
@@ -330,30 +327,48 @@ fn segment_program(
             k.op(Instr::LockRelease { lock: l })?;
         }
         SegmentEnd::Fixup { from } => {
-            for c in from.clone() {
-                let l = lock(k, p, c)?;
-                k.op(Instr::LockAcquire { lock: l })?;
-                k.op(Instr::LockRelease { lock: l })?;
-            }
+            // The contributors are consecutive CTAs: one loop over them
+            // (loop counter 0, the K loop being closed) for the locks and
+            // one for the loads, whatever their number.
+            let n = from.len() as u32;
+            let (first, cons) = (from.start as i64, p.consumers as i64);
+            let each = k.loop_begin(Expr::constant(n as i64))?;
+            let l = k.expr(Expr {
+                k: first * cons,
+                wg: 1,
+                l: [cons, 0, 0, 0],
+                ..z
+            })?;
+            k.op(Instr::LockAcquire { lock: l })?;
+            k.op(Instr::LockRelease { lock: l })?;
+            k.loop_end(each)?;
             let bar = Ref {
                 decl: REDUCE,
                 idx: k.expr(wg)?,
             };
             let elems = p.rows_per_consumer() * p.block_n;
-            let n = from.len() as u32;
             k.op(Instr::MbarExpectTx {
                 bar,
                 bytes: n * elems * PARTIAL_BYTES,
             })?;
-            for c in from.clone() {
-                let at = slot(k, c)?;
-                k.op(Instr::LdGlobal {
-                    map: MAP_W,
-                    bar,
-                    coords: at,
-                    segment: crate::gen::Epilogue::STORE_SEGMENT,
-                })?;
-            }
+            let each = k.loop_begin(Expr::constant(n as i64))?;
+            let from_slot = [
+                z,
+                Expr { wg: h, ..z },
+                Expr {
+                    k: first,
+                    l: [1, 0, 0, 0],
+                    ..z
+                },
+            ];
+            let at = coords(k, MAP_W, &from_slot)?;
+            k.op(Instr::LdGlobal {
+                map: MAP_W,
+                bar,
+                coords: at,
+                segment: crate::gen::Epilogue::STORE_SEGMENT,
+            })?;
+            k.loop_end(each)?;
             k.op(Instr::MbarArrive { bar })?;
             let parity = k.expr(z)?;
             k.op(Instr::MbarWait { bar, parity })?;

@@ -250,3 +250,44 @@ fn stream_k_checks_name_the_parameter() {
         assert!(e.contains("stream_k") && e.contains(want), "{e}");
     }
 }
+
+#[test]
+fn a_tile_shared_by_forty_ctas_is_fixed_up_in_two_loops() {
+    // One 128 x 128 tile of 320 iterations on 40 CTAs: CTA 0 adds the
+    // partial sums of the 39 others, whatever their number in a constant
+    // count of expressions.
+    let p = sk(128, 128, 64 * 320, 40, 1);
+    assert_eq!(p.stream_k_split(), (0, 40));
+    assert_eq!(segments(&p, 0)[0].end, SegmentEnd::Fixup { from: 1..40 });
+    let k = gemm(&p).unwrap();
+    let cfg = GpuConfig::h100();
+    let mut check = ConsistencyChecker::new(&cfg);
+    let out = simulate_from(
+        &cfg,
+        &k,
+        gemm_source(&p),
+        &mut check,
+        |_, _, _| {},
+        &Snapshots::default(),
+    )
+    .unwrap();
+    assert!(check.is_clean(), "{}", check.summary());
+    let s = out.summary.stats;
+    let partial = 128 * 128 * 4;
+    assert_eq!(s.bytes_loaded, 320 * 2 * 128 * 64 * 2 + 39 * partial);
+    assert_eq!(s.bytes_stored, 39 * partial + 128 * 128 * 2);
+}
+
+#[test]
+fn tiles_of_few_iterations_stay_data_parallel() {
+    // 128 tiles of one iteration: a unit per tile, not 16 units of 8.
+    let p = sk(16384, 128, 64, 132, 2);
+    assert_eq!(p.stream_k_split(), (0, 128));
+    assert!((0..128).all(|c| segments(&p, c)
+        == [Segment {
+            tile: c as u64,
+            k_begin: 0,
+            k_len: 1,
+            end: SegmentEnd::Store
+        }]));
+}
