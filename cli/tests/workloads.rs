@@ -223,7 +223,9 @@ fn gemm_tune_reports_the_best_of_a_family() {
     // simfa() adds --check: the best is run again under the checker.
     assert_eq!(one["check"]["clean"], true);
     let tune = one["tune"].as_array().unwrap();
-    assert_eq!(tune.len(), 8);
+    // 2 tiles x persistent or not x 2 splits, and each tile persistent
+    // with stream-K.
+    assert_eq!(tune.len(), 10);
     let best = tune
         .iter()
         .filter_map(|c| c["cycles"].as_u64())
@@ -341,6 +343,14 @@ fn gemm_stream_k_runs_replays_and_refuses() {
     let sk = run(&["--stream-k"]);
     assert_eq!(sk["check"]["clean"], true, "{}", sk["check"]);
     assert_eq!(sk["flops"], dp["flops"]);
+    // Its streamed roles are not walked: no estimate, and the text says so.
+    assert_eq!(sk["analytic"]["streamed"], true);
+    assert_eq!(dp["analytic"]["streamed"], false);
+    assert!(sk["analytic"]["bound_cycles"].is_null());
+    let mut args = vec!["gemm", "--stream-k"];
+    args.extend_from_slice(&shape);
+    let text = String::from_utf8(simfa(&args).stdout).unwrap();
+    assert!(text.contains("analytic      none: "), "{text}");
     assert_ne!(sk["digest"], dp["digest"]);
     // 20 tiles of 128 x 256, 32 iterations each, 8 per unit at least: 80
     // CTAs, where the data-parallel kernel has one per tile.

@@ -33,6 +33,10 @@ pub struct Analytic {
     /// False when the counts are partial (stream roles, a walk past its
     /// budget); then no bound is claimed (`bound_cycles` is null).
     pub complete: bool,
+    /// True when the kernel has stream roles (an imported trace, TTGIR,
+    /// stream-K): their instructions come from the host, so the walk
+    /// counts nothing of them and the text report says so.
+    pub streamed: bool,
     /// FLOPs of every WGMMA the grid issues.
     pub flops: u64,
     /// Tensor-pipe cycles of those WGMMAs, summed over SMs.
@@ -83,7 +87,10 @@ impl Analytic {
     /// The estimate of `k` on `cfg`, against a simulation of `cycles`.
     /// The walk visits at most `max_steps` instructions.
     pub fn new(cfg: &GpuConfig, k: &Kernel, cycles: u64, max_steps: u64) -> Analytic {
-        Analytic::from_estimate(cfg, &estimate(cfg, k, max_steps), cycles)
+        Analytic {
+            streamed: k.roles.iter().any(|r| r.stream),
+            ..Analytic::from_estimate(cfg, &estimate(cfg, k, max_steps), cycles)
+        }
     }
 
     /// Reports `e` for `cfg` against a simulation of `cycles`.
@@ -110,6 +117,7 @@ impl Analytic {
         let (wn, wd) = e.waves();
         Analytic {
             complete: e.complete,
+            streamed: false,
             flops: e.flops,
             tensor_cycles: e.tensor_cycles,
             l2_bytes: e.l2_load_bytes + e.l2_store_bytes,
@@ -371,6 +379,26 @@ impl Report {
             (Some(b), None) => format!("bound {b} cycles ({}-bound)", a.bound_level),
             (None, _) => "no bound (partial counts)".to_string(),
         };
+        let (analytic, roofline) = if a.streamed {
+            let none = "none: the instructions of its streamed roles come from the host";
+            (none.to_string(), "none".to_string())
+        } else {
+            (
+                format!(
+                    "{} FLOP, {} B L2, {} B {}, {:.2} waves ({} CTAs/SM)",
+                    a.flops,
+                    a.l2_bytes,
+                    a.hbm_bytes,
+                    a.memory_level,
+                    a.waves,
+                    a.resident_ctas_per_sm
+                ),
+                format!(
+                    "tensor {:.3} us, l2 {:.3} us, {} {:.3} us; {bound}",
+                    a.tensor_us, a.l2_us, a.memory_level, a.memory_us
+                ),
+            )
+        };
         let rows: [(&str, String); 16] = [
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
             (
@@ -466,25 +494,8 @@ impl Report {
                     self.stall_cycles, self.bubble_cycles
                 ),
             ),
-            (
-                "analytic",
-                format!(
-                    "{} FLOP, {} B L2, {} B {}, {:.2} waves ({} CTAs/SM)",
-                    a.flops,
-                    a.l2_bytes,
-                    a.hbm_bytes,
-                    a.memory_level,
-                    a.waves,
-                    a.resident_ctas_per_sm
-                ),
-            ),
-            (
-                "roofline",
-                format!(
-                    "tensor {:.3} us, l2 {:.3} us, {} {:.3} us; {bound}",
-                    a.tensor_us, a.l2_us, a.memory_level, a.memory_us
-                ),
-            ),
+            ("analytic", analytic),
+            ("roofline", roofline),
         ];
         let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
         let mut out = String::new();
