@@ -392,6 +392,8 @@ mod tests {
             ),
             ("\n\nwarps = [4]\n", "s.toml:3: warps: unknown field"),
             ("split_k = [\"two\"]\n", "s.toml:1: split_k:"),
+            ("stream_k = [1]\n", "s.toml:1: stream_k:"),
+            ("stream_k = []\n", "s.toml:1: stream_k: an empty list"),
             ("group_m = [0]\n", "s.toml:1: group_m"),
             ("tiles = [", "s.toml:1: tiles:"),
             ("[x]\n", "s.toml:1: x: unknown field"),
