@@ -86,6 +86,14 @@
 //! ceil(M/(BM*group_m))]` (rank 4, same base and strides, so the same
 //! addresses as the row-major 2-D map).
 //!
+//! # Stream-K
+//!
+//! With `stream_k`, the persistent CTAs share out the tiles' K iterations
+//! instead of the tiles, a CTA that ends inside a tile handing its partial
+//! sums to the CTA that began it; each CTA's share is its own, so the
+//! roles are streamed from per-segment programs ([`stream_k`], whose
+//! source [`gemm_source`] gives).
+//!
 //! # The epilogue
 //!
 //! [`Epilogue::Tma`] (the default of [`GemmParams::new`], the paper's

@@ -154,12 +154,13 @@ pub struct GemmParams {
     /// tile form a `[1, 1, split_k]` cluster whose others write their FP32
     /// partial sums to a workspace for the first to add before it stores C.
     pub split_k: u32,
-    /// Stream-K (default false): a persistent kernel of `min(ctas, tiles x
-    /// K iterations)` CTAs that share out all the tiles' K iterations
-    /// evenly, CTA by CTA in tile order; a CTA that ends inside a tile
+    /// Stream-K (default false): a persistent kernel whose CTAs share out
+    /// the K iterations of the tiles [`GemmParams::stream_k_split`] leaves
+    /// to stream-K evenly, unit by unit in tile order, then compute the
+    /// others whole; a CTA that ends inside a tile
     /// writes its FP32 partial sums to a workspace, and the CTA that
     /// computed the tile's first iterations adds them before it stores C
-    /// (see [`super::gemm`]'s stream-K section). Needs `persistent`, a
+    /// (see [`super::gemm::stream_k`]). Needs `persistent`, a
     /// ring (`stages >= 2`), a 1x1 cluster and `split_k = 1`.
     pub stream_k: bool,
 }

@@ -4,11 +4,17 @@
 //!
 //! # The schedule
 //!
-//! The `T = tiles x K/BK` iterations, tile after tile in Triton's grouped
-//! order, are cut among the `G` CTAs evenly: CTA `c` computes iterations
-//! `[c*T/G, (c+1)*T/G)` (floor divisions), so every CTA gets `T/G` of them
-//! or one more. A CTA's range crosses tiles; each tile it touches is a
-//! [`Segment`] ending one of three ways:
+//! [`GemmParams::stream_k_split`] splits the tiles, in Triton's grouped
+//! order, into the first `S` stream-K tiles and the data-parallel ones
+//! after them, and picks `U` units (CTAs) for the stream-K part, as
+//! CUTLASS's stream-K scheduler does. The `I = S x K/BK` stream-K
+//! iterations, tile after tile, are cut among the units evenly: unit `u`
+//! computes iterations `[u*I/U, (u+1)*I/U)` (floor divisions), so every
+//! unit gets `I/U` of them or one more. Each CTA then computes its
+//! data-parallel tiles, `S + c + w*G` for `w = 0, 1, ..` (`G` the grid),
+//! as CUTLASS's work units after the stream-K ones do. A unit's range
+//! crosses tiles; each tile a CTA touches is a [`Segment`] ending one of
+//! three ways:
 //!
 //! - **store**: the CTA computed the whole tile and stores C as the
 //!   persistent kernel does;
