@@ -44,11 +44,14 @@
 //! segment a WarpGroup is at, a small program with the segment's tile, K
 //! range and ring offset as constants (the persistent kernel's loads,
 //! WGMMAs and stores; the same declarations as the stream kernel), and
-//! hands its ops over through [`Walk`], one segment after another. Memory
-//! stays at one segment's program per resident WarpGroup.
+//! hands its ops over through [`Walk`], one segment after another. A
+//! CTA's WarpGroups share each program, built by the first to reach it and
+//! dropped once the last has: memory stays at a segment's program or two
+//! per resident CTA.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
+use std::rc::Rc;
 
 use simfa_core::isa::EvalCtx;
 use simfa_core::source::SourceError;
@@ -399,19 +402,60 @@ fn segment_program(
 struct Cursor {
     /// Ops handed over so far.
     pos: u64,
-    segs: Vec<Segment>,
+    segs: Rc<[Segment]>,
     seg: usize,
     /// Ring iterations of the segments before `seg`.
     offset: u64,
-    program: Box<Kernel>,
+    program: Rc<Kernel>,
     walk: Walk,
 }
 
+/// A CTA's segments or one segment's program, built by the first of the
+/// CTA's WarpGroups to need it and kept until the others have taken it.
+struct Shared<T: ?Sized> {
+    value: Rc<T>,
+    /// WarpGroups still to take it.
+    left: u32,
+}
+
 /// The [`StreamSource`] of a stream-K kernel: each WarpGroup's ops, one
-/// segment's program at a time.
+/// segment's program at a time, each program built once for its CTA's
+/// WarpGroups.
 pub struct StreamK {
     p: GemmParams,
     at: BTreeMap<(u32, u8, u8), Cursor>,
+    segs: BTreeMap<u32, Shared<[Segment]>>,
+    programs: BTreeMap<(u32, usize), Shared<Kernel>>,
+}
+
+/// Takes `key`'s shared value, building it with `make` for the first of
+/// `users` takers; dropped from `map` once the last has taken it. (A run
+/// resumed from a snapshot may take a value again: it is then built again.)
+fn take<K: Ord + Copy, T: ?Sized>(
+    map: &mut BTreeMap<K, Shared<T>>,
+    key: K,
+    users: u32,
+    make: impl FnOnce() -> Result<Rc<T>, SourceError>,
+) -> Result<Rc<T>, SourceError> {
+    if let Some(s) = map.get_mut(&key) {
+        let v = Rc::clone(&s.value);
+        s.left -= 1;
+        if s.left == 0 {
+            map.remove(&key);
+        }
+        return Ok(v);
+    }
+    let v = make()?;
+    if users > 1 {
+        map.insert(
+            key,
+            Shared {
+                value: Rc::clone(&v),
+                left: users - 1,
+            },
+        );
+    }
+    Ok(v)
 }
 
 impl StreamK {
@@ -420,16 +464,41 @@ impl StreamK {
         StreamK {
             p: *p,
             at: BTreeMap::new(),
+            segs: BTreeMap::new(),
+            programs: BTreeMap::new(),
         }
     }
 
-    fn start(&self, cta: u32, role: u8, wg: u8) -> Result<Cursor, SourceError> {
-        let segs = segments(&self.p, cta);
+    /// WarpGroups per CTA: the producer and the consumers.
+    fn users(&self) -> u32 {
+        1 + self.p.consumers
+    }
+
+    /// Segment `j`'s program for CTA `cta`, `offset` ring iterations in.
+    fn program(
+        &mut self,
+        cta: u32,
+        segs: &[Segment],
+        j: usize,
+        offset: u64,
+    ) -> Result<Rc<Kernel>, SourceError> {
+        let (p, users) = (self.p, self.users());
+        take(&mut self.programs, (cta, j), users, || {
+            segment_program(&p, cta, segs, j, offset)
+                .map(Rc::new)
+                .map_err(|_| SourceError)
+        })
+    }
+
+    fn start(&mut self, cta: u32, role: u8, wg: u8) -> Result<Cursor, SourceError> {
+        let (p, users) = (self.p, self.users());
+        let segs = take(&mut self.segs, cta, users, || {
+            Ok(Rc::from(segments(&p, cta)))
+        })?;
         if segs.is_empty() {
             return Err(SourceError);
         }
-        let program =
-            Box::new(segment_program(&self.p, cta, &segs, 0, 0).map_err(|_| SourceError)?);
+        let program = self.program(cta, &segs, 0, 0)?;
         let walk = Walk::new(&program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
         Ok(Cursor {
             pos: 0,
@@ -439,6 +508,30 @@ impl StreamK {
             program,
             walk,
         })
+    }
+
+    /// WarpGroup `key`'s next op, moving on to its next segment's program
+    /// at the end of one; `None` after the last.
+    fn next(&mut self, key: (u32, u8, u8)) -> Result<Option<Op>, SourceError> {
+        let (cta, role, wg) = key;
+        loop {
+            let c = self.at.get_mut(&key).ok_or(SourceError)?;
+            if let Some(op) = c.walk.next_op(&c.program).map_err(|_| SourceError)? {
+                c.pos += 1;
+                return Ok(Some(op));
+            }
+            if c.seg + 1 >= c.segs.len() {
+                return Ok(None);
+            }
+            c.offset += c.segs[c.seg].k_len as u64;
+            c.seg += 1;
+            let (segs, j, offset) = (Rc::clone(&c.segs), c.seg, c.offset);
+            let program = self.program(cta, &segs, j, offset)?;
+            let walk = Walk::new(&program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
+            let c = self.at.get_mut(&key).ok_or(SourceError)?;
+            c.program = program;
+            c.walk = walk;
+        }
     }
 }
 
@@ -451,33 +544,6 @@ fn ctx(cta: u32, wg: u8) -> EvalCtx {
     }
 }
 
-impl Cursor {
-    /// The next op, moving on to the next segment's program at the end of
-    /// one; `None` after the last.
-    fn next(
-        &mut self,
-        p: &GemmParams,
-        cta: u32,
-        role: u8,
-        wg: u8,
-    ) -> Result<Option<Op>, SourceError> {
-        loop {
-            if let Some(op) = self.walk.next_op(&self.program).map_err(|_| SourceError)? {
-                self.pos += 1;
-                return Ok(Some(op));
-            }
-            if self.seg + 1 >= self.segs.len() {
-                return Ok(None);
-            }
-            self.offset += self.segs[self.seg].k_len as u64;
-            self.seg += 1;
-            *self.program = segment_program(p, cta, &self.segs, self.seg, self.offset)
-                .map_err(|_| SourceError)?;
-            self.walk = Walk::new(&self.program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
-        }
-    }
-}
-
 impl StreamSource for StreamK {
     fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
         let key = (cta, role, wg);
@@ -486,14 +552,13 @@ impl StreamSource for StreamK {
             let c = self.start(cta, role, wg)?;
             self.at.insert(key, c);
         }
-        let cur = self.at.get_mut(&key).ok_or(SourceError)?;
-        while cur.pos < pos {
-            if cur.next(&self.p, cta, role, wg)?.is_none() {
+        while self.at.get(&key).is_some_and(|c| c.pos < pos) {
+            if self.next(key)?.is_none() {
                 self.at.remove(&key);
                 return Ok(None);
             }
         }
-        let op = cur.next(&self.p, cta, role, wg)?;
+        let op = self.next(key)?;
         if matches!(op, None | Some(Op::Exit)) {
             self.at.remove(&key);
         }
