@@ -158,11 +158,40 @@ pub fn spec_of(base: &GemmSpec, c: &Choice) -> GemmSpec {
 fn build(cfg: &GpuConfig, p: &GemmParams) -> Result<(Kernel, Option<u64>), String> {
     let k = gemm(p).map_err(|e| e.to_string())?;
     k.check_fits(cfg).map_err(|e| e.to_string())?;
+    if p.stream_k {
+        return Ok((k, stream_k_bound(cfg, p)));
+    }
     let e = estimate(cfg, &k, BOUND_STEPS);
     let bound = e
         .lower_bound_cycles(cfg)
         .map(|b| b.max(e.port_bound_cycles(cfg)));
     Ok((k, bound))
+}
+
+/// A lower bound on a stream-K kernel's cycles, whose streamed roles the
+/// analytic walk cannot see: the persistent kernel of the same tiles does
+/// the same WGMMAs and reads the same tensors, so its estimate gives the
+/// tensor cycles per K iteration and the compulsory HBM time; the CTA with
+/// the most iterations runs at least that many on its SM's tensor pipe.
+fn stream_k_bound(cfg: &GpuConfig, p: &GemmParams) -> Option<u64> {
+    let dp = GemmParams {
+        stream_k: false,
+        ..*p
+    };
+    let e = estimate(cfg, &gemm(&dp).ok()?, BOUND_STEPS);
+    e.lower_bound_cycles(cfg)?;
+    let iters = p.tiles() * p.k_iters() as u64;
+    let per_iter = e.tensor_cycles / iters.max(1);
+    let busiest = (0..p.grid_ctas() as u32)
+        .map(|c| {
+            super::gemm::stream_k::segments(p, c)
+                .iter()
+                .map(|s| s.k_len as u64)
+                .sum::<u64>()
+        })
+        .max()?;
+    let even = e.tensor_cycles.div_ceil(cfg.sms.max(1) as u64);
+    Some(even.max(per_iter * busiest).max(e.memory_bound_cycles(cfg)))
 }
 
 /// Tunes `base` over `space` on `cfg` with `jobs` threads (0: one per
@@ -489,6 +518,32 @@ mod tests {
         // Split-K or stream-K wins this grid of 4 tiles of 128 x 256.
         let p = t.candidates[t.best().unwrap()].params;
         assert!(p.split_k > 1 || p.stream_k, "{}", flags(&p));
+    }
+
+    #[test]
+    fn a_stream_k_bound_holds() {
+        let cfg = GpuConfig::h100();
+        for (m, n, k) in [(128, 1024, 4096), (640, 1024, 2048), (2048, 2048, 512)] {
+            let p = GemmSpec {
+                stream_k: Some(true),
+                ..GemmSpec::new(m, n, k)
+            }
+            .params(cfg.sms as u32);
+            let (kernel, bound) = build(&cfg, &p).unwrap();
+            let bound = bound.expect("a stream-K candidate has a bound");
+            let run = simulate_from(
+                &cfg,
+                &kernel,
+                gemm_source(&p),
+                &mut (),
+                |_, _, _| {},
+                &Snapshots::default(),
+            )
+            .unwrap();
+            let cycles = run.summary.cycles;
+            assert!(bound <= cycles, "{m}x{n}x{k}: bound {bound} > {cycles}");
+            assert!(bound > 0);
+        }
     }
 
     #[test]
