@@ -48,6 +48,52 @@ fn the_split_follows_the_waves() {
     }
 }
 
+/// Checks `p`'s schedule: every CTA has work, every stream-K iteration is
+/// computed once, every tile stored once, each partial fixed up once, the
+/// split within the grid; a message names what is wrong.
+fn check_schedule(p: &GemmParams) -> Result<(), String> {
+    let ipt = p.k_iters();
+    let (dp, units) = p.stream_k_split();
+    let grid = p.grid_ctas();
+    if units > p.ctas as u64 || grid > p.ctas as u64 || dp > p.tiles() {
+        return Err(format!("split ({dp}, {units}) of grid {grid}"));
+    }
+    let mut done = vec![vec![0u32; ipt as usize]; p.tiles() as usize];
+    let mut stores = vec![0u32; p.tiles() as usize];
+    let mut partials = Vec::new();
+    let mut fixed = Vec::new();
+    for c in 0..grid as u32 {
+        let s = segments(p, c);
+        if s.is_empty() {
+            return Err(format!("CTA {c} has no work"));
+        }
+        for (j, seg) in s.iter().enumerate() {
+            for i in seg.k_begin..seg.k_begin + seg.k_len {
+                done[seg.tile as usize][i as usize] += 1;
+            }
+            match &seg.end {
+                SegmentEnd::Store => stores[seg.tile as usize] += 1,
+                SegmentEnd::Partial if j == 0 => partials.push((seg.tile, c)),
+                SegmentEnd::Partial => return Err(format!("CTA {c}: partial segment {j}")),
+                SegmentEnd::Fixup { from } => {
+                    stores[seg.tile as usize] += 1;
+                    fixed.extend(from.clone().map(|f| (seg.tile, f)));
+                }
+            }
+        }
+    }
+    if !done.iter().flatten().all(|&d| d == 1) {
+        return Err("an iteration computed other than once".into());
+    }
+    if !stores.iter().all(|&s| s == 1) {
+        return Err("a tile stored other than once".into());
+    }
+    if partials != fixed {
+        return Err(format!("partials {partials:?} fixed up as {fixed:?}"));
+    }
+    Ok(())
+}
+
 #[test]
 fn every_iteration_is_computed_once_and_every_tile_stored_once() {
     for (m, n, k, ctas) in [
@@ -56,34 +102,42 @@ fn every_iteration_is_computed_once_and_every_tile_stored_once() {
         (384, 384, 640, 7),
     ] {
         let p = sk(m, n, k, ctas, 2);
-        let ipt = p.k_iters();
-        let mut done = vec![vec![0u32; ipt as usize]; p.tiles() as usize];
-        let mut stores = vec![0u32; p.tiles() as usize];
-        let mut partials = Vec::new();
-        let mut fixed = Vec::new();
+        check_schedule(&p).unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any shape, grid and raster group: the schedule covers the work
+    /// exactly, and every CTA's first segment program builds.
+    #[test]
+    fn any_schedule_covers_the_work(
+        m in 1u32..1200,
+        n8 in 1u32..160,
+        k8 in 1u32..600,
+        ctas in 1u32..140,
+        group_m in 1u32..10,
+        bn in proptest::sample::select(vec![64u32, 128, 256]),
+    ) {
+        let p = GemmParams {
+            block_n: bn,
+            group_m,
+            ..sk(m, n8 * 8, k8 * 8, ctas, 2)
+        };
+        proptest::prop_assume!(p.validate().is_ok());
+        if let Err(e) = check_schedule(&p) {
+            return Err(proptest::test_runner::TestCaseError::fail(e));
+        }
+        gemm(&p).map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
         for c in 0..p.grid_ctas() as u32 {
             let s = segments(&p, c);
-            assert!(!s.is_empty(), "CTA {c} has work");
-            for (j, seg) in s.iter().enumerate() {
-                for i in seg.k_begin..seg.k_begin + seg.k_len {
-                    done[seg.tile as usize][i as usize] += 1;
-                }
-                match &seg.end {
-                    SegmentEnd::Store => stores[seg.tile as usize] += 1,
-                    SegmentEnd::Partial => {
-                        assert_eq!(j, 0, "only a first segment is partial");
-                        partials.push((seg.tile, c));
-                    }
-                    SegmentEnd::Fixup { from } => {
-                        stores[seg.tile as usize] += 1;
-                        fixed.extend(from.clone().map(|f| (seg.tile, f)));
-                    }
-                }
+            for j in 0..s.len() {
+                let offset = s[..j].iter().map(|s| s.k_len as u64).sum();
+                segment_program(&p, c, &s, j, offset)
+                    .map_err(|e| proptest::test_runner::TestCaseError::fail(e.to_string()))?;
             }
         }
-        assert!(done.iter().flatten().all(|&d| d == 1), "{m}x{n}x{k}");
-        assert!(stores.iter().all(|&s| s == 1));
-        assert_eq!(partials, fixed, "each partial is fixed up once");
     }
 }
 
