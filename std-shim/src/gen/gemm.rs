@@ -692,7 +692,6 @@ fn emit_epilogue(
     let z = Expr::constant(0);
     let s = p.split_k as i64;
     let wg = Expr { wg: 1, ..z };
-    let depth = k.depth();
     let w = |k: &mut Kb, slice: Expr| -> Result<[u16; 5], GenError> {
         coords(k, sk.map, &[tile.c[0], tile.c[1], slice])
     };
@@ -728,15 +727,40 @@ fn emit_epilogue(
         decl: sk.reduce,
         idx: k.expr(wg)?,
     };
+    // Slice i + 1's partial sums of the consumer's rows.
+    emit_reduce(k, p, tile, (sk.map, bar), s as u32 - 1, |i| {
+        [tile.c[0], tile.c[1], Expr { k: 1, ..i }]
+    })?;
+    k.loop_end(first)?;
+    Ok(())
+}
+
+/// Adds `n` FP32 partial sums to a consumer's accumulator and stores C
+/// (split-K's first slice, stream-K's fix-up): loads them through
+/// workspace map `w.0` into mbarrier `w.1`, the `i`-th at box `at(i)` (`i`
+/// the expression of the loads' loop counter), waits for them, adds them
+/// on the FP32 units, then stores the tile.
+fn emit_reduce(
+    k: &mut Kb,
+    p: &GemmParams,
+    tile: &Tile,
+    (map, bar): (u8, Ref),
+    n: u32,
+    at: impl Fn(Expr) -> [Expr; 3],
+) -> Result<(), GenError> {
+    let z = Expr::constant(0);
     let elems = p.rows_per_consumer() * p.block_n;
-    let bytes = (s as u32 - 1) * elems * PARTIAL_BYTES;
-    k.op(Instr::MbarExpectTx { bar, bytes })?;
-    let loads = k.loop_begin(Expr::constant(s - 1))?;
-    let mut slice = Expr { k: 1, ..z };
-    slice.l[depth + 1] = 1;
-    let c = w(k, slice)?;
+    k.op(Instr::MbarExpectTx {
+        bar,
+        bytes: n * elems * PARTIAL_BYTES,
+    })?;
+    // The loads' loop counter is the next depth's.
+    let mut i = z;
+    i.l[k.depth()] = 1;
+    let loads = k.loop_begin(Expr::constant(n as i64))?;
+    let c = coords(k, map, &at(i))?;
     k.op(Instr::LdGlobal {
-        map: sk.map,
+        map,
         bar,
         coords: c,
         segment: Epilogue::STORE_SEGMENT,
@@ -747,13 +771,11 @@ fn emit_epilogue(
     k.op(Instr::MbarWait { bar, parity })?;
     k.op(Instr::Compute {
         work: simfa_core::Work {
-            fp32: (s as u32 - 1) * elems,
+            fp32: n * elems,
             ..simfa_core::Work::default()
         },
     })?;
-    emit_store(k, p, tile)?;
-    k.loop_end(first)?;
-    Ok(())
+    emit_store(k, p, tile)
 }
 
 /// Emits `body` for each kind of tile: once, inside the persistent tile

@@ -58,8 +58,8 @@ use simfa_core::source::SourceError;
 use simfa_core::{Expr, Instr, Kernel, Op, Ref, StreamSource, Walk};
 
 use super::{
-    bubble, coords, emit_loads, emit_mma, emit_store, map2d, name, tensor_bases, workspace_base,
-    Operands, Tile, EMPTY, FULL, MAP_A, MAP_C, PARTIAL_BYTES,
+    bubble, coords, emit_loads, emit_mma, emit_reduce, emit_store, map2d, name, tensor_bases,
+    workspace_base, Operands, Tile, EMPTY, FULL, MAP_A, MAP_C, PARTIAL_BYTES,
 };
 use crate::gen::gemm_params::{GemmParams, PRODUCER_REGS};
 use crate::gen::{GenError, Kb};
@@ -355,39 +355,10 @@ fn segment_program(
                 decl: REDUCE,
                 idx: k.expr(wg)?,
             };
-            let elems = p.rows_per_consumer() * p.block_n;
-            k.op(Instr::MbarExpectTx {
-                bar,
-                bytes: n * elems * PARTIAL_BYTES,
+            // Contributor first + i's slot, the consumer's rows.
+            emit_reduce(k, p, tile, (MAP_W, bar), n, |i| {
+                [z, Expr { wg: h, ..z }, Expr { k: first, ..i }]
             })?;
-            let each = k.loop_begin(Expr::constant(n as i64))?;
-            let from_slot = [
-                z,
-                Expr { wg: h, ..z },
-                Expr {
-                    k: first,
-                    l: [1, 0, 0, 0],
-                    ..z
-                },
-            ];
-            let at = coords(k, MAP_W, &from_slot)?;
-            k.op(Instr::LdGlobal {
-                map: MAP_W,
-                bar,
-                coords: at,
-                segment: crate::gen::Epilogue::STORE_SEGMENT,
-            })?;
-            k.loop_end(each)?;
-            k.op(Instr::MbarArrive { bar })?;
-            let parity = k.expr(z)?;
-            k.op(Instr::MbarWait { bar, parity })?;
-            k.op(Instr::Compute {
-                work: simfa_core::Work {
-                    fp32: n * elems,
-                    ..simfa_core::Work::default()
-                },
-            })?;
-            emit_store(k, p, tile)?;
         }
     }
     if last {
