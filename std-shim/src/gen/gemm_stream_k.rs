@@ -49,6 +49,7 @@
 //! dropped once the last has: memory stays at a segment's program or two
 //! per resident CTA.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::rc::Rc;
@@ -389,16 +390,6 @@ struct Shared<T: ?Sized> {
     left: u32,
 }
 
-/// The [`StreamSource`] of a stream-K kernel: each WarpGroup's ops, one
-/// segment's program at a time, each program built once for its CTA's
-/// WarpGroups.
-pub struct StreamK {
-    p: GemmParams,
-    at: BTreeMap<(u32, u8, u8), Cursor>,
-    segs: BTreeMap<u32, Shared<[Segment]>>,
-    programs: BTreeMap<(u32, usize), Shared<Kernel>>,
-}
-
 /// Takes `key`'s shared value, building it with `make` for the first of
 /// `users` takers; dropped from `map` once the last has taken it. (A run
 /// resumed from a snapshot may take a value again: it is then built again.)
@@ -429,17 +420,14 @@ fn take<K: Ord + Copy, T: ?Sized>(
     Ok(v)
 }
 
-impl StreamK {
-    /// The source of the stream-K kernel of `p`.
-    pub fn new(p: &GemmParams) -> Self {
-        StreamK {
-            p: *p,
-            at: BTreeMap::new(),
-            segs: BTreeMap::new(),
-            programs: BTreeMap::new(),
-        }
-    }
+/// The CTAs' segments and segment programs, shared by their WarpGroups.
+struct Library {
+    p: GemmParams,
+    segs: BTreeMap<u32, Shared<[Segment]>>,
+    programs: BTreeMap<(u32, usize), Shared<Kernel>>,
+}
 
+impl Library {
     /// WarpGroups per CTA: the producer and the consumers.
     fn users(&self) -> u32 {
         1 + self.p.consumers
@@ -461,6 +449,7 @@ impl StreamK {
         })
     }
 
+    /// WarpGroup `wg` of role `role` in CTA `cta`, at its first op.
     fn start(&mut self, cta: u32, role: u8, wg: u8) -> Result<Cursor, SourceError> {
         let (p, users) = (self.p, self.users());
         let segs = take(&mut self.segs, cta, users, || {
@@ -480,28 +469,47 @@ impl StreamK {
             walk,
         })
     }
+}
 
-    /// WarpGroup `key`'s next op, moving on to its next segment's program
-    /// at the end of one; `None` after the last.
-    fn next(&mut self, key: (u32, u8, u8)) -> Result<Option<Op>, SourceError> {
+impl Cursor {
+    /// The WarpGroup's next op (it is `key`), moving on to its next
+    /// segment's program at the end of one; `None` after the last.
+    fn next(&mut self, lib: &mut Library, key: (u32, u8, u8)) -> Result<Option<Op>, SourceError> {
         let (cta, role, wg) = key;
         loop {
-            let c = self.at.get_mut(&key).ok_or(SourceError)?;
-            if let Some(op) = c.walk.next_op(&c.program).map_err(|_| SourceError)? {
-                c.pos += 1;
+            if let Some(op) = self.walk.next_op(&self.program).map_err(|_| SourceError)? {
+                self.pos += 1;
                 return Ok(Some(op));
             }
-            if c.seg + 1 >= c.segs.len() {
+            if self.seg + 1 >= self.segs.len() {
                 return Ok(None);
             }
-            c.offset += c.segs[c.seg].k_len as u64;
-            c.seg += 1;
-            let (segs, j, offset) = (Rc::clone(&c.segs), c.seg, c.offset);
-            let program = self.program(cta, &segs, j, offset)?;
-            let walk = Walk::new(&program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
-            let c = self.at.get_mut(&key).ok_or(SourceError)?;
-            c.program = program;
-            c.walk = walk;
+            self.offset += self.segs[self.seg].k_len as u64;
+            self.seg += 1;
+            self.program = lib.program(cta, &self.segs, self.seg, self.offset)?;
+            self.walk = Walk::new(&self.program, role, ctx(cta, wg)).map_err(|_| SourceError)?;
+        }
+    }
+}
+
+/// The [`StreamSource`] of a stream-K kernel: each WarpGroup's ops, one
+/// segment's program at a time, each program built once for its CTA's
+/// WarpGroups.
+pub struct StreamK {
+    at: BTreeMap<(u32, u8, u8), Cursor>,
+    lib: Library,
+}
+
+impl StreamK {
+    /// The source of the stream-K kernel of `p`.
+    pub fn new(p: &GemmParams) -> Self {
+        StreamK {
+            at: BTreeMap::new(),
+            lib: Library {
+                p: *p,
+                segs: BTreeMap::new(),
+                programs: BTreeMap::new(),
+            },
         }
     }
 }
@@ -518,18 +526,19 @@ fn ctx(cta: u32, wg: u8) -> EvalCtx {
 impl StreamSource for StreamK {
     fn pull(&mut self, cta: u32, role: u8, wg: u8, pos: u64) -> Result<Option<Op>, SourceError> {
         let key = (cta, role, wg);
-        if !matches!(self.at.get(&key), Some(c) if c.pos <= pos) {
+        let cur = match self.at.entry(key) {
+            Entry::Occupied(o) if o.get().pos <= pos => o.into_mut(),
             // First pull, or a run resumed from a snapshot: from the start.
-            let c = self.start(cta, role, wg)?;
-            self.at.insert(key, c);
-        }
-        while self.at.get(&key).is_some_and(|c| c.pos < pos) {
-            if self.next(key)?.is_none() {
-                self.at.remove(&key);
-                return Ok(None);
+            Entry::Occupied(mut o) => {
+                o.insert(self.lib.start(cta, role, wg)?);
+                o.into_mut()
             }
+            Entry::Vacant(v) => v.insert(self.lib.start(cta, role, wg)?),
+        };
+        let mut op = cur.next(&mut self.lib, key)?;
+        while op.is_some() && cur.pos <= pos {
+            op = cur.next(&mut self.lib, key)?;
         }
-        let op = self.next(key)?;
         if matches!(op, None | Some(Op::Exit)) {
             self.at.remove(&key);
         }
