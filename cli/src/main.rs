@@ -60,7 +60,7 @@ use simfa_std::fa3log::Fa3LogWriter;
 use simfa_std::gen::{fa3, gemm, gemm_source};
 use simfa_std::load::{load_kernel, save_kernel, Format};
 use simfa_std::proton::export::ProtonWriter;
-use simfa_std::proton::ops_file::{ops_path, OpsFile};
+use simfa_std::proton::ops_file::{ops_path, write_streams, OpsFile};
 use simfa_std::reporting::gantt::{write_chrome_trace, GanttRecorder};
 use simfa_std::reporting::gantt_svg::write_svg;
 use simfa_std::reporting::report::Report;
@@ -421,8 +421,8 @@ fn dispatch(cmd: Cmd) -> Result<(), Failure> {
                         "a stream-K kernel's CTAs each have their own instruction streams: give -o FILE.sfk to write them to FILE.sfk.ops beside it".into(),
                     ));
                 };
-                let ops = simfa_std::proton::ops_file::ops_path(path);
-                simfa_std::proton::ops_file::write_streams(&ops, &k, gemm_source(&p))
+                let ops = ops_path(path);
+                write_streams(&ops, &k, gemm_source(&p))
                     .map_err(|e| Failure::Input(format!("cannot write {}: {e}", ops.display())))?;
             }
             emit_kernel(&k, output.as_deref())

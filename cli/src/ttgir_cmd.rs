@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use simfa_std::proton::ops_file::{ops_path, OpsWriter};
+use simfa_std::proton::ops_file::{ops_path, write_streams};
 use simfa_std::reporting::report::Report;
 use simfa_std::ttgir::launch::Launch;
 use simfa_std::ttgir::lower::Program;
@@ -154,21 +154,14 @@ impl TtgirCmd {
                 let cannot = |e: simfa_std::proton::ops_file::OpsError| {
                     Failure::Input(format!("cannot write {}: {e}", ops.display()))
                 };
-                let mut w = OpsWriter::create(&ops).map_err(cannot)?;
                 let k = &program.kernel;
-                let ctas: u32 = k.grid.iter().product();
-                for cta in 0..ctas {
-                    for role in 0..program.roles() as u8 {
-                        let streams = program.streams(cta, role).map_err(Failure::input)?;
-                        for (wg, s) in streams.iter().enumerate() {
-                            w.begin(cta, role, wg as u8).map_err(cannot)?;
-                            for op in s {
-                                w.push(op).map_err(cannot)?;
-                            }
-                        }
-                    }
-                }
-                w.finish().map_err(cannot)?;
+                let mut src = TtgirSource::new(&program);
+                // A CTA the interpreter could not run is bad input, named
+                // by the source's message.
+                write_streams(&ops, k, &mut src).map_err(|e| match src.error() {
+                    Some(why) => Failure::Input(why.to_string()),
+                    None => cannot(e),
+                })?;
                 save(k, &output)
             }
         }

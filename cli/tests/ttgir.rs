@@ -382,13 +382,20 @@ fn kernels_that_read_the_launch_s_memory_run_and_replay() {
     let scratch = Scratch::new("ttgir-no-values");
     let l = scratch.path("launch.toml");
     std::fs::write(&l, cut).unwrap();
-    let o = simfa(&["ttgir", "run", s(&k), "--launch", s(&l), "--gpu", "h100"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("a load from `sizes`, whose contents the launch does not give"),
-        "{}",
-        stderr(&o)
-    );
+    let out = scratch.path("k.sfk");
+    for args in [
+        vec!["ttgir", "run", s(&k), "--launch", s(&l), "--gpu", "h100"],
+        vec!["ttgir", "gen", s(&k), "--launch", s(&l), "-o", s(&out)],
+    ] {
+        let o = simfa(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains("a load from `sizes`, whose contents the launch does not give"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(!out.exists(), "no kernel written");
 }
 
 /// The persistent TMA GEMM of Triton's persistent-matmul tutorial at
