@@ -54,6 +54,19 @@ impl Locks {
         self.held[w] & b != 0
     }
 
+    /// Takes lock `lock` (in range).
+    fn take(&mut self, lock: u16) {
+        let (w, b) = bit(lock);
+        self.held[w] |= b;
+    }
+
+    /// Frees lock `lock` (in range): it is neither held nor being released.
+    fn free(&mut self, lock: u16) {
+        let (w, b) = bit(lock);
+        self.held[w] &= !b;
+        self.freeing[w] &= !b;
+    }
+
     /// Marks lock `lock`'s release as on its way; false when the lock is
     /// out of range or a release of it is on its way already.
     pub(super) fn mark_freeing(&mut self, lock: u16) -> bool {
@@ -85,8 +98,7 @@ impl<S: StreamSource> Simulator<'_, S> {
         if self.locks.held(lock) {
             return Ok(Outcome::Stall(WaitReason::Lock { lock }));
         }
-        let (w, b) = bit(lock);
-        self.locks.held[w] |= b;
+        self.locks.take(lock);
         Ok(Outcome::Sleep(self.now + self.cfg.atomic_round_trip()))
     }
 
@@ -103,9 +115,7 @@ impl<S: StreamSource> Simulator<'_, S> {
     /// A release reached the L2: frees the lock and wakes its waiters, on
     /// every SM.
     pub(super) fn lock_free(&mut self, lock: u16, obs: &mut impl Observer) {
-        let (w, b) = bit(lock);
-        self.locks.held[w] &= !b;
-        self.locks.freeing[w] &= !b;
+        self.locks.free(lock);
         for sm in 0..self.sms.len() {
             self.wake_sm(sm, obs, |r| r == WaitReason::Lock { lock });
         }
