@@ -179,7 +179,9 @@ fn stream_k_bound(cfg: &GpuConfig, p: &GemmParams) -> Option<u64> {
         ..*p
     };
     let e = estimate(cfg, &gemm(&dp).ok()?, BOUND_STEPS);
-    e.lower_bound_cycles(cfg)?;
+    if !e.complete {
+        return None;
+    }
     let iters = p.tiles() * p.k_iters() as u64;
     let per_iter = e.tensor_cycles / iters.max(1);
     let busiest = (0..p.grid_ctas() as u32)
