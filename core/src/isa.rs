@@ -467,6 +467,30 @@ pub enum Instr {
         /// Lock index expression (0..MAX_LOCKS).
         lock: ExprId,
     },
+    /// Add `amount` to counter `counter` of the grid (a word in global
+    /// memory that CTAs signal each other through: `atomicAdd`,
+    /// `red.release.gpu.global.add`, or an `atomicExch` that sets an unset
+    /// flag), once the add has crossed to the L2 (the crossbar's one-way
+    /// latency); the WarpGroup goes on at once. A negative amount adds
+    /// nothing. Counters are shared by every CTA of the grid
+    /// ([`crate::kernel::MAX_COUNTERS`]) and start at 0.
+    CounterAdd {
+        /// Counter index expression (0..MAX_COUNTERS).
+        counter: ExprId,
+        /// Amount expression.
+        amount: ExprId,
+    },
+    /// Wait until counter `counter` of the grid has reached `count` (a
+    /// spin on `ld.acquire` or `atomicCAS(p, v, v)`): when it has, the
+    /// WarpGroup goes on after an atomic's round trip to the L2 (the poll
+    /// that saw it, [`crate::GpuConfig::atomic_round_trip`]); when it has
+    /// not, it waits until an add lands and polls again.
+    CounterWait {
+        /// Counter index expression (0..MAX_COUNTERS).
+        counter: ExprId,
+        /// Count expression (reached at once when not above 0).
+        count: ExprId,
+    },
 }
 
 /// A resolved instruction, with every operand evaluated. This is what the
@@ -625,6 +649,20 @@ pub enum Op {
         /// Lock index.
         lock: u16,
     },
+    /// See [`Instr::CounterAdd`].
+    CounterAdd {
+        /// Counter index.
+        counter: u16,
+        /// Amount added.
+        amount: u32,
+    },
+    /// See [`Instr::CounterWait`].
+    CounterWait {
+        /// Counter index.
+        counter: u16,
+        /// Awaited count.
+        count: u32,
+    },
 }
 
 impl Op {
@@ -655,6 +693,8 @@ impl Op {
             Op::SmemMove { .. } => 22,
             Op::LockAcquire { .. } => 23,
             Op::LockRelease { .. } => 24,
+            Op::CounterAdd { .. } => 25,
+            Op::CounterWait { .. } => 26,
         }
     }
 
@@ -685,6 +725,8 @@ impl Op {
             Op::SmemMove { .. } => "smem.move",
             Op::LockAcquire { .. } => "lock.acquire",
             Op::LockRelease { .. } => "lock.release",
+            Op::CounterAdd { .. } => "counter.add",
+            Op::CounterWait { .. } => "counter.wait",
         }
     }
 }

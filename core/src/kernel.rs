@@ -31,6 +31,9 @@ pub const MAX_STAGES: usize = 64;
 /// Spin locks of a grid ([`crate::Instr::LockAcquire`]): words in
 /// global memory that every CTA shares.
 pub const MAX_LOCKS: usize = 1024;
+/// Counters of a grid ([`crate::Instr::CounterAdd`]): words in global
+/// memory that every CTA shares.
+pub const MAX_COUNTERS: usize = 1024;
 /// Named barriers per CTA (the hardware has 16).
 pub const NAMED_BARRIERS: usize = 16;
 /// Most expressions per kernel.
@@ -468,6 +471,11 @@ impl Kernel {
                 },
                 Instr::LockAcquire { lock } | Instr::LockRelease { lock } => {
                     self.expr_ok(lock, depth, at)?
+                }
+                Instr::CounterAdd { counter, amount: n }
+                | Instr::CounterWait { counter, count: n } => {
+                    self.expr_ok(counter, depth, at)?;
+                    self.expr_ok(n, depth, at)?
                 }
                 Instr::StoreWait { .. }
                 | Instr::WgmmaCommit

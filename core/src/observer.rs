@@ -341,6 +341,8 @@ fn op_word(op: &Op) -> u64 {
         Op::StageAcquire { stage } => stage as u64,
         Op::LockAcquire { lock } => lock as u64,
         Op::LockRelease { lock } => lock as u64 | 1 << 16,
+        Op::CounterAdd { counter, amount } => counter as u64 | (amount as u64) << 16,
+        Op::CounterWait { counter, count } => counter as u64 | (count as u64) << 16,
         Op::StageRelease { stage, cluster } => stage as u64 | (cluster as u64) << 16,
         // SS keeps the digest word of kernels written before modes existed.
         Op::Wgmma { n, mode } => n as u64 | (mode as u64) << 16,

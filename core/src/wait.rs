@@ -44,6 +44,11 @@ pub enum WaitReason {
         /// Lock index.
         lock: u16,
     },
+    /// A counter of the grid to reach the count a `counter.wait` awaits.
+    Counter {
+        /// Counter index.
+        counter: u16,
+    },
 }
 
 impl fmt::Display for WaitReason {
@@ -59,6 +64,7 @@ impl fmt::Display for WaitReason {
             WaitReason::TmaSlot => f.write_str("a TMA slot"),
             WaitReason::Stores { n } => write!(f, "stores to drain (store.wait {n})"),
             WaitReason::Lock { lock } => write!(f, "lock {lock} to be released"),
+            WaitReason::Counter { counter } => write!(f, "counter {counter} to count up"),
         }
     }
 }

@@ -146,6 +146,10 @@ enum Op {
     /// not); a lock left held deadlocks the CTAs that wait on it.
     LockAcquire(u8),
     LockRelease(u8),
+    /// Counters of the grid: expressions pick the counter (in range or
+    /// not) and the amount or count; a count never reached deadlocks.
+    CounterAdd(u8, u8),
+    CounterWait(u8, u8),
     /// Loads by threads; the segment is raw as a store's.
     LdGlobal {
         map: u8,
@@ -323,6 +327,14 @@ fn build(d: &Desc) -> Option<Kernel> {
                 Op::SmemMove(b) => Instr::SmemMove { bytes: b as u32 },
                 Op::LockAcquire(l) => Instr::LockAcquire { lock: ex(l) },
                 Op::LockRelease(l) => Instr::LockRelease { lock: ex(l) },
+                Op::CounterAdd(c, n) => Instr::CounterAdd {
+                    counter: ex(c),
+                    amount: ex(n),
+                },
+                Op::CounterWait(c, n) => Instr::CounterWait {
+                    counter: ex(c),
+                    count: ex(n),
+                },
                 Op::Compute([fp32, mufu, fp16, int]) => Instr::Compute {
                     work: simfa_core::Work {
                         fp32,

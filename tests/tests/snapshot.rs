@@ -393,3 +393,28 @@ fn lock_queue_resumes() {
         "{bad}"
     );
 }
+
+/// A kernel whose CTAs signal each other through counters (text
+/// assembly, read back from its printed form) resumes from any cycle: the
+/// counts and the adds crossing to the L2 are part of the state.
+#[test]
+fn counter_signals_resume() {
+    let text = "kernel signals\ngrid 6\nrole main count=1 regs=128 {\n    bubble 300\n    counter.add cta % 3, 1\n    counter.wait (cta + 1) % 3, 2\n    bubble 200\n}\n";
+    let k = simfa_std::asm::parse(text, "signals.sfk").unwrap();
+    let printed = simfa_std::asm::print(&k);
+    assert!(printed.contains("counter.add cta % 3, 1"), "{printed}");
+    assert_eq!(simfa_std::asm::parse(&printed, "printed").unwrap(), k);
+    for c in [cfg(MemoryModel::Fixed), arrival()] {
+        check_resumes(&c, &k);
+    }
+    let bad = simfa_std::asm::parse(
+        "kernel l\ngrid 1\nrole main count=1 regs=128 {\n    counter.wait 1024, 1\n}\n",
+        "bad.sfk",
+    )
+    .unwrap_err();
+    assert!(
+        bad.to_string()
+            .contains("bad.sfk:4:18: counter 1024 out of range"),
+        "{bad}"
+    );
+}

@@ -458,6 +458,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             }
             Op::LockAcquire { lock } => self.lock_acquire(ti, lock)?,
             Op::LockRelease { lock } => self.lock_release(ti, lock)?,
+            Op::CounterAdd { counter, amount } => self.counter_add(ti, counter, amount)?,
+            Op::CounterWait { counter, count } => self.counter_wait(ti, counter, count)?,
             Op::SmemMove { bytes } => {
                 // The load/store unit takes the 32-byte requests after those
                 // before them.
@@ -749,6 +751,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 self.tma_tick(sm as usize, obs)?;
             }
             Ev::LockFree { lock } => self.lock_free(lock, obs),
+            Ev::CounterLand { counter } => self.counter_land(counter, obs),
         }
         Ok(())
     }

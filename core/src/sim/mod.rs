@@ -24,6 +24,7 @@
 
 mod big_array;
 mod cluster;
+mod counter;
 mod deadlines;
 mod engine;
 mod ext;
@@ -173,14 +174,24 @@ impl Plan {
         // In hierarchy mode every SM also has at most one engine tick queued.
         // A kernel that may release locks has at most one release of each
         // on its way to the L2.
-        let locks = k
-            .code
-            .iter()
-            .any(|i| matches!(i, crate::Instr::LockRelease { .. }))
-            || k.roles.iter().any(|r| r.stream);
+        // Likewise at most one landing of adds to each counter.
+        let stream = k.roles.iter().any(|r| r.stream);
+        let locks = stream
+            || k.code
+                .iter()
+                .any(|i| matches!(i, crate::Instr::LockRelease { .. }));
+        let counters = stream
+            || k.code
+                .iter()
+                .any(|i| matches!(i, crate::Instr::CounterAdd { .. }));
         let queue = threads
             + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize + 1)
-            + if locks { crate::kernel::MAX_LOCKS } else { 0 };
+            + if locks { crate::kernel::MAX_LOCKS } else { 0 }
+            + if counters {
+                crate::kernel::MAX_COUNTERS
+            } else {
+                0
+            };
         let lb = cfg.l2.line_bytes as u64;
         let most = k
             .maps
@@ -304,6 +315,8 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     status: Status,
     /// The grid's spin locks.
     locks: lock::Locks,
+    /// The grid's counters.
+    counters: counter::Counters,
 }
 
 impl<'a> Simulator<'a, NoStream> {
@@ -461,6 +474,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             },
             status: Status::Running,
             locks: lock::Locks::default(),
+            counters: counter::Counters::default(),
         };
         for (i, c) in sim.ctas.iter_mut().enumerate() {
             c.sm = (i / plan.cta_slots) as u16;

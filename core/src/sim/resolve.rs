@@ -122,18 +122,27 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
             segment,
         },
         Instr::LockAcquire { lock } => Op::LockAcquire {
-            lock: lock_of(ev(lock)),
+            lock: word_of(ev(lock), crate::kernel::MAX_LOCKS),
         },
         Instr::LockRelease { lock } => Op::LockRelease {
-            lock: lock_of(ev(lock)),
+            lock: word_of(ev(lock), crate::kernel::MAX_LOCKS),
+        },
+        Instr::CounterAdd { counter, amount } => Op::CounterAdd {
+            counter: word_of(ev(counter), crate::kernel::MAX_COUNTERS),
+            amount: ev(amount).clamp(0, u32::MAX as i64) as u32,
+        },
+        Instr::CounterWait { counter, count } => Op::CounterWait {
+            counter: word_of(ev(counter), crate::kernel::MAX_COUNTERS),
+            count: ev(count).clamp(0, u32::MAX as i64) as u32,
         },
         Instr::LoopBegin { .. } | Instr::LoopEnd { .. } | Instr::Exit => Op::Exit,
     }
 }
 
-/// A lock index, or `u16::MAX` (refused at issue) outside the grid's locks.
-fn lock_of(v: i64) -> u16 {
-    if (0..crate::kernel::MAX_LOCKS as i64).contains(&v) {
+/// A lock or counter index, or `u16::MAX` (refused at issue) outside the
+/// grid's `len` words.
+fn word_of(v: i64, len: usize) -> u16 {
+    if (0..len as i64).contains(&v) {
         v as u16
     } else {
         u16::MAX

@@ -209,6 +209,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         w.val(&self.stats)?;
         w.val(&self.status)?;
         w.val(&self.locks)?;
+        w.val(&self.counters)?;
         w.slice(self.threads)?;
         w.slice(self.ctas)?;
         w.slice(self.mbars)?;
@@ -356,6 +357,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         }
         // Every release on its way is one queued event, and no more.
         let mut crossing = super::lock::Locks::default();
+        let mut landing = [false; crate::kernel::MAX_COUNTERS];
         for ev in self.queue.queued() {
             let thread = match *ev {
                 Ev::Wake { thread } | Ev::WgmmaDone { thread } => thread,
@@ -379,6 +381,13 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     }
                     continue;
                 }
+                Ev::CounterLand { counter } => {
+                    match landing.get_mut(counter as usize) {
+                        Some(l) if !*l => *l = true,
+                        _ => return Err("queued event"),
+                    }
+                    continue;
+                }
             };
             let t = self.threads.get(thread as usize).ok_or("queued event")?;
             if t.state == TState::Free {
@@ -387,6 +396,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         }
         if !self.locks.crossing_as(&crossing) {
             return Err("locks");
+        }
+        if !self.counters.crossing_as(&landing) {
+            return Err("counters");
         }
         Ok(())
     }
@@ -408,6 +420,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         self.stats = r.val()?;
         self.status = r.val()?;
         self.locks = r.val()?;
+        self.counters = r.val()?;
         r.slice(self.threads)?;
         r.slice(self.ctas)?;
         r.slice(self.mbars)?;
@@ -513,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn a_release_crossing_without_its_event_is_refused() {
+    fn a_release_or_add_crossing_without_its_event_is_refused() {
         // A sample kernel saved with one lock marked held and crossing
         // but no event queued to free it: restored, it would never free.
         let mut k = ::std::boxed::Box::new(Kernel::default());
@@ -531,6 +544,12 @@ mod tests {
         let mut a3 = ::std::vec![0u8; size];
         let err = Simulator::restore(&cfg, &k, &mut a3, &buf[..n]).err();
         assert_eq!(err, Some(SnapshotError::Corrupt { what: "locks" }));
+        // Likewise an add to a counter on its way with no landing queued.
+        sim.locks = Default::default();
+        sim.counters.crossing[9] = 1;
+        let n = sim.save(&mut buf).unwrap();
+        let err = Simulator::restore(&cfg, &k, &mut a3, &buf[..n]).err();
+        assert_eq!(err, Some(SnapshotError::Corrupt { what: "counters" }));
     }
 
     #[test]

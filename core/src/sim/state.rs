@@ -258,6 +258,10 @@ pub(crate) enum Ev {
     LockFree {
         lock: u16,
     },
+    /// The adds on their way to a counter reach the L2.
+    CounterLand {
+        counter: u16,
+    },
 }
 
 impl Ev {
@@ -268,6 +272,7 @@ impl Ev {
             Ev::Wake { .. } => 2,
             Ev::TmaTick { .. } => 3,
             Ev::LockFree { .. } => 4,
+            Ev::CounterLand { .. } => 5,
         }
     }
 }

@@ -1,7 +1,9 @@
 //! Role bodies: one instruction per line, and `loop COUNT {`.
 
 use simfa_core::isa::{ExprId, MAX_LOOP_DEPTH};
-use simfa_core::kernel::{MAX_CODE, MAX_EXPRS, MAX_LOCKS, NAMED_BARRIERS, WG_THREADS};
+use simfa_core::kernel::{
+    MAX_CODE, MAX_COUNTERS, MAX_EXPRS, MAX_LOCKS, NAMED_BARRIERS, WG_THREADS,
+};
 use simfa_core::{Expr, Instr, Ref, UnitClass, WgmmaMode, Work};
 
 use super::super::expr::parse_expr;
@@ -297,6 +299,17 @@ impl Parser<'_> {
                     Instr::LockAcquire { lock }
                 } else {
                     Instr::LockRelease { lock }
+                }
+            }
+            "counter.add" | "counter.wait" => {
+                let counter = self.expr_below(l, depth, "counter", MAX_COUNTERS)?;
+                comma(l, "counter")?;
+                let (e, at) = parse_expr(l, depth)?;
+                let n = self.intern(e, l, at)?;
+                if word == "counter.add" {
+                    Instr::CounterAdd { counter, amount: n }
+                } else {
+                    Instr::CounterWait { counter, count: n }
                 }
             }
             "smem.move" => Instr::SmemMove {

@@ -178,6 +178,16 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             out.push_str("lock.release ");
             expr(out, k, lock);
         }
+        Instr::CounterAdd { counter, amount: n } | Instr::CounterWait { counter, count: n } => {
+            out.push_str(if matches!(ins, Instr::CounterAdd { .. }) {
+                "counter.add "
+            } else {
+                "counter.wait "
+            });
+            expr(out, k, counter);
+            out.push_str(", ");
+            expr(out, k, n);
+        }
         Instr::StageAcquire { stage } => {
             out.push_str("stage.acquire ");
             decl_ref(out, k, stage, true);

@@ -338,6 +338,8 @@ pub fn op_name(op: &Op) -> &'static str {
         Op::SmemMove { .. } => "SMEM_MOVE",
         Op::LockAcquire { .. } => "LOCK_ACQUIRE",
         Op::LockRelease { .. } => "LOCK_RELEASE",
+        Op::CounterAdd { .. } => "COUNTER_ADD",
+        Op::CounterWait { .. } => "COUNTER_WAIT",
         Op::Compute { .. } => "COMPUTE",
         Op::Exit => "EXIT",
     }

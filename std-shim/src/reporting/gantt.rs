@@ -86,6 +86,7 @@ impl SpanKind {
                 WaitReason::TmaSlot => "wait tma slot".into(),
                 WaitReason::Stores { .. } => "wait stores".into(),
                 WaitReason::Lock { lock } => format!("wait lock {lock}"),
+                WaitReason::Counter { counter } => format!("wait counter {counter}"),
             },
             other => other.category().into(),
         }
