@@ -17,8 +17,9 @@ kernel's constexprs. Tensors get global addresses one after the other,
 each 1 MiB-aligned, row-major with packed strides.
 
 As Triton's launcher does for such arguments, pointers and integers that
-are multiples of 16 are marked divisible by 16 (the compiler vectorises
-and pipelines loads through pointers only with the mark). The launch's
+are multiples of 16 are marked divisible by 16, and an integer equal to 1
+(a unit stride) becomes a constant of the kernel: the compiler vectorises
+and pipelines loads through pointers only when it knows both. The launch's
 `regs` are the registers per thread ptxas gave the kernel (read from the
 cubin with the wheel's `cuobjdump`, when it is there), and its `smem` the
 shared memory Triton's allocator laid out.
@@ -140,7 +141,7 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
     gluon = type(fn).__module__.startswith("triton.experimental.gluon")
     signature, launch = {}, {"grid": [int(g) for g in (tuple(grid) + (1, 1))[:3]],
                              "args": {}, "tensors": {}}
-    aligned = []
+    aligned, ones = [], {}
     for name, a in zip(positional, args):
         if isinstance(a, Descriptor):
             dt, block = a.tensor.dtype, list(a.block_shape)
@@ -157,6 +158,11 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
             aligned.append(name)
         elif isinstance(a, bool) or not isinstance(a, int):
             raise TypeError(f"argument {name}: expected a Tensor, a Descriptor or an int, got {a!r}")
+        elif a == 1:
+            # As Triton's launcher specialises an integer equal to 1 (a unit
+            # stride): a constant of the kernel, not an argument.
+            signature[name] = "constexpr"
+            ones[name] = 1
         else:
             signature[name] = "i32" if -(1 << 31) <= a < (1 << 31) else "i64"
             launch["args"][name] = a
@@ -166,6 +172,7 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
         launch["buffers"] = {f"buffer{i}": _tensor_entry(t) for i, t in enumerate(buffers)}
     for k in constexprs:
         signature[k] = "constexpr"
+    constexprs = {**constexprs, **ones}
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in aligned}
     if gluon:
         from triton.experimental import gluon as gluon_mod

@@ -244,6 +244,29 @@ def test_triton_pointer_kernels_simulate_with_their_registers():
     assert r["bytes_loaded"] == 2 * 4 * n and r["bytes_stored"] == 4 * n
 
 
+def test_triton_unit_strides_are_constants_as_the_launcher_makes_them():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    import simfa.triton as st
+
+    @triton.jit
+    def copy(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        keep = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs * stride, mask=keep), mask=keep)
+
+    n = 1 << 20
+    x, out = st.Tensor((n,), "fp32"), st.Tensor((n,), "fp32")
+    ttgir, launch = st.compile(copy, (n // 1024,), x, out, n, 1, BLOCK=1024)
+    # Triton's launcher specialises an integer equal to 1: the compiled
+    # kernel has no `stride` argument (so its loads are known contiguous).
+    head = next(line for line in ttgir.splitlines() if "tt.func public" in line)
+    assert "%stride" not in head and "stride" not in launch["args"]
+    assert launch["args"] == {"n": n}
+    r = st.simulate(copy, (n // 1024,), x, out, n, 1, BLOCK=1024)
+    assert r["bytes_loaded"] == 4 * n
+
+
 def test_triton_tables_of_sizes_and_matrices_become_the_launch_s_memory():
     triton = pytest.importorskip("triton")
     import triton.language as tl
