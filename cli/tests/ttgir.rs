@@ -122,6 +122,46 @@ fn descriptors_made_in_the_kernel_run_and_replay() {
     replays_to("device_desc_gemm", &direct);
 }
 
+/// Triton's warp-specialised GEMM on Hopper: its two consumer partitions
+/// ask for 232 registers each (`setmaxnreg`), paid for by the default
+/// WarpGroup, which keeps 40, so the CTA fits the SM's 64 K registers;
+/// the descriptors the partitions make are declared from their own runs;
+/// a consumer's arrive for its 128 threads is one arrive of 128, not 128
+/// instructions (which made 4.4 M instructions of this run).
+#[test]
+fn a_warp_specialised_triton_gemm_fits_and_runs() {
+    let direct = ttgir_run("ws_desc_gemm");
+    // 16 x 16 tiles of 32 k-steps, 8 m64n128k16 WGMMAs each.
+    assert_eq!(direct["wgmmas"], 256 * 32 * 8);
+    assert!(
+        direct["instructions"].as_u64().unwrap() < 400_000,
+        "{direct}"
+    );
+    replays_to("ws_desc_gemm", &direct);
+    let scratch = Scratch::new("ttgir-ws");
+    let (k, text) = (scratch.path("k.sfk"), scratch.path("k.txt"));
+    let g = simfa(&[
+        "ttgir",
+        "gen",
+        s(&compiled("ws_desc_gemm.ttgir")),
+        "--launch",
+        s(&compiled("ws_desc_gemm.launch.toml")),
+        "-o",
+        s(&k),
+    ]);
+    assert_eq!(g.status.code(), Some(0), "{}", stderr(&g));
+    let c = simfa(&["convert", s(&k), s(&text)]);
+    assert_eq!(c.status.code(), Some(0), "{}", stderr(&c));
+    let asm = std::fs::read_to_string(&text).unwrap();
+    for role in [
+        "role body count=1 regs=40 stream",
+        "role partition0 count=1 regs=232 stream",
+        "role partition1 count=1 regs=232 stream",
+    ] {
+        assert!(asm.contains(role), "{asm}");
+    }
+}
+
 /// Triton's TMA GEMM (not warp-specialised: its one WarpGroup issues each
 /// load after the WGMMA that frees its slot, an iteration later than a
 /// producer WarpGroup would) agrees within 3% with `simfa gemm`'s

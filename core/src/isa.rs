@@ -543,10 +543,14 @@ pub enum Op {
         /// Arrival count.
         count: u16,
     },
-    /// See [`Instr::MbarArrive`].
+    /// See [`Instr::MbarArrive`]: `count` arrivals at once (PTX's
+    /// `mbarrier.arrive` with a count, as one thread arrives for a whole
+    /// WarpGroup); an instruction's arrive is one.
     MbarArrive {
         /// mbarrier index.
         bar: u16,
+        /// Arrivals.
+        count: u16,
     },
     /// See [`Instr::MbarExpectTx`].
     MbarExpectTx {

@@ -335,7 +335,8 @@ fn op_word(op: &Op) -> u64 {
         Op::BulkStore { addr, bytes } => addr ^ ((bytes as u64) << 32),
         Op::StoreWait { n } | Op::WgmmaWait { n } => n as u64,
         Op::MbarInit { bar, count } => bar as u64 | (count as u64) << 16,
-        Op::MbarArrive { bar } => bar as u64,
+        // One arrival keeps the word of kernels written before counts.
+        Op::MbarArrive { bar, count } => bar as u64 | ((count as u64).saturating_sub(1)) << 16,
         Op::MbarExpectTx { bar, bytes } => bar as u64 | (bytes as u64) << 16,
         Op::MbarWait { bar, parity } => bar as u64 | (parity as u64) << 16,
         Op::StageAcquire { stage } => stage as u64,

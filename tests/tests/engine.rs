@@ -429,6 +429,39 @@ fn stream_roles_pull_from_the_source() {
     assert_clean(&check);
 }
 
+/// An arrive of several arrivals (one thread arriving for its whole
+/// WarpGroup) completes a phase as that many single arrives would; more
+/// arrivals than the phase has left is refused.
+#[test]
+fn an_arrive_counts_its_arrivals() {
+    let mut b = Builder::new("arrive", [1, 1, 1]);
+    b.mbarrier("full", 1, 128);
+    b.stream_role("main", 1, 32);
+    let k = b.finish();
+    let cfg = GpuConfig::h800();
+    let run_ops = |ops: Vec<Op>| {
+        let n = Simulator::<Script>::arena_size(&cfg, &k).unwrap();
+        let mut arena = vec![0u8; n];
+        let mut sim = Simulator::with_source(&cfg, &k, &mut arena, Script(ops)).unwrap();
+        sim.run(&mut ())
+    };
+    let init = Op::MbarInit { bar: 0, count: 128 };
+    let wait = Op::MbarWait { bar: 0, parity: 0 };
+    let arrive = |count| Op::MbarArrive { bar: 0, count };
+    // 128 at once, or 100 then 28, complete the phase: the wait passes.
+    assert!(run_ops(vec![init, arrive(128), wait]).is_ok());
+    assert!(run_ops(vec![init, arrive(100), arrive(28), wait]).is_ok());
+    // 127 leave it pending: the wait never passes.
+    assert!(matches!(
+        run_ops(vec![init, arrive(127), wait]),
+        Err(SimError::Deadlock { .. })
+    ));
+    assert!(matches!(
+        run_ops(vec![init, arrive(100), arrive(29)]),
+        Err(SimError::BarrierOverArrive { barrier: 0, .. })
+    ));
+}
+
 /// Golden digest of a fixed multi-wave kernel. It moves only when the
 /// timing model changes; update it in the same commit and say why.
 #[test]

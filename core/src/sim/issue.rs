@@ -330,17 +330,17 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 );
                 Outcome::Next
             }
-            Op::MbarArrive { bar } => {
+            Op::MbarArrive { bar, count } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let m = &mut self.mbars[ci * self.plan.nbar + b];
-                if m.pending == 0 {
+                if m.pending < count {
                     return Err(SimError::BarrierOverArrive {
                         barrier: bar,
                         cta: self.ctas[ci].cta,
                         cycle: now,
                     });
                 }
-                m.pending -= 1;
+                m.pending -= count;
                 self.try_complete_phase(ci, b, obs);
                 Outcome::Next
             }

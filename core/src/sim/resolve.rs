@@ -71,6 +71,7 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
         },
         Instr::MbarArrive { bar } => Op::MbarArrive {
             bar: index_of(k, bar, ctx, true),
+            count: 1,
         },
         Instr::MbarExpectTx { bar, bytes } => Op::MbarExpectTx {
             bar: index_of(k, bar, ctx, true),

@@ -259,7 +259,7 @@ impl Layout {
             coords,
             multicast: 0,
         });
-        out.push(Op::MbarArrive { bar });
+        out.push(Op::MbarArrive { bar, count: 1 });
         match kind {
             Kind::TmaQ => {
                 out.push(Op::MbarWait {
@@ -393,7 +393,10 @@ impl Layout {
                             coords,
                         });
                         out.push(Op::StoreWait { n: 0 });
-                        out.push(Op::MbarArrive { bar: self.o_free });
+                        out.push(Op::MbarArrive {
+                            bar: self.o_free,
+                            count: 1,
+                        });
                     }
                     st.idle = true;
                     st.tile += 1;

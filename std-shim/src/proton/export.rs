@@ -233,12 +233,15 @@ impl<'k, W: Write> ProtonWriter<'k, W> {
                     json!({"bar": bar, "parity": parity, "op": exact}),
                 )
             }
-            Op::MbarArrive { bar } => {
+            Op::MbarArrive { bar, count } => {
                 let s = ScopeOp::MbArrive {
                     bar: self.bar_ssa(bar),
-                    count: 1,
+                    count: count as u32,
                 };
-                (self.scope(s), json!({"bar": bar, "op": exact}))
+                (
+                    self.scope(s),
+                    json!({"bar": bar, "count": count, "op": exact}),
+                )
             }
             Op::WgmmaWait { n } => (
                 self.scope(ScopeOp::WgmmaWait { pendings: n as u32 }),

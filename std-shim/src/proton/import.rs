@@ -272,11 +272,13 @@ impl Translator<'_> {
                     .map_err(|_| self.err(r, format!("{bytes} bytes do not fit an mbarrier")))?;
                 // `barrier_expect` is PTX's mbarrier.arrive.expect_tx.
                 out.push(Op::MbarExpectTx { bar, bytes });
-                out.push(Op::MbarArrive { bar });
+                out.push(Op::MbarArrive { bar, count: 1 });
             }
             ScopeOp::MbArrive { bar, count } => {
                 let (bar, _) = self.bar_at(r, bar, k)?;
-                out.extend((0..(*count).min(4096)).map(|_| Op::MbarArrive { bar }));
+                let count = u16::try_from(*count)
+                    .map_err(|_| self.err(r, format!("an arrival count of {count}")))?;
+                out.push(Op::MbarArrive { bar, count });
             }
             ScopeOp::MbWait { bar, phase } => {
                 let (bar, mut parity) = self.bar_at(r, bar, k)?;

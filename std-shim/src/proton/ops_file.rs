@@ -5,7 +5,7 @@
 //! instructions live beside it in an op file (`KERNEL.ops`):
 //!
 //! ```text
-//! "SFOPS\0\x01\0"                      8 bytes, magic and version 1
+//! "SFOPS\0\x02\0"                      8 bytes, magic and version 2
 //! op bytes                             every stream's ops, postcard-encoded, back to back
 //! index entry * N                      24 bytes each: cta u32, role u8, wg u8, 0u16,
 //!                                      ops u64, offset u64 (from the file start)
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use simfa_core::source::SourceError;
 use simfa_core::{Kernel, Op, StreamSource};
 
-const MAGIC: &[u8; 8] = b"SFOPS\0\x01\0";
+const MAGIC: &[u8; 8] = b"SFOPS\0\x02\0";
 const END: &[u8; 8] = b"SFOPSEND";
 const ENTRY: usize = 24;
 const FOOTER: usize = 24;
@@ -206,8 +206,15 @@ impl OpsFile {
         }
         let mut magic = [0u8; 8];
         file.read_exact(&mut magic).map_err(io)?;
+        if magic[..6] == MAGIC[..6] && magic != *MAGIC {
+            let v = u16::from_le_bytes([magic[6], magic[7]]);
+            let ours = u16::from_le_bytes([MAGIC[6], MAGIC[7]]);
+            return Err(bad(format!(
+                "op file version {v}, this build reads version {ours} (write it again)"
+            )));
+        }
         if &magic != MAGIC {
-            return Err(bad("bad magic or version".into()));
+            return Err(bad("bad magic".into()));
         }
         let mut foot = [0u8; FOOTER];
         file.seek(SeekFrom::Start(len - FOOTER as u64))

@@ -8,7 +8,9 @@
 //! - **Grid** from the launch; CTA `i` runs with the program ids
 //!   [`Kernel::cta_coords`] gives it (x fastest).
 //! - **WarpGroups**: one stream role of `num-warps / 4` WarpGroups (at
-//!   least one), with the launch's `regs` (168 by default).
+//!   least one), with the launch's `regs` (168 by default), or, with warp
+//!   specialisation, the registers Triton's `setmaxnreg` gives each
+//!   partition ([`super::registers`]).
 //! - **Tensor maps**: one per descriptor argument a TMA op uses, its box
 //!   from that op's type, its tensor from the launch.
 //! - **MBarriers**: one array per barrier buffer CTA 0 initialises, of the
@@ -45,7 +47,7 @@ use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
 use super::global::Global;
-use super::interp::{Effect, EffectSink, Interp, Origin};
+use super::interp::{Effect, EffectSink, Interp, Origin, Role};
 use super::launch::{Launch, LaunchError, Tensor};
 use super::pointer::{all, Inflight, PtrMaps, Rings};
 use super::scope::ScopeOp;
@@ -185,9 +187,11 @@ impl<'m, 'a> Program<'m, 'a> {
             let t = launch
                 .tensor(name, *pos as usize)
                 .ok_or_else(|| fail(format!("the descriptor `{name}` has no tensor")))?;
-            // The hardware box is no wider than the layout's swizzle span;
-            // a wider block is several copies (see `lower`).
-            let mut hw = shape.clone();
+            // The hardware box is at most 256 elements along each
+            // dimension (as Triton's descriptors clamp it) and no wider than
+            // the layout's swizzle span; a larger block is several copies
+            // (see `copies`).
+            let mut hw: Vec<u32> = shape.iter().map(|&d| d.min(256)).collect();
             if let (Some(span), Some(inner)) = (module.swizzle_bytes(ty, func.at), hw.last_mut()) {
                 let cap = (span / t.elem.max(1) as u64).max(1) as u32;
                 *inner = (*inner).min(cap);
@@ -207,9 +211,19 @@ impl<'m, 'a> Program<'m, 'a> {
         let mut decls = Decls::default();
         let budget = launch.max_steps.unwrap_or(super::launch::DEFAULT_MAX_STEPS);
         let global = Arc::new(Global::new(launch, func, &args));
-        let mut probe =
-            Interp::new(module, [0, 0, 0], launch.grid, budget).with_global(global.clone());
-        probe.run(func, &args, &mut decls)?;
+        // A CTA's run, every role of it: the worker partitions make
+        // descriptors and move tiles of their own.
+        let roles = 1 + workers.len();
+        let probe = |coords: [u32; 3], sink: &mut Decls<'m>| -> Result<(), LowerError> {
+            for r in 0..roles {
+                Interp::new(module, coords, launch.grid, budget)
+                    .with_global(global.clone())
+                    .as_role(Role::of(r as u8))
+                    .run(func, &args, sink)?;
+            }
+            Ok(())
+        };
+        probe([0, 0, 0], &mut decls)?;
         // The tensor maps of the tiles moved through pointers and of the
         // descriptors made in the kernel are declared once, from the CTAs
         // that reach them: more CTAs are probed, from both ends of the
@@ -237,10 +251,7 @@ impl<'m, 'a> Program<'m, 'a> {
         while global.has_buffers() || (!covered(&decls, &more) && probed < MAX_PROBES) {
             probed += 1;
             let Some(cta) = order.next() else { break };
-            let coords = b.kernel().cta_coords(cta);
-            Interp::new(module, coords, launch.grid, budget)
-                .with_global(global.clone())
-                .run(func, &args, &mut more)?;
+            probe(b.kernel().cta_coords(cta), &mut more)?;
         }
         decls.tiles.append(&mut more.tiles);
         decls.made.append(&mut more.made);
@@ -358,12 +369,17 @@ impl<'m, 'a> Program<'m, 'a> {
                 *ring = Some(b.kernel().mbar_base(d));
             }
         }
-        let regs = launch.regs.unwrap_or(DEFAULT_REGS);
+        let parts: Vec<_> = workers.iter().map(|w| w.1).collect();
+        let (regs, part_regs) = if parts.is_empty() {
+            (launch.regs.unwrap_or(DEFAULT_REGS), Vec::new())
+        } else {
+            super::registers::split(launch.regs, warps.clamp(0, 1024) as u32, &parts)
+        };
         b.stream_role("body", wgs as u32, regs)
             .map_err(|e| fail(e.to_string()))?;
         let mut all = vec![wgs];
-        for (i, w) in workers.iter().enumerate() {
-            b.stream_role(&format!("partition{i}"), w.0 as u32, w.1.unwrap_or(regs))
+        for (i, (w, r)) in workers.iter().zip(&part_regs).enumerate() {
+            b.stream_role(&format!("partition{i}"), w.0 as u32, *r)
                 .map_err(|e| fail(e.to_string()))?;
             all.push(w.0);
         }
@@ -652,11 +668,13 @@ impl<'m, 'a> Program<'m, 'a> {
                 let bytes = u32::try_from(bytes)
                     .map_err(|_| fail(format!("{bytes} bytes do not fit an mbarrier")))?;
                 out[0].push_back(Op::MbarExpectTx { bar, bytes });
-                out[0].push_back(Op::MbarArrive { bar });
+                out[0].push_back(Op::MbarArrive { bar, count: 1 });
             }
             Effect::Arrive { bar: m, count } => {
                 let bar = bar(m)?;
-                out[0].extend((0..count.min(4096)).map(|_| Op::MbarArrive { bar }));
+                let count = u16::try_from(count)
+                    .map_err(|_| fail(format!("an arrival count of {count}")))?;
+                out[0].push_back(Op::MbarArrive { bar, count });
             }
             Effect::Wait { bar: m, phase } => {
                 let op = Op::MbarWait {
@@ -958,8 +976,11 @@ fn walk<'m, 'a>(
 
 /// The worker partitions of the kernel's `ttg.warp_specialize` (none
 /// without one): each one's WarpGroups (`num_warps(W)`, a WarpGroup per
-/// four warps, at least one) and requested registers.
-fn partitions(module: &Module<'_>, func: &Func<'_>) -> Result<Vec<(u8, Option<u32>)>, String> {
+/// four warps, at least one), its warps and requested registers.
+fn partitions(
+    module: &Module<'_>,
+    func: &Func<'_>,
+) -> Result<Vec<(u8, super::registers::Partition)>, String> {
     let mut found: Vec<&Node<'_>> = Vec::new();
     walk(&func.body.blocks, &HashMap::new(), &mut |n, _| {
         if n.view.name == "ttg.warp_specialize" {
@@ -1000,8 +1021,13 @@ fn partitions(module: &Module<'_>, func: &Func<'_>) -> Result<Vec<(u8, Option<u3
             .ok_or_else(|| format!("partition{} has no num_warps(N)", i - 1))?;
         let wgs = u8::try_from((warps.max(1) as u64).div_ceil(4))
             .map_err(|_| format!("partition{} has {warps} warps", i - 1))?;
-        let r = regs.get(i - 1).map(|&r| r.clamp(24, 255) as u32);
-        out.push((wgs, r));
+        out.push((
+            wgs,
+            super::registers::Partition {
+                warps: warps.clamp(1, 1024) as u32,
+                requested: regs.get(i - 1).copied(),
+            },
+        ));
     }
     Ok(out)
 }

@@ -107,7 +107,7 @@ fn a_two_warpgroup_ring_lowers_as_derived() {
         };
         wg0.extend([
             Op::MbarExpectTx { bar, bytes: 16384 },
-            Op::MbarArrive { bar },
+            Op::MbarArrive { bar, count: 1 },
             Op::TmaLoad {
                 map: 0,
                 bar,
@@ -356,7 +356,7 @@ module attributes {\"ttg.num-warps\" = 4 : i32} {
                 coords: [0; 5],
                 multicast: 0
             },
-            Op::MbarArrive { bar },
+            Op::MbarArrive { bar, count: 1 },
             Op::MbarWait { bar, parity: 0 },
         ]
     );
@@ -437,4 +437,66 @@ module attributes {\"ttg.num-warps\" = 4 : i32} {
             .count();
         assert!(loads > cta as usize, "CTA {cta}: {loads} loads");
     }
+}
+
+/// A WGMMA's i1 operand is `useC` (whether it adds to its accumulator),
+/// not a predicate: with it false, as Gluon's pipelined GEMMs start each
+/// tile, the dot is issued all the same.
+#[test]
+fn a_dot_that_does_not_use_its_accumulator_is_still_issued() {
+    let src = RING
+        .replace(
+            "%true = arith.constant true",
+            "%true = arith.constant true\n    %false = arith.constant false",
+        )
+        .replace("%bb, %acc {", "%bb, %acc, %false {");
+    let m = ring_module(&src);
+    let p = Program::new(&m, &launch(), "ring.toml").unwrap();
+    let s = p.streams(1, 0).unwrap();
+    let dots = |w: &Vec<Op>| w.iter().filter(|o| matches!(o, Op::Wgmma { .. })).count();
+    assert_eq!((dots(&s[0]), dots(&s[1])), (12, 12));
+}
+
+/// A TMA block larger than 256 elements along a dimension is several
+/// hardware copies of a box of at most 256, as Triton's descriptors clamp
+/// it: a 1-D block of 8192 fp32 is 32 copies of 256.
+#[test]
+fn a_block_over_256_elements_is_several_copies() {
+    let src = "#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 0, transposed = false, elementBitWidth = 32}>
+#bar = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>
+#smem = #ttg.shared_memory
+module attributes {\"ttg.num-warps\" = 4 : i32} {
+  tt.func public @copy(%a: !tt.tensordesc<8192xf32, #shared>) {
+    %true = arith.constant true
+    %c0 = arith.constant 0 : i32
+    %pid = tt.get_program_id x : i32
+    %c8192 = arith.constant 8192 : i32
+    %x = arith.muli %pid, %c8192 : i32
+    %buf = ttg.local_alloc : () -> !ttg.memdesc<8192xf32, #shared, #smem, mutable>
+    %b = ttg.local_alloc : () -> !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    ttng.init_barrier %b, 1 : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    ttng.barrier_expect %b, 32768, %true : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    ttng.async_tma_copy_global_to_local %a[%x] %buf, %b, %true : !tt.tensordesc<8192xf32, #shared>, !ttg.memdesc<1xi64, #bar, #smem, mutable> -> !ttg.memdesc<8192xf32, #shared, #smem, mutable>
+    ttng.wait_barrier %b, %c0 : !ttg.memdesc<1xi64, #bar, #smem, mutable>
+    tt.return
+  }
+}
+";
+    let m = ring_module(src);
+    let l = Launch::parse(
+        "copy.toml",
+        "grid = [4, 1, 1]\n[tensors.a]\nbase = 0x100000\nelem = 4\ndims = [32768]\n",
+    )
+    .unwrap();
+    let p = Program::new(&m, &l, "copy.toml").unwrap();
+    assert_eq!(p.kernel.maps[0].boxdim[0], 256);
+    let s = p.streams(2, 0).unwrap();
+    let loads: Vec<i64> = s[0]
+        .iter()
+        .filter_map(|o| match o {
+            Op::TmaLoad { coords, .. } => Some(coords[0]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(loads, (0..32).map(|i| 16384 + 256 * i).collect::<Vec<_>>());
 }

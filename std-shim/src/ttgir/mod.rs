@@ -40,6 +40,7 @@ pub mod lower;
 pub mod ops;
 pub mod pass;
 pub mod pointer;
+mod registers;
 pub mod scope;
 pub mod simulate;
 pub mod source;

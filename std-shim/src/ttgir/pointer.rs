@@ -226,7 +226,7 @@ impl Rings {
         out[0].push_back(Op::MbarExpectTx { bar, bytes });
         ops(bar, &mut out[0]);
         if arrive {
-            out[0].push_back(Op::MbarArrive { bar });
+            out[0].push_back(Op::MbarArrive { bar, count: 1 });
         }
         Ok(())
     }
@@ -234,7 +234,7 @@ impl Rings {
     /// `async_commit_group`.
     pub fn commit(&self, st: &mut Inflight, out: &mut [VecDeque<Op>]) -> Result<(), String> {
         let bar = self.group_bar(st, out)?;
-        out[0].push_back(Op::MbarArrive { bar });
+        out[0].push_back(Op::MbarArrive { bar, count: 1 });
         st.committed += 1;
         st.open = false;
         Ok(())
@@ -351,7 +351,7 @@ mod tests {
             }
         );
         assert!(matches!(out[0][1], Op::LdGlobal { bar: 10, .. }));
-        assert_eq!(out[0][2], Op::MbarArrive { bar: 10 });
+        assert_eq!(out[0][2], Op::MbarArrive { bar: 10, count: 1 });
         // Group RING + 2 reuses group 2's barrier, so it waits for it first.
         for _ in 3..RING + 2 {
             rings.commit(&mut st, &mut out).unwrap();

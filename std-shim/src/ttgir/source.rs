@@ -43,13 +43,9 @@ pub(super) struct CtaRun<'p, 'm, 'a> {
 impl<'p, 'm, 'a> CtaRun<'p, 'm, 'a> {
     pub(super) fn new(program: &'p Program<'m, 'a>, cta: u32, role: u8) -> Self {
         let coords = program.kernel.cta_coords(cta);
-        let as_role = match role {
-            0 => Role::Default,
-            r => Role::Worker(r - 1),
-        };
         let mut interp = Interp::new(program.module, coords, program.kernel.grid, program.budget)
             .with_global(program.global.clone())
-            .as_role(as_role);
+            .as_role(Role::of(role));
         interp.start(program.func, &program.args);
         CtaRun {
             program,

@@ -151,6 +151,17 @@ pub enum Role {
     Worker(u8),
 }
 
+impl Role {
+    /// The warps of simfa role `role`: 0 the function's own, `p + 1`
+    /// worker partition `p`.
+    pub fn of(role: u8) -> Role {
+        match role {
+            0 => Role::Default,
+            r => Role::Worker(r - 1),
+        }
+    }
+}
+
 /// The deepest chain of calls and nested regions a kernel may make.
 const MAX_DEPTH: usize = 256;
 

@@ -365,7 +365,9 @@ impl<'m, 'a> Interp<'m, 'a> {
         s: &'m ScopeOp,
         sink: &mut impl EffectSink<'m>,
     ) -> Result<Value, TtgirError> {
-        if !self.enabled(n) {
+        // A WGMMA's i1 operand is `useC` (whether it adds to its
+        // accumulator, in the same time), not a predicate.
+        if !matches!(s, ScopeOp::Wgmma(_)) && !self.enabled(n) {
             return Ok(Value::Opaque);
         }
         let mut result = Value::Opaque;
