@@ -555,12 +555,12 @@ impl GemmParams {
     }
 
     /// Stream-K's checks: a persistent kernel with a ring, no cluster or
-    /// split-K, and a lock per consumer of each CTA.
+    /// split-K, and a counter per consumer of each CTA.
     fn validate_stream_k(&self) -> Result<(), GenError> {
         if !self.stream_k {
             return Ok(());
         }
-        let locks = self.grid_ctas() * self.consumers as u64;
+        let counters = self.grid_ctas() * self.consumers as u64;
         let problem = if !self.persistent {
             "stream-K shares K iterations among persistent CTAs: set persistent".to_string()
         } else if self.stages < 2 {
@@ -569,12 +569,12 @@ impl GemmParams {
             "stream-K runs without clusters: set cluster 1x1".to_string()
         } else if self.split_k > 1 {
             "stream-K already splits K: set split_k = 1".to_string()
-        } else if locks > simfa_core::kernel::MAX_LOCKS as u64 {
+        } else if counters > simfa_core::kernel::MAX_COUNTERS as u64 {
             format!(
-                "{} CTAs of {} consumers need {locks} locks (at most {}): lower ctas",
+                "{} CTAs of {} consumers need {counters} counters (at most {}): lower ctas",
                 self.grid_ctas(),
                 self.consumers,
-                simfa_core::kernel::MAX_LOCKS
+                simfa_core::kernel::MAX_COUNTERS
             )
         } else {
             return Ok(());

@@ -21,21 +21,19 @@
 //! - **partial**: the CTA computed the tile's later iterations (this is
 //!   only ever its first segment). Each consumer writes its FP32 partial
 //!   sums to the CTA's slot of the workspace (`st.global W, [0, wg*h,
-//!   c]`), drains the stores and releases its lock;
+//!   c]`), drains the stores and adds 1 to its counter;
 //! - **fix-up**: the CTA computed the tile's first iterations (only ever
-//!   its last segment) and the CTAs after it the rest. Each consumer takes
-//!   and gives back each contributor's lock, loads their partial sums into
-//!   its `reduce` mbarrier, adds them (`compute fp32`) and stores C.
+//!   its last segment) and the CTAs after it the rest. Each consumer waits
+//!   for each contributor's counter to reach 1, loads their partial sums
+//!   into its `reduce` mbarrier, adds them (`compute fp32`) and stores C.
 //!
-//! Each consumer of a contributing CTA takes its lock (`c * consumers +
-//! wg`) when it starts, so the lock stands for "partial sums not yet
-//! written": the finisher, which reaches its fix-up only after its whole
-//! range of iterations, waits on it until the contributor's partial sums
-//! have landed. All the CTAs are resident from the start (the grid is at
-//! most the `ctas` given, one wave), so a contributor always takes its lock
-//! first. Because a tile's later iterations are a CTA's first work and its
-//! first iterations a CTA's last, the finisher rarely waits, as in the
-//! paper.
+//! The counters (`c * consumers + wg`, one per consumer of a contributing
+//! CTA: [`Instr::CounterAdd`]) are the flags CUTLASS's fix-up waits on:
+//! a contributor signals once its partial sums have landed, and the
+//! finisher, which reaches its fix-up only after its whole range of
+//! iterations, polls until they have. Because a tile's later iterations
+//! are a CTA's first work and its first iterations a CTA's last, the
+//! finisher rarely waits, as in the paper.
 //!
 //! # Programs and streams
 //!
@@ -226,8 +224,8 @@ pub(super) fn kernel(p: &GemmParams) -> Result<Kernel, GenError> {
     Ok(b.finish()?)
 }
 
-/// The lock of consumer `wg` of CTA `cta`.
-fn lock(k: &mut Kb, p: &GemmParams, cta: u32) -> Result<u16, GenError> {
+/// The counter of consumer `wg` of CTA `cta`.
+fn counter(k: &mut Kb, p: &GemmParams, cta: u32) -> Result<u16, GenError> {
     Ok(k.expr(Expr {
         wg: 1,
         ..Expr::constant(cta as i64 * p.consumers as i64)
@@ -309,10 +307,6 @@ fn segment_program(
     // consumers
     k.begin_role("consumer", p.consumers, p.mma_regs())?;
     if j == 0 {
-        if seg.end == SegmentEnd::Partial {
-            let l = lock(k, p, cta)?;
-            k.op(Instr::LockAcquire { lock: l })?;
-        }
         bubble(k, p.prologue_bubble as u64)?;
     }
     let kl = k.loop_begin(ops.k_trips)?;
@@ -333,24 +327,25 @@ fn segment_program(
                 segment: crate::gen::Epilogue::STORE_SEGMENT,
             })?;
             k.op(Instr::StoreWait { n: 0 })?;
-            let l = lock(k, p, cta)?;
-            k.op(Instr::LockRelease { lock: l })?;
+            let counter = counter(k, p, cta)?;
+            let amount = k.expr(Expr::constant(1))?;
+            k.op(Instr::CounterAdd { counter, amount })?;
         }
         SegmentEnd::Fixup { from } => {
             // The contributors are consecutive CTAs: one loop over them
-            // (loop counter 0, the K loop being closed) for the locks and
-            // one for the loads, whatever their number.
+            // (loop counter 0, the K loop being closed) for the counters
+            // and one for the loads, whatever their number.
             let n = from.len() as u32;
             let (first, cons) = (from.start as i64, p.consumers as i64);
             let each = k.loop_begin(Expr::constant(n as i64))?;
-            let l = k.expr(Expr {
+            let counter = k.expr(Expr {
                 k: first * cons,
                 wg: 1,
                 l: [cons, 0, 0, 0],
                 ..z
             })?;
-            k.op(Instr::LockAcquire { lock: l })?;
-            k.op(Instr::LockRelease { lock: l })?;
+            let count = k.expr(Expr::constant(1))?;
+            k.op(Instr::CounterWait { counter, count })?;
             k.loop_end(each)?;
             let bar = Ref {
                 decl: REDUCE,

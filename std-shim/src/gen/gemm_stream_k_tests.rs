@@ -205,7 +205,7 @@ fn two_ctas_share_a_tiles_k() {
         assert_eq!(s.wgmmas, 16 * 8);
         assert_eq!(out.flops, p.flops());
         // Each consumer of CTA 0 loads the partial sums of its rows after
-        // the same consumer of CTA 1 stored them (their locks pair them in
+        // the same consumer of CTA 1 stored them (their counters pair them in
         // order), and stores C after its load lands.
         let t = &seen.0;
         let rows = partial / consumers as u64;
@@ -297,7 +297,7 @@ fn stream_k_checks_name_the_parameter() {
                 m: 32768,
                 ..p
             },
-            "locks",
+            "counters",
         ),
     ] {
         let e = q.validate().unwrap_err().to_string();
