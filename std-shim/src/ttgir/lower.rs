@@ -42,7 +42,7 @@ use std::sync::Arc;
 
 use fnv::FnvHasher;
 use simfa_core::builder::Builder;
-use simfa_core::kernel::MAX_LOCKS;
+use simfa_core::kernel::{MAX_COUNTERS, MAX_LOCKS};
 use simfa_core::{Kernel, Op, WgmmaMode, Work};
 
 use super::error::TtgirError;
@@ -622,6 +622,22 @@ impl<'m, 'a> Program<'m, 'a> {
                     out[0].push_back(Op::LockRelease { lock });
                 }
             }
+            Effect::FlagAdd { addr, amount } => {
+                // Like a lock's release, the add publishes the stores
+                // before it: every WarpGroup's have landed.
+                let counter = counter_index(addr);
+                let amount = amount.clamp(0, u32::MAX as i64) as u32;
+                all(out, Op::StoreWait { n: 0 });
+                meet(out);
+                out[0].push_back(Op::CounterAdd { counter, amount });
+            }
+            Effect::FlagWait { addr, count } => {
+                // One thread spins; the role's other WarpGroups wait for it.
+                let counter = counter_index(addr);
+                let count = count.clamp(0, u32::MAX as i64) as u32;
+                out[0].push_back(Op::CounterWait { counter, count });
+                meet(out);
+            }
             Effect::Partition => {
                 // Every partition's warps meet at the warp_specialize.
                 let total: u16 = self.wgs.iter().map(|&w| w as u16).sum();
@@ -893,6 +909,12 @@ impl<'m> EffectSink<'m> for Decls<'m> {
 /// one, so they serialise each other's holders).
 pub fn lock_index(addr: u64) -> u16 {
     ((addr / 4) % MAX_LOCKS as u64) as u16
+}
+
+/// The simulator's counter for the flag at global address `addr`: its
+/// 32-bit word's index modulo [`MAX_COUNTERS`], as locks are found.
+pub fn counter_index(addr: u64) -> u16 {
+    ((addr / 4) % MAX_COUNTERS as u64) as u16
 }
 
 /// The depth of `module`'s WGMMAs over 16: `(k, 16)` when every

@@ -500,3 +500,80 @@ module attributes {\"ttg.num-warps\" = 4 : i32} {
         .collect();
     assert_eq!(loads, (0..32).map(|i| 16384 + 256 * i).collect::<Vec<_>>());
 }
+
+/// A flag between CTAs: CTA 1 works, then sets the flag (`atomic_xchg` of
+/// 1, after its stores: a store wait, then the counter's add); CTA 0 spins
+/// on it (`atomic_cas(p, 1, 1)` until it gives 1), so it ends a crossing
+/// and a poll's round trip after CTA 1's add, where without the setter
+/// it never would.
+#[test]
+fn a_cta_waits_for_the_flag_another_sets() {
+    let src = "module attributes {\"ttg.num-warps\" = 4 : i32} {
+  tt.func public @sig(%flags: !tt.ptr<i32>, %x: !tt.ptr<f32>) {
+    %c0 = arith.constant 0 : i32
+    %c1 = arith.constant 1 : i32
+    %true = arith.constant true
+    %v = arith.constant 1.000000e+00 : f32
+    %pid = tt.get_program_id x : i32
+    %setter = arith.cmpi eq, %pid, %c1 : i32
+    scf.if %setter {
+      tt.store %x, %v : !tt.ptr<f32>
+      %o = tt.atomic_rmw exch, acq_rel, gpu, %flags, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32
+    } else {
+      scf.while : () -> () {
+        %o = tt.atomic_cas acq_rel, gpu, %flags, %c1, %c1 : (!tt.ptr<i32>, i32, i32) -> i32
+        %t = arith.cmpi ne, %o, %c1 : i32
+        scf.condition(%t)
+      } do {
+        scf.yield
+      }
+    }
+    tt.return
+  }
+}
+";
+    let m = ring_module(src);
+    let launch = |grid: u32| {
+        Launch::parse(
+            "sig.toml",
+            &format!(
+                "grid = [{grid}, 1, 1]\n[tensors.flags]\nbase = 0x4000\nelem = 4\ndims = [8]\n\
+                 [tensors.x]\nbase = 0x8000\nelem = 4\ndims = [8]\n"
+            ),
+        )
+        .unwrap()
+    };
+    let l = launch(2);
+    let p = Program::new(&m, &l, "sig.toml").unwrap();
+    let counter = super::counter_index(0x4000);
+    let setter = &p.streams(1, 0).unwrap()[0];
+    let at = |s: &[Op], f: &dyn Fn(&Op) -> bool| s.iter().position(f);
+    let add =
+        at(setter, &|o| *o == Op::CounterAdd { counter, amount: 1 }).expect("the setter adds");
+    let drain = at(setter, &|o| *o == Op::StoreWait { n: 0 }).unwrap();
+    assert!(drain < add, "{setter:?}");
+    let waiter = &p.streams(0, 0).unwrap()[0];
+    assert!(waiter.contains(&Op::CounterWait { counter, count: 1 }));
+    let cfg = GpuConfig::h100();
+    let run = |p: &Program| {
+        crate::run::simulate_from(
+            &cfg,
+            &p.kernel,
+            TtgirSource::new(p),
+            &mut (),
+            |_, _, _| {},
+            &Default::default(),
+        )
+    };
+    let s = run(&p).unwrap().summary;
+    assert!(
+        s.cycles >= cfg.atomic_round_trip() + cfg.l2.xbar_latency as u64,
+        "{}",
+        s.cycles
+    );
+    // Alone, the waiter never sees its flag set.
+    let l1 = launch(1);
+    let alone = Program::new(&m, &l1, "sig.toml").unwrap();
+    let err = run(&alone).unwrap_err().to_string();
+    assert!(err.contains("counter"), "{err}");
+}

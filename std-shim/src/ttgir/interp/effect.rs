@@ -139,6 +139,25 @@ pub enum Effect<'m> {
         /// Taken (true) or released.
         acquire: bool,
     },
+    /// A flag at global address `addr` (a word CTAs signal each other
+    /// through, the grid's counter of that word): `amount` added to it
+    /// (`atomic_rmw add`, or `exch` of a value not 0 on a word that is no
+    /// lock the run holds), after the stores before it.
+    FlagAdd {
+        /// The word's global address.
+        addr: u64,
+        /// What is added.
+        amount: i64,
+    },
+    /// Waiting for the flag at `addr` to reach `count`: an
+    /// `atomic_cas(p, c, c)` (a read that changes nothing) in the
+    /// condition of the `scf.while` that spins until it gives `c`.
+    FlagWait {
+        /// The word's global address.
+        addr: u64,
+        /// The value waited for.
+        count: i64,
+    },
     /// `async_commit_group`: the copies since the last one are a group.
     AsyncCommit,
     /// `async_wait`: until at most `pendings` groups are in flight.

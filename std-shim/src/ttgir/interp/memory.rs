@@ -423,9 +423,10 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// `tt.atomic_rmw` and `tt.atomic_cas`: a read-modify-write at the L2,
     /// timed as a load of the box into registers (the old values come back
     /// to the threads) and a store of it (the new values reach the L2).
-    /// Atomics are taken as uncontended: a compare-and-swap of a scalar
-    /// succeeds at its first try (it returns its comparand, so a spin lock
-    /// is taken at once); any other result is a loaded value, waited for at
+    /// Spin locks ([`Self::lock`]) and flags ([`Self::flag`]) are the
+    /// simulator's; other atomics are taken as uncontended: a
+    /// compare-and-swap of a scalar succeeds at its first try (it returns
+    /// its comparand); any other result is a loaded value, waited for at
     /// its first use.
     pub(super) fn atomic(
         &mut self,
@@ -447,7 +448,32 @@ impl<'m, 'a> Interp<'m, 'a> {
             self.define(v, &[r]);
             return Ok(());
         }
+        let flag = match self.flag(n, op)? {
+            Some(Flag::Wait { addr, value }) => {
+                self.emit(
+                    sink,
+                    n,
+                    Effect::FlagWait {
+                        addr,
+                        count: value.0,
+                    },
+                );
+                self.define(
+                    v,
+                    &[Value::Int {
+                        v: value.0,
+                        bits: value.1,
+                    }],
+                );
+                return Ok(());
+            }
+            Some(Flag::Add { addr, amount }) => Some((addr, amount)),
+            None => None,
+        };
         let tile = self.ptr_tile(n, ssa.first().copied().unwrap_or(""))?;
+        if let Some((addr, amount)) = flag {
+            self.emit(sink, n, Effect::FlagAdd { addr, amount });
+        }
         let load = self.load_into_registers(n, tile, sink);
         self.emit(sink, n, Effect::PtrStore { tile });
         let cmp = match (op, ssa.get(1)) {
@@ -522,6 +548,57 @@ impl<'m, 'a> Interp<'m, 'a> {
         };
         self.emit(sink, n, Effect::Lock { addr, acquire });
         Ok(Some(Value::Int { v: old, bits }))
+    }
+
+    /// A flag's atomic, or `None` for any other: `atomic_cas(p, c, c)`
+    /// (`c` not 0, a read that changes nothing) on a scalar pointer, in the
+    /// condition of the `scf.while` that spins on it, waits until the word
+    /// holds `c` and gives `c` (the loop ends; the simulator holds the CTA
+    /// until the grid's counter of the word has reached `c`); a scalar
+    /// `atomic_rmw add` of `v`, or `exch` of `v` on a word the run holds
+    /// no lock on (a flag set, on a word that starts at 0), adds `v` to
+    /// the word's counter.
+    fn flag(&self, n: &'m Node<'a>, op: &str) -> Result<Option<Flag>, TtgirError> {
+        let ssa = Self::ssa(n);
+        let int = |i: usize| -> Result<Option<(i64, u8)>, TtgirError> {
+            Ok(match ssa.get(i) {
+                Some(x) => match self.get(n, x)? {
+                    Value::Int { v, bits } => Some((v, bits)),
+                    _ => None,
+                },
+                None => None,
+            })
+        };
+        let Value::Ptr { arg, off } = self.get(n, ssa.first().copied().unwrap_or(""))? else {
+            return Ok(None);
+        };
+        let Some(addr) = self.global.address(arg, off) else {
+            return Ok(None);
+        };
+        if op == "atomic_cas" {
+            let spins = matches!(
+                self.stack.last().map(|f| &f.kind),
+                Some(super::Kind::While { before: true, .. })
+            );
+            return Ok(match (int(1)?, int(2)?) {
+                (Some(c), Some((new, _))) if spins && c.0 != 0 && c.0 == new => {
+                    Some(Flag::Wait { addr, value: c })
+                }
+                _ => None,
+            });
+        }
+        let kind = n
+            .view
+            .operands
+            .iter()
+            .find(|o| o.text == "add" || o.text == "exch")
+            .map(|o| o.text);
+        Ok(match (kind, int(1)?) {
+            (Some("add" | "exch"), Some((v, _))) if v > 0 && !self.held.contains(&addr) => {
+                Some(Flag::Add { addr, amount: v })
+            }
+            _ => None,
+        })
     }
 
     /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast`: an address
@@ -632,4 +709,12 @@ fn flipped(pred: &str) -> &str {
         "uge" => "ule",
         p => p,
     }
+}
+
+/// What a flag's atomic does ([`Interp::flag`]).
+enum Flag {
+    /// Spins until the word at `addr` holds `value` (and its width).
+    Wait { addr: u64, value: (i64, u8) },
+    /// Adds `amount` to the word at `addr`.
+    Add { addr: u64, amount: i64 },
 }

@@ -626,6 +626,70 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
     assert_eq!(crate::ttgir::lower::lock_index(0x400c), 0x400c / 4 % 1024);
 }
 
+/// A flag: an exchange of a value not 0, or an add, on a word the run
+/// holds no lock on adds to the word's counter (then moves as an atomic
+/// does); a compare-and-swap of `c` with `c` (a read that changes
+/// nothing) spun on waits for the counter to reach `c` and gives `c`, so
+/// the loop ends at once; tried once, it stays a plain atomic.
+#[test]
+fn a_flag_is_set_and_waited_for_at_its_address() {
+    use crate::ttgir::global::Global;
+    use crate::ttgir::launch::Launch;
+    let src = "tt.func public @k(%flags: !tt.ptr<i32>) {\n\
+  %c1 = arith.constant 1 : i32\n\
+  %c2 = arith.constant 2 : i32\n\
+  %f2 = tt.addptr %flags, %c2 : !tt.ptr<i32>, i32\n\
+  %true = arith.constant true\n\
+  %a = tt.atomic_rmw exch, acq_rel, gpu, %f2, %c1, %true : (!tt.ptr<i32>, i32, i1) -> i32\n\
+  %b = tt.atomic_rmw add, acq_rel, gpu, %f2, %c2, %true : (!tt.ptr<i32>, i32, i1) -> i32\n\
+  scf.while : () -> () {\n\
+    %o = tt.atomic_cas acq_rel, gpu, %f2, %c1, %c1 : (!tt.ptr<i32>, i32, i32) -> i32\n\
+    %t = arith.cmpi ne, %o, %c1 : i32\n\
+    scf.condition(%t)\n\
+  } do {\n\
+    scf.yield\n\
+  }\n\
+  %once = tt.atomic_cas acq_rel, gpu, %f2, %c2, %c2 : (!tt.ptr<i32>, i32, i32) -> i32\n\
+  tt.return\n\
+}\n";
+    let m = parse("f.mlir", src).unwrap();
+    let f = m.func(None).unwrap();
+    let text = "grid = [1, 1, 1]\n[tensors.flags]\nbase = 0x4000\nelem = 4\ndims = [8]\n";
+    let l = Launch::parse("f.toml", text).unwrap();
+    let args = l.bind("f.toml", f).unwrap();
+    let global = std::sync::Arc::new(Global::new(&l, f, &args));
+    let mut out = Vec::new();
+    Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
+        .with_global(global)
+        .run(f, &args, &mut out)
+        .unwrap();
+    let kinds: Vec<String> = out
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::FlagAdd { addr, amount } => Some(format!("add {addr:#x} {amount}")),
+            Effect::FlagWait { addr, count } => Some(format!("wait {addr:#x} {count}")),
+            Effect::PtrLoad { .. } => Some("load".into()),
+            Effect::PtrStore { .. } => Some("store".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "add 0x4008 1",
+            "load",
+            "store",
+            "add 0x4008 2",
+            "load",
+            "store",
+            "wait 0x4008 1",
+            "load",
+            "store"
+        ]
+    );
+    assert_eq!(crate::ttgir::lower::counter_index(0x4008), 2);
+}
+
 /// As ptxas schedules a block, a load into registers is issued before the
 /// waits for earlier loads and the work after them: two loads each used
 /// at once are both in flight before the first wait. Loads are not issued
