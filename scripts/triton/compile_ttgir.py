@@ -94,9 +94,12 @@ def persistent_gemm(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr,
 @triton.jit
 def device_desc_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
                      BN: tl.constexpr, BK: tl.constexpr,
-                     NUM_SMS: tl.constexpr):
+                     NUM_SMS: tl.constexpr, WS: tl.constexpr):
     # Descriptors made in the kernel from pointers, as the persistent
-    # matmul tutorial's device-descriptor variant does.
+    # matmul tutorial's device-descriptor variant does. With WS the tile
+    # loop is warp-specialised: on Hopper, Triton splits it into consumer
+    # partitions that ask for more registers (setmaxnreg) than the
+    # launch's count and make their own descriptor of C.
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
                                        block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
@@ -106,37 +109,11 @@ def device_desc_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
     num_pid_n = tl.cdiv(N, BN)
     num_tiles = tl.cdiv(M, BM) * num_pid_n
     for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS,
-                            flatten=False):
+                            flatten=False, warp_specialize=WS):
         pid_m = tile_id // num_pid_n
         pid_n = tile_id % num_pid_n
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for ki in tl.range(0, tl.cdiv(K, BK), num_stages=3):
-            a = a_desc.load([pid_m * BM, ki * BK])
-            b = b_desc.load([ki * BK, pid_n * BN])
-            acc = tl.dot(a, b, acc)
-        c_desc.store([pid_m * BM, pid_n * BN], acc.to(tl.float16))
-
-
-@triton.jit
-def ws_desc_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
-                 BN: tl.constexpr, BK: tl.constexpr, NUM_SMS: tl.constexpr):
-    # device_desc_gemm with its tile loop warp-specialised: on Hopper,
-    # Triton splits it into a producer and consumer partitions that ask
-    # for more registers (setmaxnreg) than the launch's count.
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
-                                       block_shape=[BM, BK])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
-                                       block_shape=[BK, BN])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
-                                       block_shape=[BM, BN])
-    num_pid_n = tl.cdiv(N, BN)
-    num_tiles = tl.cdiv(M, BM) * num_pid_n
-    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS,
-                            flatten=False, warp_specialize=True):
-        pid_m = tile_id // num_pid_n
-        pid_n = tile_id % num_pid_n
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for ki in range(0, tl.cdiv(K, BK)):
             a = a_desc.load([pid_m * BM, ki * BK])
             b = b_desc.load([ki * BK, pid_n * BN])
             acc = tl.dot(a, b, acc)
@@ -721,6 +698,12 @@ def subtile_signature(dtype, bk):
     return sig
 
 
+# device_desc_gemm's signature (WS picks the warp-specialised form).
+DESC_GEMM = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+             "M": "i32", "N": "i32", "K": "i32",
+             "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+             "NUM_SMS": "constexpr", "WS": "constexpr"}
+
 # Software pipeline depths other than Triton's default (3), as the kernels'
 # tutorials launch them.
 STAGES = {"attention_bwd": 5}
@@ -756,18 +739,10 @@ def main():
             "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
             "GROUP_M": "constexpr", "NUM_SMS": "constexpr",
         }, {"BM": 128, "BN": 256, "BK": 64, "GROUP_M": 8, "NUM_SMS": 132}, 8),
-        "device_desc_gemm": (device_desc_gemm, {
-            "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
-            "M": "i32", "N": "i32", "K": "i32",
-            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
-            "NUM_SMS": "constexpr",
-        }, {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132}, 4),
-        "ws_desc_gemm": (ws_desc_gemm, {
-            "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
-            "M": "i32", "N": "i32", "K": "i32",
-            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
-            "NUM_SMS": "constexpr",
-        }, {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132}, 4),
+        "device_desc_gemm": (device_desc_gemm, DESC_GEMM,
+                             {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132, "WS": False}, 4),
+        "ws_desc_gemm": (device_desc_gemm, DESC_GEMM,
+                         {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132, "WS": True}, 4),
         "attention": (attention_fwd, {
             "q_desc": "tensordesc<fp16[128, 128]>",
             "k_desc": "tensordesc<fp16[128, 128]>",

@@ -504,42 +504,23 @@ impl<'m, 'a> Interp<'m, 'a> {
         op: &str,
         sink: &mut impl EffectSink<'m>,
     ) -> Result<Option<Value>, TtgirError> {
-        let ssa = Self::ssa(n);
-        // Operand `i` as an integer and its width.
-        let int = |s: &Self, i: usize| -> Result<Option<(i64, u8)>, TtgirError> {
-            Ok(match ssa.get(i) {
-                Some(x) => match s.get(n, x)? {
-                    Value::Int { v, bits } => Some((v, bits)),
-                    _ => None,
-                },
-                None => None,
-            })
-        };
-        let Value::Ptr { arg, off } = self.get(n, ssa.first().copied().unwrap_or(""))? else {
-            return Ok(None);
-        };
-        let Some(addr) = self.global.address(arg, off) else {
+        let Some(ScalarAtomic { addr, ints }) = self.scalar_atomic(n)? else {
             return Ok(None);
         };
         let held = self.held.iter().position(|&h| h == addr);
         // Whether it takes (true) or releases the lock, the width of the
         // word, and the old value it gives.
         let (acquire, bits, old) = if op == "atomic_cas" {
-            let spins = matches!(
-                self.stack.last().map(|f| &f.kind),
-                Some(super::Kind::While { before: true, .. })
-            );
-            match (int(self, 1)?, int(self, 2)?) {
-                (Some((0, bits)), Some((new, _))) if spins && new != 0 && held.is_none() => {
+            match ints {
+                [Some((0, bits)), Some((new, _))] if self.spins() && new != 0 && held.is_none() => {
                     self.held.push(addr);
                     (true, bits, 0)
                 }
                 _ => return Ok(None),
             }
         } else {
-            let exch = n.view.operands.iter().any(|o| o.text == "exch");
-            match (held, int(self, 1)?) {
-                (Some(i), Some((0, bits))) if exch => {
+            match (held, ints[0]) {
+                (Some(i), Some((0, bits))) if Self::rmw_kind(n) == Some("exch") => {
                     self.held.swap_remove(i);
                     (false, bits, 1)
                 }
@@ -559,46 +540,67 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// no lock on (a flag set, on a word that starts at 0), adds `v` to
     /// the word's counter.
     fn flag(&self, n: &'m Node<'a>, op: &str) -> Result<Option<Flag>, TtgirError> {
-        let ssa = Self::ssa(n);
-        let int = |i: usize| -> Result<Option<(i64, u8)>, TtgirError> {
-            Ok(match ssa.get(i) {
-                Some(x) => match self.get(n, x)? {
-                    Value::Int { v, bits } => Some((v, bits)),
-                    _ => None,
-                },
-                None => None,
-            })
+        let Some(ScalarAtomic { addr, ints }) = self.scalar_atomic(n)? else {
+            return Ok(None);
         };
+        if op == "atomic_cas" {
+            return Ok(match ints {
+                [Some(c), Some((new, _))] if self.spins() && c.0 != 0 && c.0 == new => {
+                    Some(Flag::Wait { addr, value: c })
+                }
+                _ => None,
+            });
+        }
+        Ok(match (Self::rmw_kind(n), ints[0]) {
+            (Some("add" | "exch"), Some((v, _))) if v > 0 && !self.held.contains(&addr) => {
+                Some(Flag::Add { addr, amount: v })
+            }
+            _ => None,
+        })
+    }
+
+    /// An atomic on a scalar pointer into the launch's memory: the word's
+    /// address and its operands 1 and 2 (a CAS's comparand and new value,
+    /// an RMW's value and mask) where they are integers, with their
+    /// widths; `None` for an atomic on a tensor of pointers.
+    fn scalar_atomic(&self, n: &'m Node<'a>) -> Result<Option<ScalarAtomic>, TtgirError> {
+        let ssa = Self::ssa(n);
         let Value::Ptr { arg, off } = self.get(n, ssa.first().copied().unwrap_or(""))? else {
             return Ok(None);
         };
         let Some(addr) = self.global.address(arg, off) else {
             return Ok(None);
         };
-        if op == "atomic_cas" {
-            let spins = matches!(
-                self.stack.last().map(|f| &f.kind),
-                Some(super::Kind::While { before: true, .. })
-            );
-            return Ok(match (int(1)?, int(2)?) {
-                (Some(c), Some((new, _))) if spins && c.0 != 0 && c.0 == new => {
-                    Some(Flag::Wait { addr, value: c })
+        let mut ints = [None; 2];
+        for (i, slot) in ints.iter_mut().enumerate() {
+            if let Some(x) = ssa.get(i + 1) {
+                if let Value::Int { v, bits } = self.get(n, x)? {
+                    *slot = Some((v, bits));
                 }
-                _ => None,
-            });
+            }
         }
-        let kind = n
-            .view
+        Ok(Some(ScalarAtomic { addr, ints }))
+    }
+
+    /// Whether the op being run is in the condition of an `scf.while`
+    /// (the loop that spins on it).
+    fn spins(&self) -> bool {
+        matches!(
+            self.stack.last().map(|f| &f.kind),
+            Some(super::Kind::While { before: true, .. })
+        )
+    }
+
+    /// An `atomic_rmw`'s operation (`add`, `exch`, ...).
+    fn rmw_kind(n: &Node<'a>) -> Option<&'a str> {
+        const KINDS: [&str; 9] = [
+            "add", "fadd", "and", "or", "xor", "max", "min", "umax", "umin",
+        ];
+        n.view
             .operands
             .iter()
-            .find(|o| o.text == "add" || o.text == "exch")
-            .map(|o| o.text);
-        Ok(match (kind, int(1)?) {
-            (Some("add" | "exch"), Some((v, _))) if v > 0 && !self.held.contains(&addr) => {
-                Some(Flag::Add { addr, amount: v })
-            }
-            _ => None,
-        })
+            .find(|o| o.text == "exch" || KINDS.contains(&o.text))
+            .map(|o| o.text)
     }
 
     /// `tt.int_to_ptr`, `tt.ptr_to_int` and `tt.bitcast`: an address
@@ -709,6 +711,12 @@ fn flipped(pred: &str) -> &str {
         "uge" => "ule",
         p => p,
     }
+}
+
+/// A scalar atomic's word and integer operands ([`Interp::scalar_atomic`]).
+struct ScalarAtomic {
+    addr: u64,
+    ints: [Option<(i64, u8)>; 2],
 }
 
 /// What a flag's atomic does ([`Interp::flag`]).

@@ -560,6 +560,23 @@ fn triton_3_6_spellings_run() {
     );
 }
 
+/// The effects of CTA 0 of `m`'s function under launch file `text`, with
+/// its tensors' memory known.
+fn launched_effects<'m>(m: &'m Module<'_>, text: &str) -> Vec<(Origin<'m>, Effect<'m>)> {
+    use crate::ttgir::global::Global;
+    use crate::ttgir::launch::Launch;
+    let f = m.func(None).unwrap();
+    let l = Launch::parse("launch.toml", text).unwrap();
+    let args = l.bind("launch.toml", f).unwrap();
+    let global = std::sync::Arc::new(Global::new(&l, f, &args));
+    let mut out = Vec::new();
+    Interp::new(m, [0, 0, 0], [1, 1, 1], 1 << 20)
+        .with_global(global)
+        .run(f, &args, &mut out)
+        .unwrap();
+    out
+}
+
 /// With the launch's tensors known, a compare-and-swap of 0 to 1 spun on
 /// in a loop takes the lock at its word's address (the loop ends at once;
 /// the simulator holds the CTA until the lock is free) and the exchange of
@@ -568,8 +585,6 @@ fn triton_3_6_spellings_run() {
 /// stay a load and a store.
 #[test]
 fn a_spin_lock_is_taken_and_released_at_its_address() {
-    use crate::ttgir::global::Global;
-    use crate::ttgir::launch::Launch;
     let src = "tt.func public @k(%lock: !tt.ptr<i32>, %count: !tt.ptr<i32>) {\n\
   %c0 = arith.constant 0 : i32\n\
   %c1 = arith.constant 1 : i32\n\
@@ -590,17 +605,9 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
   tt.return\n\
 }\n";
     let m = parse("l.mlir", src).unwrap();
-    let f = m.func(None).unwrap();
     let text = "grid = [1, 1, 1]\n[tensors.lock]\nbase = 0x4000\nelem = 4\ndims = [8]\n\
         [tensors.count]\nbase = 0x5000\nelem = 4\ndims = [8]\n";
-    let l = Launch::parse("l.toml", text).unwrap();
-    let args = l.bind("l.toml", f).unwrap();
-    let global = std::sync::Arc::new(Global::new(&l, f, &args));
-    let mut out = Vec::new();
-    Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
-        .with_global(global)
-        .run(f, &args, &mut out)
-        .unwrap();
+    let out = launched_effects(&m, text);
     let kinds: Vec<String> = out
         .iter()
         .filter_map(|(_, e)| match e {
@@ -633,8 +640,6 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
 /// the loop ends at once; tried once, it stays a plain atomic.
 #[test]
 fn a_flag_is_set_and_waited_for_at_its_address() {
-    use crate::ttgir::global::Global;
-    use crate::ttgir::launch::Launch;
     let src = "tt.func public @k(%flags: !tt.ptr<i32>) {\n\
   %c1 = arith.constant 1 : i32\n\
   %c2 = arith.constant 2 : i32\n\
@@ -653,16 +658,8 @@ fn a_flag_is_set_and_waited_for_at_its_address() {
   tt.return\n\
 }\n";
     let m = parse("f.mlir", src).unwrap();
-    let f = m.func(None).unwrap();
     let text = "grid = [1, 1, 1]\n[tensors.flags]\nbase = 0x4000\nelem = 4\ndims = [8]\n";
-    let l = Launch::parse("f.toml", text).unwrap();
-    let args = l.bind("f.toml", f).unwrap();
-    let global = std::sync::Arc::new(Global::new(&l, f, &args));
-    let mut out = Vec::new();
-    Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
-        .with_global(global)
-        .run(f, &args, &mut out)
-        .unwrap();
+    let out = launched_effects(&m, text);
     let kinds: Vec<String> = out
         .iter()
         .filter_map(|(_, e)| match e {
