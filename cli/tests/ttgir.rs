@@ -162,6 +162,33 @@ fn a_warp_specialised_triton_gemm_fits_and_runs() {
     }
 }
 
+/// A flag between CTAs as Triton compiles it: program 1 stores and sets
+/// the flag (`tl.atomic_xchg`), program 0 spins on it with a volatile
+/// load. The waiter goes on once the set has crossed and its poll has come
+/// back; alone, it waits forever, and the deadlock names the counter.
+#[test]
+fn a_triton_flag_wait_waits_for_the_set() {
+    let direct = ttgir_run("flag_signal");
+    // The setter's store drains, its add crosses, the waiter polls.
+    let (xbar, rtt) = (90u64, 327u64);
+    assert!(direct["cycles"].as_u64().unwrap() > xbar + rtt, "{direct}");
+    replays_to("flag_signal", &direct);
+    let text = std::fs::read_to_string(compiled("flag_signal.launch.toml"))
+        .unwrap()
+        .replace("grid = [2, 1, 1]", "grid = [1, 1, 1]");
+    let scratch = Scratch::new("ttgir-flag");
+    let l = scratch.path("alone.toml");
+    std::fs::write(&l, text).unwrap();
+    let k = compiled("flag_signal.ttgir");
+    let o = simfa(&["ttgir", "run", s(&k), "--launch", s(&l), "--gpu", "h100"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("waits on counter 0 to count up"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// Triton's TMA GEMM (not warp-specialised: its one WarpGroup issues each
 /// load after the WGMMA that frees its slot, an iteration later than a
 /// producer WarpGroup would) agrees within 3% with `simfa gemm`'s

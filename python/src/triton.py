@@ -12,8 +12,9 @@ launch (a dict in the form of `simfa ttgir run`'s launch file);
 `simfa ttgir run --json` prints. Stand-ins: `Tensor(shape, dtype)` for a
 pointer argument (`Tensor(shape, dtype, values=[...])` when the kernel
 reads its contents: sizes, counters, or other Tensors' addresses), `Descriptor(tensor, block_shape)` for a host TMA
-descriptor, a Python int for an integer argument; keyword arguments are the
-kernel's constexprs. Tensors get global addresses one after the other,
+descriptor, a Python int, float or bool for a scalar argument (as
+Triton's launcher types them: a float is `fp32`, a bool `u1`); keyword
+arguments are the kernel's constexprs. Tensors get global addresses one after the other,
 each 1 MiB-aligned, row-major with packed strides.
 
 As Triton's launcher does for such arguments, pointers and integers that
@@ -156,8 +157,15 @@ def compile(fn, grid, *args, num_warps=4, num_stages=3, **constexprs):
             signature[name] = f"*{SIGNATURE.get(a.dtype, a.dtype)}"
             launch["tensors"][name] = _tensor_entry(a)
             aligned.append(name)
-        elif isinstance(a, bool) or not isinstance(a, int):
-            raise TypeError(f"argument {name}: expected a Tensor, a Descriptor or an int, got {a!r}")
+        elif isinstance(a, bool):
+            signature[name] = "u1"
+            launch["args"][name] = int(a)
+        elif isinstance(a, float):
+            # A float steers no control flow simfa follows: its type only.
+            signature[name] = "fp32"
+        elif not isinstance(a, int):
+            raise TypeError(f"argument {name}: expected a Tensor, a Descriptor, an int, a float or "
+                            f"a bool, got {a!r}")
         elif a == 1:
             # As Triton's launcher specialises an integer equal to 1 (a unit
             # stride): a constant of the kernel, not an argument.

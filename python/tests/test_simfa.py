@@ -267,6 +267,30 @@ def test_triton_unit_strides_are_constants_as_the_launcher_makes_them():
     assert r["bytes_loaded"] == 4 * n
 
 
+def test_triton_float_and_bool_arguments_are_typed_as_the_launcher_types_them():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    import simfa.triton as st
+
+    @triton.jit
+    def scale(x_ptr, out_ptr, n, alpha, keep_sign, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n) * alpha
+        if keep_sign:
+            x = tl.abs(x)
+        tl.store(out_ptr + offs, x, mask=offs < n)
+
+    n = 1 << 16
+    x, out = st.Tensor((n,), "fp32"), st.Tensor((n,), "fp32")
+    ttgir, launch = st.compile(scale, (n // 1024,), x, out, n, 0.5, True, BLOCK=1024)
+    head = next(line for line in ttgir.splitlines() if "tt.func public" in line)
+    assert "%alpha: f32" in head and "%keep_sign: i1" in head
+    # The float needs no value; the bool is 1, and the kernel branches on it.
+    assert launch["args"] == {"n": n, "keep_sign": 1}
+    r = st.simulate(scale, (n // 1024,), x, out, n, 0.5, True, BLOCK=1024)
+    assert r["bytes_loaded"] == 4 * n and r["bytes_stored"] == 4 * n
+
+
 def test_triton_tables_of_sizes_and_matrices_become_the_launch_s_memory():
     triton = pytest.importorskip("triton")
     import triton.language as tl

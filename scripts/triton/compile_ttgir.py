@@ -121,6 +121,20 @@ def device_desc_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr,
 
 
 @triton.jit
+def flag_signal(flags, out):
+    # Program 1 stores, then sets a flag; program 0 spins on the flag with
+    # a volatile load before it stores, as split-K and stream-K kernels
+    # wait for a peer's partial sums.
+    if tl.program_id(0) == 0:
+        while tl.load(flags, volatile=True) != 1:
+            pass
+        tl.store(out, 1)
+    else:
+        tl.store(out + 1, 2)
+        tl.atomic_xchg(flags, 1)
+
+
+@triton.jit
 def attention_fwd(q_desc, k_desc, v_desc, o_desc, N: tl.constexpr,
                   BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
     pid = tl.program_id(0)
@@ -743,6 +757,7 @@ def main():
                              {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132, "WS": False}, 4),
         "ws_desc_gemm": (device_desc_gemm, DESC_GEMM,
                          {"BM": 128, "BN": 128, "BK": 64, "NUM_SMS": 132, "WS": True}, 4),
+        "flag_signal": (flag_signal, {"flags": "*i32", "out": "*i32"}, {}, 4),
         "attention": (attention_fwd, {
             "q_desc": "tensordesc<fp16[128, 128]>",
             "k_desc": "tensordesc<fp16[128, 128]>",

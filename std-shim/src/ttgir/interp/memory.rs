@@ -335,6 +335,23 @@ impl<'m, 'a> Interp<'m, 'a> {
                 self.emit(sink, n, Effect::PtrStore { tile });
                 None
             }
+            "load"
+                if self.spins() && n.view.attrs.iter().any(|a| a.contains("isVolatile = true")) =>
+            {
+                // A volatile scalar load spun on: a flag's poll, timed by
+                // the wait its comparison makes (`poll_compare`).
+                let ty = v.ins.first().copied().unwrap_or("");
+                let bits = pointee(ty)
+                    .filter(|_| !ty.contains("tensor<"))
+                    .and_then(int_bits);
+                match (self.get(n, ptr_name)?, bits) {
+                    (Value::Ptr { arg, off }, Some(bits)) => match self.global.address(arg, off) {
+                        Some(addr) => Some(Value::Polled { addr, bits }),
+                        None => Some(Value::Loaded(self.load_into_registers(n, tile, sink))),
+                    },
+                    _ => Some(Value::Loaded(self.load_into_registers(n, tile, sink))),
+                }
+            }
             "load" => {
                 let load = self.load_into_registers(n, tile, sink);
                 // A scalar whose contents the launch gives: its value, read
@@ -557,6 +574,55 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             _ => None,
         })
+    }
+
+    /// Whether comparison `n` reads a flag polled by a volatile load.
+    pub(super) fn polled(&self, n: &'m Node<'a>) -> Result<bool, TtgirError> {
+        Ok(self
+            .values(n, &Self::ssa(n))?
+            .iter()
+            .any(|x| matches!(x, Value::Polled { .. })))
+    }
+
+    /// `arith.cmpi` of a polled flag with a constant, the condition of the
+    /// loop that spins on it: waits until the flag's counter lets the loop
+    /// end (`ne c`: until it holds `c`; `eq 0`: until it is set; `slt c`,
+    /// `ult c`: until it has reached `c`; `sle c`, `ule c`: past `c`) and
+    /// gives false, so the loop ends at once. Any other comparison of a
+    /// polled flag is an error.
+    pub(super) fn poll_compare(
+        &mut self,
+        n: &'m Node<'a>,
+        sink: &mut impl EffectSink<'m>,
+    ) -> Result<(), TtgirError> {
+        let v = &n.view;
+        let vals = self.values(n, &Self::ssa(n))?;
+        let pred = v
+            .operands
+            .iter()
+            .find(|o| !o.is_ssa())
+            .map(|o| o.text)
+            .unwrap_or("");
+        let (addr, c, pred) = match vals.as_slice() {
+            [Value::Polled { addr, .. }, Value::Int { v: c, .. }] => (*addr, *c, pred),
+            [Value::Int { v: c, .. }, Value::Polled { addr, .. }] => (*addr, *c, flipped(pred)),
+            _ => return Err(self.fail(n, "a polled flag compared with anything but a constant")),
+        };
+        let count = match (pred, c) {
+            ("ne", c) => c,
+            ("eq", 0) => 1,
+            ("slt" | "ult", c) => c,
+            ("sle" | "ule", c) => c + 1,
+            _ => {
+                return Err(self.fail(
+                    n,
+                    format!("a spin on a polled flag with `cmpi {pred}, {c}` (simfa waits on `ne`, `eq 0`, `slt`, `sle`)"),
+                ))
+            }
+        };
+        self.emit(sink, n, Effect::FlagWait { addr, count });
+        self.define(v, &[Value::Int { v: 0, bits: 1 }]);
+        Ok(())
     }
 
     /// An atomic on a scalar pointer into the launch's memory: the word's

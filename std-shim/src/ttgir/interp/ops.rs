@@ -213,6 +213,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             | ("ttg", "async_copy_global_to_local" | "async_commit_group" | "async_wait") => {
                 self.memory(n, op, sink)?
             }
+            ("arith", "cmpi") if self.polled(n)? => self.poll_compare(n, sink)?,
             ("arith", _) => {
                 let mut r = self.arith(n, op)?;
                 if r == Value::Opaque && on_tensor(v) {
@@ -703,6 +704,7 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Mask(_) => "a mask tensor",
         Value::Loaded(_) => "a tensor loaded from memory",
         Value::Unknown { .. } => "an integer loaded from memory",
+        Value::Polled { .. } => "a flag polled by a volatile load",
         Value::Poison(_) => "an undefined integer (from a division by zero)",
         Value::Scratch(_) => "a global scratch buffer",
         Value::Mem(_) => "a shared-memory buffer",

@@ -687,6 +687,60 @@ fn a_flag_is_set_and_waited_for_at_its_address() {
     assert_eq!(crate::ttgir::lower::counter_index(0x4008), 2);
 }
 
+/// A volatile load of a flag spun on (`while tl.load(flag, volatile=True)
+/// != c`) waits for the flag's counter to let the loop end, by the
+/// comparison's predicate, and the loop ends at once; a comparison simfa
+/// cannot wait on is an error naming it.
+#[test]
+fn a_volatile_spin_waits_on_the_flag() {
+    let spin = |cmp: &str| {
+        format!(
+            "tt.func public @k(%flags: !tt.ptr<i32>) {{\n\
+  %c3 = arith.constant 3 : i32\n\
+  scf.while : () -> () {{\n\
+    %v = tt.load %flags {{isVolatile = true}} : !tt.ptr<i32>\n\
+    %t = arith.cmpi {cmp} : i32\n\
+    scf.condition(%t)\n\
+  }} do {{\n\
+    scf.yield\n\
+  }}\n\
+  tt.return\n\
+}}\n"
+        )
+    };
+    let text = "grid = [1, 1, 1]\n[tensors.flags]\nbase = 0x4000\nelem = 4\ndims = [8]\n";
+    for (cmp, count) in [
+        ("ne, %v, %c3", 3),
+        ("slt, %v, %c3", 3),
+        ("sle, %v, %c3", 4),
+        ("sgt, %c3, %v", 3),
+    ] {
+        let src = spin(cmp);
+        let m = parse("v.mlir", &src).unwrap();
+        let waits: Vec<(u64, i64)> = launched_effects(&m, text)
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Effect::FlagWait { addr, count } => Some((*addr, *count)),
+                Effect::PtrLoad { .. } => Some((0, -1)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(waits, [(0x4000, count)], "{cmp}");
+    }
+    let src = spin("sge, %v, %c3");
+    let m = parse("v.mlir", &src).unwrap();
+    let f = m.func(None).unwrap();
+    let l = crate::ttgir::launch::Launch::parse("launch.toml", text).unwrap();
+    let args = l.bind("launch.toml", f).unwrap();
+    let global = std::sync::Arc::new(crate::ttgir::global::Global::new(&l, f, &args));
+    let err = Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
+        .with_global(global)
+        .run(f, &args, &mut Vec::new())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`cmpi sge, 3`"), "{err}");
+}
+
 /// As ptxas schedules a block, a load into registers is issued before the
 /// waits for earlier loads and the work after them: two loads each used
 /// at once are both in flight before the first wait. Loads are not issued
