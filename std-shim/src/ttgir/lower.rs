@@ -10,7 +10,7 @@
 //! - **WarpGroups**: one stream role of `num-warps / 4` WarpGroups (at
 //!   least one), with the launch's `regs` (168 by default), or, with warp
 //!   specialisation, the registers Triton's `setmaxnreg` gives each
-//!   partition ([`super::registers`]).
+//!   partition (`registers.rs`).
 //! - **Tensor maps**: one per descriptor argument a TMA op uses, its box
 //!   from that op's type, its tensor from the launch.
 //! - **MBarriers**: one array per barrier buffer CTA 0 initialises, of the
