@@ -127,19 +127,13 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// Integer `arith` on address, offset and mask tensors: an affine
     /// result or a box mask where there is one, opaque otherwise.
     pub(super) fn tensor_arith(&self, n: &Node<'a>, op: &str) -> Result<Value, TtgirError> {
-        let v = &n.view;
         if op == "constant" {
             return Ok(self.dense_constant(n));
         }
         let vals = self.values(n, &Self::ssa(n))?;
         Ok(match (op, vals.as_slice()) {
             ("cmpi", [Value::Lin(a), Value::Lin(b)]) => {
-                let pred = v
-                    .operands
-                    .iter()
-                    .find(|o| !o.is_ssa())
-                    .map(|o| o.text)
-                    .unwrap_or("");
+                let pred = Self::predicate(n);
                 let m = if b.uniform() {
                     a.compare(pred, b.base)
                 } else if a.uniform() {
@@ -597,12 +591,7 @@ impl<'m, 'a> Interp<'m, 'a> {
     ) -> Result<(), TtgirError> {
         let v = &n.view;
         let vals = self.values(n, &Self::ssa(n))?;
-        let pred = v
-            .operands
-            .iter()
-            .find(|o| !o.is_ssa())
-            .map(|o| o.text)
-            .unwrap_or("");
+        let pred = Self::predicate(n);
         let (addr, c, pred) = match vals.as_slice() {
             [Value::Polled { addr, .. }, Value::Int { v: c, .. }] => (*addr, *c, pred),
             [Value::Int { v: c, .. }, Value::Polled { addr, .. }] => (*addr, *c, flipped(pred)),

@@ -115,6 +115,17 @@ impl<'m, 'a> Interp<'m, 'a> {
             .collect()
     }
 
+    /// A comparison's predicate (`eq`, `slt`, ...): its first operand that
+    /// is no SSA value.
+    pub(super) fn predicate(n: &Node<'a>) -> &'a str {
+        n.view
+            .operands
+            .iter()
+            .find(|o| !o.is_ssa())
+            .map(|o| o.text)
+            .unwrap_or("")
+    }
+
     /// The values of `names`.
     pub(super) fn values(&self, n: &Node<'a>, names: &[&str]) -> Result<Vec<Value>, TtgirError> {
         names.iter().map(|s| self.get(n, s)).collect()
@@ -616,12 +627,7 @@ impl<'m, 'a> Interp<'m, 'a> {
         match op {
             "cmpi" => {
                 need(2)?;
-                let pred = v
-                    .operands
-                    .iter()
-                    .find(|o| !o.is_ssa())
-                    .map(|o| o.text)
-                    .unwrap_or("");
+                let pred = Self::predicate(n);
                 let bits = ints[0].1;
                 let r = compare(pred, ints[0].0, ints[1].0, bits).map_err(|w| self.fail(n, w))?;
                 Ok(Value::Int {

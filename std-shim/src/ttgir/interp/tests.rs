@@ -560,9 +560,11 @@ fn triton_3_6_spellings_run() {
     );
 }
 
-/// The effects of CTA 0 of `m`'s function under launch file `text`, with
-/// its tensors' memory known.
-fn launched_effects<'m>(m: &'m Module<'_>, text: &str) -> Vec<(Origin<'m>, Effect<'m>)> {
+/// The synchronisation and memory effects of CTA 0 of `m`'s function
+/// under launch file `text` (its tensors' memory known), described: a
+/// lock's `true|false ADDR`, a flag's `add ADDR N` and `wait ADDR N`, and
+/// `load` and `store`.
+fn synchronisation(m: &Module<'_>, text: &str) -> Result<Vec<String>, TtgirError> {
     use crate::ttgir::global::Global;
     use crate::ttgir::launch::Launch;
     let f = m.func(None).unwrap();
@@ -572,9 +574,18 @@ fn launched_effects<'m>(m: &'m Module<'_>, text: &str) -> Vec<(Origin<'m>, Effec
     let mut out = Vec::new();
     Interp::new(m, [0, 0, 0], [1, 1, 1], 1 << 20)
         .with_global(global)
-        .run(f, &args, &mut out)
-        .unwrap();
-    out
+        .run(f, &args, &mut out)?;
+    Ok(out
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::Lock { addr, acquire } => Some(format!("{acquire} {addr:#x}")),
+            Effect::FlagAdd { addr, amount } => Some(format!("add {addr:#x} {amount}")),
+            Effect::FlagWait { addr, count } => Some(format!("wait {addr:#x} {count}")),
+            Effect::PtrLoad { .. } => Some("load".into()),
+            Effect::PtrStore { .. } => Some("store".into()),
+            _ => None,
+        })
+        .collect())
 }
 
 /// With the launch's tensors known, a compare-and-swap of 0 to 1 spun on
@@ -607,20 +618,13 @@ fn a_spin_lock_is_taken_and_released_at_its_address() {
     let m = parse("l.mlir", src).unwrap();
     let text = "grid = [1, 1, 1]\n[tensors.lock]\nbase = 0x4000\nelem = 4\ndims = [8]\n\
         [tensors.count]\nbase = 0x5000\nelem = 4\ndims = [8]\n";
-    let out = launched_effects(&m, text);
-    let kinds: Vec<String> = out
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Effect::Lock { addr, acquire } => Some(format!("{acquire} {addr:#x}")),
-            Effect::PtrLoad { .. } => Some("load".into()),
-            Effect::PtrStore { .. } => Some("store".into()),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        kinds,
+        synchronisation(&m, text).unwrap(),
         [
             "true 0x400c",
+            // The exchange of 1 on a word the run holds no lock on sets a
+            // flag there.
+            "add 0x5000 1",
             "load",
             "store",
             "load",
@@ -659,19 +663,8 @@ fn a_flag_is_set_and_waited_for_at_its_address() {
 }\n";
     let m = parse("f.mlir", src).unwrap();
     let text = "grid = [1, 1, 1]\n[tensors.flags]\nbase = 0x4000\nelem = 4\ndims = [8]\n";
-    let out = launched_effects(&m, text);
-    let kinds: Vec<String> = out
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Effect::FlagAdd { addr, amount } => Some(format!("add {addr:#x} {amount}")),
-            Effect::FlagWait { addr, count } => Some(format!("wait {addr:#x} {count}")),
-            Effect::PtrLoad { .. } => Some("load".into()),
-            Effect::PtrStore { .. } => Some("store".into()),
-            _ => None,
-        })
-        .collect();
     assert_eq!(
-        kinds,
+        synchronisation(&m, text).unwrap(),
         [
             "add 0x4008 1",
             "load",
@@ -717,27 +710,12 @@ fn a_volatile_spin_waits_on_the_flag() {
     ] {
         let src = spin(cmp);
         let m = parse("v.mlir", &src).unwrap();
-        let waits: Vec<(u64, i64)> = launched_effects(&m, text)
-            .iter()
-            .filter_map(|(_, e)| match e {
-                Effect::FlagWait { addr, count } => Some((*addr, *count)),
-                Effect::PtrLoad { .. } => Some((0, -1)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(waits, [(0x4000, count)], "{cmp}");
+        let want = format!("wait 0x4000 {count}");
+        assert_eq!(synchronisation(&m, text).unwrap(), [want], "{cmp}");
     }
     let src = spin("sge, %v, %c3");
     let m = parse("v.mlir", &src).unwrap();
-    let f = m.func(None).unwrap();
-    let l = crate::ttgir::launch::Launch::parse("launch.toml", text).unwrap();
-    let args = l.bind("launch.toml", f).unwrap();
-    let global = std::sync::Arc::new(crate::ttgir::global::Global::new(&l, f, &args));
-    let err = Interp::new(&m, [0, 0, 0], [1, 1, 1], 1 << 20)
-        .with_global(global)
-        .run(f, &args, &mut Vec::new())
-        .unwrap_err()
-        .to_string();
+    let err = synchronisation(&m, text).unwrap_err().to_string();
     assert!(err.contains("`cmpi sge, 3`"), "{err}");
 }
 
