@@ -639,7 +639,7 @@ impl<'m, 'a> Interp<'m, 'a> {
 
     /// Whether the op being run is in the condition of an `scf.while`
     /// (the loop that spins on it).
-    fn spins(&self) -> bool {
+    pub(super) fn spins(&self) -> bool {
         matches!(
             self.stack.last().map(|f| &f.kind),
             Some(super::Kind::While { before: true, .. })

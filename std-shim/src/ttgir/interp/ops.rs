@@ -224,7 +224,8 @@ impl<'m, 'a> Interp<'m, 'a> {
             | ("ttg", "async_copy_global_to_local" | "async_commit_group" | "async_wait") => {
                 self.memory(n, op, sink)?
             }
-            ("arith", "cmpi") if self.polled(n)? => self.poll_compare(n, sink)?,
+            // A flag is polled only in the condition of the loop spinning on it.
+            ("arith", "cmpi") if self.spins() && self.polled(n)? => self.poll_compare(n, sink)?,
             ("arith", _) => {
                 let mut r = self.arith(n, op)?;
                 if r == Value::Opaque && on_tensor(v) {
