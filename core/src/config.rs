@@ -357,6 +357,13 @@ impl GpuConfig {
         2 * self.l2.xbar_latency as u64 + self.l2.hit_latency as u64
     }
 
+    /// Cycles until a release's or an add's atomic, sent and not waited
+    /// for, has crossed to the L2 (the crossbar's one-way latency, at least
+    /// one): a lock's `atomicExch`, a counter's add.
+    pub fn atomic_crossing(&self) -> u64 {
+        (self.l2.xbar_latency as u64).max(1)
+    }
+
     /// H800 SXM5: 132 SMs at 1830 MHz, HBM3 3.35 TB/s (the paper's Table II machine).
     pub fn h800() -> Self {
         GpuConfig {

@@ -75,7 +75,7 @@ impl<S: StreamSource> Simulator<'_, S> {
         let c = self.bar_index(ti, counter, "counter", MAX_COUNTERS)?;
         if amount > 0 {
             if self.counters.crossing[c] == 0 {
-                let at = self.now + (self.cfg.l2.xbar_latency as u64).max(1);
+                let at = self.now + self.cfg.atomic_crossing();
                 self.push(at, Ev::CounterLand { counter })?;
             }
             self.counters.crossing[c] = self.counters.crossing[c].saturating_add(amount);

@@ -106,7 +106,7 @@ impl<S: StreamSource> Simulator<'_, S> {
     pub(super) fn lock_release(&mut self, ti: usize, lock: u16) -> Result<Outcome, SimError> {
         self.bar_index(ti, lock, "lock", MAX_LOCKS)?;
         if self.locks.held(lock) && self.locks.mark_freeing(lock) {
-            let at = self.now + (self.cfg.l2.xbar_latency as u64).max(1);
+            let at = self.now + self.cfg.atomic_crossing();
             self.push(at, Ev::LockFree { lock })?;
         }
         Ok(Outcome::Next)

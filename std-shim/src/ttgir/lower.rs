@@ -563,6 +563,15 @@ impl<'m, 'a> Program<'m, 'a> {
                 all(out, Op::BarSync { id: 0, threads });
             }
         };
+        let spin = |out: &mut [VecDeque<Op>], op: Op| {
+            out[0].push_back(op);
+            meet(out);
+        };
+        let release = |out: &mut [VecDeque<Op>], op: Op| {
+            all(out, Op::StoreWait { n: 0 });
+            meet(out);
+            out[0].push_back(op);
+        };
         if st.unsynced && !matches!(e, Effect::InitBarrier { .. }) {
             st.unsynced = false;
             meet(out);
@@ -607,37 +616,32 @@ impl<'m, 'a> Program<'m, 'a> {
                 }
             }
             Effect::Barrier => meet(out),
+            // A spin (a lock's CAS, a flag's poll) is one thread's; the
+            // role's other WarpGroups wait for its result. A release (a
+            // lock's exchange, a flag's add) publishes the stores before
+            // it: every WarpGroup's have landed.
             Effect::Lock { addr, acquire } => {
                 let lock = lock_index(addr);
                 if acquire {
-                    // One thread spins on the CAS; the role's other
-                    // WarpGroups wait for its result.
-                    out[0].push_back(Op::LockAcquire { lock });
-                    meet(out);
+                    spin(out, Op::LockAcquire { lock });
                 } else {
-                    // The exchange releases the stores before it: every
-                    // WarpGroup's have landed.
-                    all(out, Op::StoreWait { n: 0 });
-                    meet(out);
-                    out[0].push_back(Op::LockRelease { lock });
+                    release(out, Op::LockRelease { lock });
                 }
             }
-            Effect::FlagAdd { addr, amount } => {
-                // Like a lock's release, the add publishes the stores
-                // before it: every WarpGroup's have landed.
-                let counter = counter_index(addr);
-                let amount = amount.clamp(0, u32::MAX as i64) as u32;
-                all(out, Op::StoreWait { n: 0 });
-                meet(out);
-                out[0].push_back(Op::CounterAdd { counter, amount });
-            }
-            Effect::FlagWait { addr, count } => {
-                // One thread spins; the role's other WarpGroups wait for it.
-                let counter = counter_index(addr);
-                let count = count.clamp(0, u32::MAX as i64) as u32;
-                out[0].push_back(Op::CounterWait { counter, count });
-                meet(out);
-            }
+            Effect::FlagAdd { addr, amount } => release(
+                out,
+                Op::CounterAdd {
+                    counter: counter_index(addr),
+                    amount: amount.clamp(0, u32::MAX as i64) as u32,
+                },
+            ),
+            Effect::FlagWait { addr, count } => spin(
+                out,
+                Op::CounterWait {
+                    counter: counter_index(addr),
+                    count: count.clamp(0, u32::MAX as i64) as u32,
+                },
+            ),
             Effect::Partition => {
                 // Every partition's warps meet at the warp_specialize.
                 let total: u16 = self.wgs.iter().map(|&w| w as u16).sum();
@@ -908,13 +912,18 @@ impl<'m> EffectSink<'m> for Decls<'m> {
 /// 32-bit word's index modulo [`MAX_LOCKS`] (two locks 4 KiB apart share
 /// one, so they serialise each other's holders).
 pub fn lock_index(addr: u64) -> u16 {
-    ((addr / 4) % MAX_LOCKS as u64) as u16
+    word_index(addr, MAX_LOCKS)
 }
 
 /// The simulator's counter for the flag at global address `addr`: its
 /// 32-bit word's index modulo [`MAX_COUNTERS`], as locks are found.
 pub fn counter_index(addr: u64) -> u16 {
-    ((addr / 4) % MAX_COUNTERS as u64) as u16
+    word_index(addr, MAX_COUNTERS)
+}
+
+/// The index of `addr`'s 32-bit word among `words` (at most 65 536).
+fn word_index(addr: u64, words: usize) -> u16 {
+    ((addr / 4) % words as u64) as u16
 }
 
 /// The depth of `module`'s WGMMAs over 16: `(k, 16)` when every

@@ -52,13 +52,11 @@ pub enum Value {
     Loaded(u64),
     /// A scalar read by a volatile load in the condition of the
     /// `scf.while` that spins on it: a flag's word at global address
-    /// `addr`, `bits` wide. Compared with a constant, it waits for the
-    /// grid's counter of the word ([`super::interp::Interp`]).
+    /// `addr`. Compared with a constant, it waits for the grid's counter
+    /// of the word ([`super::interp::Interp`]).
     Polled {
         /// The word's global address.
         addr: u64,
-        /// Its width in bits.
-        bits: u8,
     },
     /// A scalar integer loaded from memory (by load number `load`, from
     /// the tensor or buffer of pointer id `from`) whose contents the launch

@@ -329,33 +329,32 @@ impl<'m, 'a> Interp<'m, 'a> {
                 self.emit(sink, n, Effect::PtrStore { tile });
                 None
             }
-            "load"
-                if self.spins() && n.view.attrs.iter().any(|a| a.contains("isVolatile = true")) =>
-            {
-                // A volatile scalar load spun on: a flag's poll, timed by
-                // the wait its comparison makes (`poll_compare`).
+            "load" => {
                 let ty = v.ins.first().copied().unwrap_or("");
                 let bits = pointee(ty)
                     .filter(|_| !ty.contains("tensor<"))
                     .and_then(int_bits);
-                match (self.get(n, ptr_name)?, bits) {
-                    (Value::Ptr { arg, off }, Some(bits)) => match self.global.address(arg, off) {
-                        Some(addr) => Some(Value::Polled { addr, bits }),
-                        None => Some(Value::Loaded(self.load_into_registers(n, tile, sink))),
-                    },
-                    _ => Some(Value::Loaded(self.load_into_registers(n, tile, sink))),
+                let ptr = self.get(n, ptr_name)?;
+                // A volatile scalar load spun on is a flag's poll, timed by
+                // the wait its comparison makes (`poll_compare`).
+                let polled = match (ptr, bits) {
+                    (Value::Ptr { arg, off }, Some(_))
+                        if self.spins()
+                            && v.attrs.iter().any(|a| a.contains("isVolatile = true")) =>
+                    {
+                        self.global.address(arg, off)
+                    }
+                    _ => None,
+                };
+                if let Some(addr) = polled {
+                    self.define(v, &[Value::Polled { addr }]);
+                    return Ok(());
                 }
-            }
-            "load" => {
                 let load = self.load_into_registers(n, tile, sink);
                 // A scalar whose contents the launch gives: its value, read
                 // as soon as it arrives (a size, an address or a count the
                 // next ops compute with).
-                let ty = v.ins.first().copied().unwrap_or("");
-                let bits = pointee(ty)
-                    .filter(|_| !ty.contains("tensor<"))
-                    .and_then(int_bits);
-                match (self.get(n, ptr_name)?, bits) {
+                match (ptr, bits) {
                     (Value::Ptr { arg, off }, Some(bits)) => {
                         match self
                             .global
@@ -455,35 +454,29 @@ impl<'m, 'a> Interp<'m, 'a> {
             self.define(v, &[]);
             return Ok(());
         }
-        if let Some(r) = self.lock(n, op, sink)? {
-            self.define(v, &[r]);
-            return Ok(());
-        }
-        let flag = match self.flag(n, op)? {
-            Some(Flag::Wait { addr, value }) => {
-                self.emit(
-                    sink,
-                    n,
-                    Effect::FlagWait {
-                        addr,
-                        count: value.0,
-                    },
-                );
-                self.define(
-                    v,
-                    &[Value::Int {
-                        v: value.0,
-                        bits: value.1,
-                    }],
-                );
+        // A flag's add goes before the atomic's own load and store.
+        let mut add = None;
+        if let Some(a) = self.scalar_atomic(n)? {
+            if let Some(r) = self.lock(n, op, a, sink) {
+                self.define(v, &[r]);
                 return Ok(());
             }
-            Some(Flag::Add { addr, amount }) => Some((addr, amount)),
-            None => None,
-        };
+            match self.flag(n, op, a) {
+                Some(Flag::Wait {
+                    addr,
+                    value: (c, bits),
+                }) => {
+                    self.emit(sink, n, Effect::FlagWait { addr, count: c });
+                    self.define(v, &[Value::Int { v: c, bits }]);
+                    return Ok(());
+                }
+                Some(Flag::Add { addr, amount }) => add = Some(Effect::FlagAdd { addr, amount }),
+                None => {}
+            }
+        }
         let tile = self.ptr_tile(n, ssa.first().copied().unwrap_or(""))?;
-        if let Some((addr, amount)) = flag {
-            self.emit(sink, n, Effect::FlagAdd { addr, amount });
+        if let Some(e) = add {
+            self.emit(sink, n, e);
         }
         let load = self.load_into_registers(n, tile, sink);
         self.emit(sink, n, Effect::PtrStore { tile });
@@ -513,11 +506,9 @@ impl<'m, 'a> Interp<'m, 'a> {
         &mut self,
         n: &'m Node<'a>,
         op: &str,
+        ScalarAtomic { addr, ints }: ScalarAtomic,
         sink: &mut impl EffectSink<'m>,
-    ) -> Result<Option<Value>, TtgirError> {
-        let Some(ScalarAtomic { addr, ints }) = self.scalar_atomic(n)? else {
-            return Ok(None);
-        };
+    ) -> Option<Value> {
         let held = self.held.iter().position(|&h| h == addr);
         // Whether it takes (true) or releases the lock, the width of the
         // word, and the old value it gives.
@@ -527,7 +518,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     self.held.push(addr);
                     (true, bits, 0)
                 }
-                _ => return Ok(None),
+                _ => return None,
             }
         } else {
             match (held, ints[0]) {
@@ -535,11 +526,11 @@ impl<'m, 'a> Interp<'m, 'a> {
                     self.held.swap_remove(i);
                     (false, bits, 1)
                 }
-                _ => return Ok(None),
+                _ => return None,
             }
         };
         self.emit(sink, n, Effect::Lock { addr, acquire });
-        Ok(Some(Value::Int { v: old, bits }))
+        Some(Value::Int { v: old, bits })
     }
 
     /// A flag's atomic, or `None` for any other: `atomic_cas(p, c, c)`
@@ -550,24 +541,26 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// `atomic_rmw add` of `v`, or `exch` of `v` on a word the run holds
     /// no lock on (a flag set, on a word that starts at 0), adds `v` to
     /// the word's counter.
-    fn flag(&self, n: &'m Node<'a>, op: &str) -> Result<Option<Flag>, TtgirError> {
-        let Some(ScalarAtomic { addr, ints }) = self.scalar_atomic(n)? else {
-            return Ok(None);
-        };
+    fn flag(
+        &self,
+        n: &'m Node<'a>,
+        op: &str,
+        ScalarAtomic { addr, ints }: ScalarAtomic,
+    ) -> Option<Flag> {
         if op == "atomic_cas" {
-            return Ok(match ints {
+            return match ints {
                 [Some(c), Some((new, _))] if self.spins() && c.0 != 0 && c.0 == new => {
                     Some(Flag::Wait { addr, value: c })
                 }
                 _ => None,
-            });
+            };
         }
-        Ok(match (Self::rmw_kind(n), ints[0]) {
+        match (Self::rmw_kind(n), ints[0]) {
             (Some("add" | "exch"), Some((v, _))) if v > 0 && !self.held.contains(&addr) => {
                 Some(Flag::Add { addr, amount: v })
             }
             _ => None,
-        })
+        }
     }
 
     /// Whether comparison `n` reads a flag polled by a volatile load.
@@ -769,6 +762,7 @@ fn flipped(pred: &str) -> &str {
 }
 
 /// A scalar atomic's word and integer operands ([`Interp::scalar_atomic`]).
+#[derive(Clone, Copy)]
 struct ScalarAtomic {
     addr: u64,
     ints: [Option<(i64, u8)>; 2],
