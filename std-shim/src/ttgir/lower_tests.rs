@@ -553,27 +553,51 @@ fn a_cta_waits_for_the_flag_another_sets() {
     let drain = at(setter, &|o| *o == Op::StoreWait { n: 0 }).unwrap();
     assert!(drain < add, "{setter:?}");
     let waiter = &p.streams(0, 0).unwrap()[0];
-    assert!(waiter.contains(&Op::CounterWait { counter, count: 1 }));
+    assert_eq!(waiter, &[Op::CounterWait { counter, count: 1 }]);
     let cfg = GpuConfig::h100();
-    let run = |p: &Program| {
+    // When each CTA issued its ops (its wait: the try that passed) and
+    // when it retired (as an `exit`).
+    #[derive(Default)]
+    struct Issued(Vec<(u64, u32, Op)>);
+    impl simfa_core::Observer for Issued {
+        fn on_event(&mut self, cycle: simfa_core::Cycle, e: &simfa_core::Event) {
+            match *e {
+                simfa_core::Event::Issue { who, op } => self.0.push((cycle.get(), who.cta, op)),
+                simfa_core::Event::CtaRetire { cta, .. } => {
+                    self.0.push((cycle.get(), cta, Op::Exit))
+                }
+                _ => {}
+            }
+        }
+    }
+    let run = |p: &Program, seen: &mut Issued| {
         crate::run::simulate_from(
             &cfg,
             &p.kernel,
             TtgirSource::new(p),
-            &mut (),
+            seen,
             |_, _, _| {},
             &Default::default(),
         )
     };
-    let s = run(&p).unwrap().summary;
-    assert!(
-        s.cycles >= cfg.atomic_round_trip() + cfg.l2.xbar_latency as u64,
-        "{}",
-        s.cycles
-    );
+    let mut seen = Issued::default();
+    run(&p, &mut seen).unwrap();
+    let when = |cta: u32, f: &dyn Fn(&Op) -> bool| {
+        seen.0
+            .iter()
+            .find(|(_, c, o)| *c == cta && f(o))
+            .map(|e| e.0)
+            .unwrap()
+    };
+    let added = when(1, &|o| matches!(o, Op::CounterAdd { .. }));
+    let passed = when(0, &|o| matches!(o, Op::CounterWait { .. }));
+    let retired = when(0, &|o| *o == Op::Exit);
+    // The wait passes when the add lands, and the CTA ends after its poll.
+    assert_eq!(passed, added + cfg.atomic_crossing(), "{:?}", seen.0);
+    assert!(retired >= passed + cfg.atomic_round_trip(), "{:?}", seen.0);
     // Alone, the waiter never sees its flag set.
     let l1 = launch(1);
     let alone = Program::new(&m, &l1, "sig.toml").unwrap();
-    let err = run(&alone).unwrap_err().to_string();
+    let err = run(&alone, &mut Issued::default()).unwrap_err().to_string();
     assert!(err.contains("counter"), "{err}");
 }
