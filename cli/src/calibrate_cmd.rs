@@ -20,7 +20,7 @@ use simfa_std::calibration::tma_bw::{calibrate_tma_bw, TmaBwOptions};
 use simfa_std::config::{load_config, preset};
 use simfa_std::gen::pchase::{DEFAULT_MEASURED_HOPS, DEFAULT_STRIDE};
 use simfa_std::gen::tmabw::{DEFAULT_TOTAL_BYTES, L2_BLOCKS_PER_SM};
-use simfa_std::gen::{pchase, tma_bw, CopyKind, GemmParams, PchaseParams, TmaBwParams};
+use simfa_std::gen::{pchase, tma_bw, CopyKind, GemmParams, HopLoad, PchaseParams, TmaBwParams};
 use simfa_std::reporting::svg::write_svg;
 
 use crate::{emit_kernel, out, Failure, GpuArgs};
@@ -41,9 +41,30 @@ pub struct PchaseGen {
     /// Bytes between chased lines (a multiple of 16).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_STRIDE)]
     stride: u64,
+    /// What each hop loads with.
+    #[arg(long, value_enum, default_value = "tma")]
+    loads: LoadsArg,
     /// Output file (.sfk or .bin: binary, else text); stdout if absent.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+}
+
+/// What a pointer chase's hops load with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoadsArg {
+    /// 16-byte TMA bulk copies (L2 only).
+    Tma,
+    /// 16-byte plain loads through the L1 (`ld.global.ca`).
+    Regular,
+}
+
+impl From<LoadsArg> for HopLoad {
+    fn from(a: LoadsArg) -> HopLoad {
+        match a {
+            LoadsArg::Tma => HopLoad::Tma,
+            LoadsArg::Regular => HopLoad::Regular,
+        }
+    }
 }
 
 /// The copy of `simfa gen tma-bw`.
@@ -192,6 +213,12 @@ pub enum CalibrateCmd {
         /// Fewer hops and a short warm-up: a smoke test, not a calibration.
         #[arg(long)]
         quick: bool,
+        /// What each hop loads with: `tma` (a 16-byte bulk copy, against
+        /// the tma_cycles column) or `regular` (a plain load through the
+        /// L1, against regular_cycles; also fits l1.hit_cycles on the L1
+        /// plateau and prints the fit).
+        #[arg(long, value_enum, default_value = "tma")]
+        loads: LoadsArg,
     },
     /// The TMA load throughput table of calibration.md section 2.
     TmaBw {
@@ -352,6 +379,7 @@ impl PchaseGen {
             stride: self.stride,
             measured_hops: self.hops,
             warmup_hops: self.warmup,
+            load: self.loads.into(),
         };
         let k = pchase(&p).map_err(Failure::input)?;
         emit_kernel(&k, self.output.as_deref())
@@ -478,6 +506,7 @@ impl CalibrateCmd {
                 points,
                 hops,
                 quick,
+                loads,
             } => {
                 let cfg = gpu.resolve()?;
                 let rows = match csv {
@@ -494,6 +523,7 @@ impl CalibrateCmd {
                     opts.measured_hops = h;
                 }
                 opts.points = points.map(|n| n.min(usize::MAX as u64) as usize);
+                opts.load = loads.into();
                 let counter = Counter::new(!json, "points");
                 let result = calibrate_pchase(&cfg, &rows, &opts, &|d, t| counter.update(d, t));
                 counter.finish();

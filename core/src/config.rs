@@ -107,6 +107,28 @@ pub struct FixedPortConfig {
     pub bytes_per_cycle: Ratio,
 }
 
+/// The SM's L1 data cache, which thread loads marked for it
+/// ([`crate::Instr::LdGlobal`] with `l1`: `ld.global` into registers,
+/// `cp.async.ca`) go through. TMA copies bypass it, as on the hardware.
+/// Lines are 128 bytes of four 32-byte sectors; the SM's L1 and shared
+/// memory are one array, and the L1 gets what the kernel's shared-memory
+/// carveout leaves (see the core's `sim::l1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct L1Config {
+    /// Bytes of the SM's unified L1 and shared memory (256 KiB on sm_90);
+    /// 0: no L1 (every load goes to the L2).
+    pub unified_bytes: u32,
+    /// Sets of the cache; its ways are the lines its capacity holds over
+    /// the sets (least recently used replacement within a set).
+    pub sets: u16,
+    /// Cycles from a hit's requests leaving the load/store unit to its
+    /// data: the pointer chase's 32-cycle L1 plateau (`calibration.md`
+    /// §1) less the cycles of the chase's own instructions, fitted by
+    /// `simfa calibrate pchase --loads regular`.
+    pub hit_cycles: u32,
+}
+
 /// The SM's shared SIMT units, which `compute` instructions of all resident
 /// WarpGroups share (see the core's `sim::units` for the mechanism).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -259,6 +281,8 @@ pub struct GpuConfig {
     /// (H100: 32.3 TB/s of shared-memory bandwidth over 144 SMs at
     /// 1755 MHz), so 1/4. Not fitted.
     pub load_request_cycles: Ratio,
+    /// The SM's L1 data cache.
+    pub l1: L1Config,
     /// Which memory model serves the TMA engines.
     pub memory: MemoryModel,
     /// The fixed memory port (with `memory = "fixed"`).
@@ -338,6 +362,14 @@ const TMA_LINES: TmaLineConfig = TmaLineConfig {
     dedup_lines: 4096,
 };
 
+/// The sm_90 L1: 256 KiB shared with shared memory, 64 sets, hits after
+/// `simfa calibrate pchase --loads regular`.
+pub const L1_SM90: L1Config = L1Config {
+    unified_bytes: 256 * 1024,
+    sets: 64,
+    hit_cycles: 29,
+};
+
 /// Per-SM bandwidth in bytes per cycle from a GPU-wide figure.
 const fn per_sm_bw(gb_per_s: u32, sms: u16, clock_mhz: u32) -> Ratio {
     // bytes/cycle/SM = GB/s * 1e9 / (sms * MHz * 1e6) = (GB/s * 1000) / (sms * MHz)
@@ -396,6 +428,7 @@ impl GpuConfig {
             launch_gap_ns: 2200,
             store_request_cycles: STORE_REQUEST_CYCLES,
             load_request_cycles: Ratio::new(1, 4),
+            l1: L1_SM90,
             memory: MemoryModel::Transaction,
             port: FixedPortConfig {
                 latency: 500,
@@ -581,6 +614,23 @@ impl GpuConfig {
                 "denominator must be positive, numerator and denominator at most 1048576",
             )?;
         }
+        let l1 = &self.l1;
+        check(
+            l1.unified_bytes <= 1 << 24 && l1.unified_bytes % 128 == 0,
+            "l1.unified_bytes",
+            "must be a multiple of 128 of at most 16 MiB",
+        )?;
+        check(
+            l1.unified_bytes == 0
+                || ((1..=4096).contains(&l1.sets) && l1.unified_bytes / 128 % l1.sets as u32 == 0),
+            "l1.sets",
+            "must be in 1..=4096 and divide the unified array's 128-byte lines",
+        )?;
+        check(
+            l1.hit_cycles <= 1_000_000,
+            "l1.hit_cycles",
+            "must be at most 10^6",
+        )?;
         check(
             self.warps_per_sm >= 4 && self.warps_per_sm % 4 == 0 && self.warps_per_sm <= 128,
             "warps_per_sm",

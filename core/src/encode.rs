@@ -11,7 +11,7 @@ use crate::kernel::Kernel;
 /// The magic bytes that open every binary kernel.
 pub const MAGIC: [u8; 8] = *b"SIMFAKRN";
 /// The format version this build writes and reads.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 /// Bytes of the header (magic + version).
 pub const HEADER_LEN: usize = MAGIC.len() + 2;
 

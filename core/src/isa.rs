@@ -438,6 +438,13 @@ pub enum Instr {
         coords: [ExprId; 5],
         /// Bytes of the box one sector request carries (1 to 32).
         segment: u8,
+        /// The loads go through the SM's L1 data cache (`ld.global.ca`:
+        /// a plain `ld.global` into registers, or `cp.async.ca`): a box
+        /// whose sectors all lie in it completes after
+        /// [`crate::L1Config::hit_cycles`] without reaching the L2, and
+        /// a box that misses allocates its sectors there when it lands.
+        /// `false`: L2 only (`cp.async.cg`, `ld.global.cg`).
+        l1: bool,
     },
     /// The WarpGroup's threads move `bytes` between their registers and
     /// shared memory (`ld.shared`, `st.shared`: a layout conversion
@@ -637,6 +644,8 @@ pub enum Op {
         coords: [i64; 5],
         /// Bytes one sector request carries (1 to 32).
         segment: u8,
+        /// Through the SM's L1 (see [`Instr::LdGlobal`]).
+        l1: bool,
     },
     /// See [`Instr::SmemMove`].
     SmemMove {
@@ -725,7 +734,8 @@ impl Op {
             Op::Exit => "exit",
             Op::Compute { .. } => "compute",
             Op::StGlobal { .. } => "st.global",
-            Op::LdGlobal { .. } => "ld.global",
+            Op::LdGlobal { l1: false, .. } => "ld.global",
+            Op::LdGlobal { l1: true, .. } => "ld.global.ca",
             Op::SmemMove { .. } => "smem.move",
             Op::LockAcquire { .. } => "lock.acquire",
             Op::LockRelease { .. } => "lock.release",

@@ -399,6 +399,7 @@ impl Kernel {
                     bar,
                     coords,
                     segment,
+                    ..
                 } => {
                     self.map_ok(map, &coords, depth, at)?;
                     self.mbar_ok(bar, depth, at)?;

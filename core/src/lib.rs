@@ -98,7 +98,7 @@ pub mod wheel;
 
 pub use cluster::Cluster;
 pub use codec::{SnapshotError, SNAPSHOT_MAGIC, SNAPSHOT_VERSION};
-pub use config::{Fault, GpuConfig, SchedulerPolicy, PRESETS};
+pub use config::{Fault, GpuConfig, L1Config, SchedulerPolicy, PRESETS};
 pub use error::{BuildError, Capacity, ConfigError, DecodeError, KernelError, SimError};
 pub use isa::{Expr, Instr, Op, Ref, UnitClass, WgmmaMode, Work};
 pub use kernel::{CtaOrder, Kernel, MbarDecl, Role, StageDecl};

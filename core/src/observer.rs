@@ -324,12 +324,14 @@ fn op_word(op: &Op) -> u64 {
             bar,
             coords,
             segment,
+            l1,
         } => {
             op_word(&Op::StGlobal {
                 map,
                 coords,
                 segment,
             }) ^ ((bar as u64) << 8)
+                ^ ((l1 as u64) << 63)
         }
         Op::BulkLoad { bar, addr, bytes } => addr ^ ((bytes as u64) << 32) ^ bar as u64,
         Op::BulkStore { addr, bytes } => addr ^ ((bytes as u64) << 32),
@@ -453,6 +455,10 @@ pub struct Stats {
     pub first_wgmma: u64,
     /// Last cycle any tensor-core work ended.
     pub last_wgmma: u64,
+    /// Loads that went through an SM's L1.
+    pub l1_loads: u64,
+    /// Of those, the loads it served (every sector valid).
+    pub l1_hits: u64,
 }
 
 #[cfg(test)]

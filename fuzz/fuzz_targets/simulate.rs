@@ -150,12 +150,14 @@ enum Op {
     /// not) and the amount or count; a count never reached deadlocks.
     CounterAdd(u8, u8),
     CounterWait(u8, u8),
-    /// Loads by threads; the segment is raw as a store's.
+    /// Loads by threads; the segment is raw as a store's; through the
+    /// L1 or not.
     LdGlobal {
         map: u8,
         bar: (u8, u8),
         coords: [u8; 2],
         segment: u8,
+        l1: bool,
     },
 }
 
@@ -267,11 +269,13 @@ fn build(d: &Desc) -> Option<Kernel> {
                     bar: b,
                     coords,
                     segment,
+                    l1,
                 } => Instr::LdGlobal {
                     map: map % 3,
                     bar: bar(b),
                     coords: [ex(coords[0]), ex(coords[1]), 0, 0, 0],
                     segment: segment % 40,
+                    l1,
                 },
                 Op::BulkLoad {
                     bar: b,

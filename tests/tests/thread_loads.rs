@@ -38,6 +38,7 @@ fn two_loaders(segment: u8, store_first: bool) -> simfa_core::Kernel {
         bar: b.at(full, wg),
         coords: [at, 0, 0, 0, 0],
         segment,
+        l1: false,
     });
     b.op(Instr::MbarArrive {
         bar: b.at(full, wg),

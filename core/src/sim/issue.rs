@@ -259,6 +259,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Shape::Tensor { map: m, coords },
                     bytes,
                     setup,
+                    None,
                     obs,
                 )?
             }
@@ -274,6 +275,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Shape::Tensor { map: m, coords },
                     bytes,
                     setup,
+                    None,
                     obs,
                 )?
             }
@@ -287,7 +289,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                 bar,
                 coords,
                 segment,
-            } => self.thread_transfer(ti, map, Some(bar), coords, segment, obs)?,
+                l1,
+            } => self.thread_transfer(ti, map, Some((bar, l1)), coords, segment, obs)?,
             Op::BulkLoad { bar, addr, bytes } => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let setup = self.cfg.tma_setup_common as u64;
@@ -298,6 +301,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Shape::Linear { addr },
                     bytes as u64,
                     setup,
+                    None,
                     obs,
                 )?
             }
@@ -310,6 +314,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
                     Shape::Linear { addr },
                     bytes as u64,
                     setup,
+                    None,
                     obs,
                 )?
             }
@@ -508,6 +513,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         shape: Shape<'a>,
         bytes: u64,
         setup: u64,
+        served: Option<u64>,
         obs: &mut impl Observer,
     ) -> Result<Outcome, SimError> {
         let t = self.threads[ti];
@@ -518,6 +524,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let leave = self.now + setup;
         let id = self.stats.tma_ops as u32;
         let done = match &mut self.mem {
+            _ if served.is_some() => served,
             super::Mem::Fixed(port) => Some(port.transfer(
                 leave,
                 &Transfer {
@@ -529,7 +536,8 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             )),
             _ => None,
         };
-        let txn = matches!(self.mem, super::Mem::Txn(_));
+        // A load the SM serves itself (an L1 hit) never reaches the memory.
+        let txn = served.is_none() && matches!(self.mem, super::Mem::Txn(_));
         let external = matches!(self.mem, super::Mem::External(_));
         match done {
             Some(done) => self.landing_at(ti, bar, bytes, id, done)?,
@@ -620,6 +628,9 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         self.ctas[ci].inflight = self.less(self.ctas[ci].inflight, what)?;
         self.end = self.end.max(self.now);
         let store = bar == u16::MAX;
+        if !store {
+            self.l1_landed(ti, op);
+        }
         let who = self.who(ti);
         self.emit(
             obs,

@@ -7,6 +7,7 @@
 
 use super::cluster::landing_code;
 use super::issue::Outcome;
+use super::l1::Lookup;
 use super::Simulator;
 use crate::error::SimError;
 use crate::observer::Observer;
@@ -36,15 +37,18 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     }
 
     /// `st.global` (`bar: None`) or `ld.global` (completing on mbarrier
-    /// `bar`): WarpGroup `ti` stores or loads a box of tensor map `map`
-    /// with its threads' own requests of `segment` bytes. Only the
-    /// in-bounds part is requested and moves; a load completes the whole
-    /// box's bytes, as a TMA load does.
+    /// `bar`, through the SM's L1 when its flag says so): WarpGroup `ti`
+    /// stores or loads a box of tensor map `map` with its threads' own
+    /// requests of `segment` bytes. Only the in-bounds part is requested
+    /// and moves; a load completes the whole box's bytes, as a TMA load
+    /// does. A load that hits in the L1 lands
+    /// [`crate::L1Config::hit_cycles`] after its requests have left,
+    /// without reaching the memory.
     pub(super) fn thread_transfer(
         &mut self,
         ti: usize,
         map: u8,
-        bar: Option<u16>,
+        bar: Option<(u16, bool)>,
         coords: [i64; 5],
         segment: u8,
         obs: &mut impl Observer,
@@ -57,7 +61,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         let m = &kernel.maps[map as usize];
         let requests = m.box_bytes(&coords).div_ceil(segment.max(1) as u64);
         let (landing, dir, bytes, per) = match bar {
-            Some(bar) => {
+            Some((bar, _)) => {
                 let b = self.bar_index(ti, bar, "mbarrier", self.plan.nbar)?;
                 let code = landing_code(b as u16, 0);
                 (
@@ -77,6 +81,14 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
         // The unit takes this box's requests after those of the loads and
         // stores before it; the lines follow.
         let end = self.lsu(sm, per, requests);
+        let id = self.stats.tma_ops as u32;
+        let served = match bar {
+            Some((_, true)) => match self.l1_lookup(ti, map, coords, id) {
+                Some(Lookup::Hit) => Some(end + self.cfg.l1.hit_cycles as u64),
+                _ => None,
+            },
+            _ => None,
+        };
         self.start_transfer(
             ti,
             landing,
@@ -84,6 +96,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             Shape::Tensor { map: m, coords },
             bytes,
             end - now,
+            served,
             obs,
         )?;
         Ok(Self::lsu_outcome(now, end))

@@ -29,6 +29,7 @@ mod deadlines;
 mod engine;
 mod ext;
 mod issue;
+mod l1;
 mod lock;
 mod lsu;
 mod residency;
@@ -157,6 +158,8 @@ struct Plan {
     /// The transaction model's parameters, its arrival-order controller
     /// policy resolved for this kernel to on or off.
     txn: TxnConfig,
+    /// Sets and ways of each SM's L1 (no ways: no L1 tables).
+    l1: (usize, usize),
 }
 
 impl Plan {
@@ -192,6 +195,18 @@ impl Plan {
             } else {
                 0
             };
+        // An L1 only for a kernel that may load through it, sized by what
+        // its resident CTAs' shared memory leaves.
+        let cached = stream
+            || k.code
+                .iter()
+                .any(|i| matches!(i, crate::Instr::LdGlobal { l1: true, .. }));
+        let l1_ways = if cached {
+            let smem = k.smem_bytes as u64 * cta_slots as u64;
+            l1::ways(&cfg.l1, l1::l1_bytes(&cfg.l1, smem))
+        } else {
+            0
+        };
         let lb = cfg.l2.line_bytes as u64;
         let most = k
             .maps
@@ -220,7 +235,13 @@ impl Plan {
             tma_slots: cfg.tma_slots as usize,
             dcap,
             txn,
+            l1: (cfg.l1.sets as usize, l1_ways),
         })
+    }
+
+    /// Lines of the SMs' L1s.
+    fn l1_lines(&self) -> usize {
+        self.sms * self.l1.0 * self.l1.1
     }
 
     fn threads(&self) -> usize {
@@ -244,6 +265,11 @@ impl Plan {
         l.add::<u64>(self.sms)?;
         l.add::<u64>(self.sms)?;
         l.add::<u16>(Deadlines::leaves_for(self.sms))?;
+        if self.l1.1 > 0 {
+            l.add::<l1::L1Line>(self.l1_lines())?;
+            l.add::<l1::L1Fill>(self.sms * self.tma_slots)?;
+            l.add::<u32>(self.sms)?;
+        }
         Ok(l)
     }
 
@@ -317,6 +343,9 @@ pub struct Simulator<'a, S: StreamSource = NoStream> {
     locks: lock::Locks,
     /// The grid's counters.
     counters: counter::Counters,
+    /// The SMs' L1 data caches (`None` when no load of the kernel can use
+    /// one, or the configuration has none).
+    l1: Option<l1::L1Tables<'a>>,
 }
 
 impl<'a> Simulator<'a, NoStream> {
@@ -381,6 +410,17 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             a.alloc(plan.sms, deadlines::NONE, Capacity::Sms)?,
             a.alloc(Deadlines::leaves_for(plan.sms), 0u16, Capacity::Sms)?,
         );
+        let l1 = match plan.l1 {
+            (sets, ways) if ways > 0 => Some(l1::L1Tables {
+                lines: a.alloc(plan.l1_lines(), l1::L1Line::EMPTY, Capacity::Sms)?,
+                fills: a.alloc(plan.sms * plan.tma_slots, l1::L1Fill::EMPTY, Capacity::Sms)?,
+                clock: a.alloc(plan.sms, 0u32, Capacity::Sms)?,
+                sets,
+                ways,
+                fills_per_sm: plan.tma_slots,
+            }),
+            _ => None,
+        };
         let handover = engine::Handover::new_in(
             match plan.model {
                 MemoryModel::Transaction => plan.sms * plan.tma_slots,
@@ -475,6 +515,7 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             status: Status::Running,
             locks: lock::Locks::default(),
             counters: counter::Counters::default(),
+            l1,
         };
         for (i, c) in sim.ctas.iter_mut().enumerate() {
             c.sm = (i / plan.cta_slots) as u16;

@@ -116,11 +116,13 @@ pub(super) fn resolve(k: &Kernel, instr: &Instr, ctx: &EvalCtx) -> Op {
             bar,
             coords,
             segment,
+            l1,
         } => Op::LdGlobal {
             map,
             bar: index_of(k, bar, ctx, true),
             coords: coords_of(k, map, &coords, ctx),
             segment,
+            l1,
         },
         Instr::LockAcquire { lock } => Op::LockAcquire {
             lock: word_of(ev(lock), crate::kernel::MAX_LOCKS),

@@ -246,6 +246,11 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             w.slice(t.dlen)?;
             w.slice(t.returned)?;
         }
+        if let Some(l1) = &self.l1 {
+            w.slice(l1.lines)?;
+            w.slice(l1.fills)?;
+            w.slice(l1.clock)?;
+        }
         Ok(())
     }
 
@@ -254,6 +259,12 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
     /// instead of panicking later. Names the first thing found wrong.
     fn check_loaded(&self) -> Result<(), &'static str> {
         self.queue.check()?;
+        if let Some(l1) = &self.l1 {
+            let maps = self.kernel.maps.len();
+            if l1.fills.iter().any(|f| f.op != 0 && f.map as usize >= maps) {
+                return Err("L1 fills");
+            }
+        }
         let k = self.kernel;
         let wgs = self.plan.wgs;
         for (ti, t) in self.threads.iter().enumerate() {
@@ -447,6 +458,11 @@ impl<'a, S: StreamSource> Simulator<'a, S> {
             r.slice(t.dused)?;
             r.slice(t.dlen)?;
             r.slice(t.returned)?;
+        }
+        if let Some(l1) = &mut self.l1 {
+            r.slice(l1.lines)?;
+            r.slice(l1.fills)?;
+            r.slice(l1.clock)?;
         }
         Ok(())
     }

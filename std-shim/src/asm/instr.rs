@@ -211,7 +211,7 @@ impl Parser<'_> {
                     segment,
                 }
             }
-            "ld.global" => {
+            "ld.global" | "ld.global.ca" => {
                 let map = self.lookup(l, Kind::Map)?;
                 comma(l, "tensor map name")?;
                 let bar = self.decl_ref(l, Kind::Mbar, depth)?;
@@ -224,6 +224,7 @@ impl Parser<'_> {
                     bar,
                     coords,
                     segment,
+                    l1: word == "ld.global.ca",
                 }
             }
             "bulk.load" => {

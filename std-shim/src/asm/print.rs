@@ -126,8 +126,9 @@ fn instr(out: &mut String, k: &Kernel, ins: &Instr) {
             bar,
             coords: c,
             segment,
+            l1,
         } => {
-            out.push_str("ld.global ");
+            out.push_str(if l1 { "ld.global.ca " } else { "ld.global " });
             map_name(out, k, map);
             out.push_str(", ");
             decl_ref(out, k, bar, false);

@@ -19,7 +19,9 @@ use simfa_core::GpuConfig;
 
 use super::stats::{error_percent, mape, subsample, worst_of, ProgressFn};
 use crate::calibration::error::CalibError;
-use crate::gen::pchase::{cycles_per_hop, PchaseParams, DEFAULT_MEASURED_HOPS, WARMUP_CAP_HOPS};
+use crate::gen::pchase::{
+    cycles_per_hop, HopLoad, PchaseParams, DEFAULT_MEASURED_HOPS, WARMUP_CAP_HOPS,
+};
 use crate::gen::BenchError;
 use crate::reporting::svg::{LineChart, Series};
 
@@ -155,6 +157,8 @@ pub struct PchaseOptions {
     pub warmup_cap: u64,
     /// Run only this many points, spread evenly ([`subsample`]).
     pub points: Option<usize>,
+    /// What the chase loads with, and so the column compared against.
+    pub load: HopLoad,
 }
 
 impl Default for PchaseOptions {
@@ -164,6 +168,7 @@ impl Default for PchaseOptions {
             measured_hops: DEFAULT_MEASURED_HOPS,
             warmup_cap: WARMUP_CAP_HOPS,
             points: None,
+            load: HopLoad::Tma,
         }
     }
 }
@@ -176,6 +181,7 @@ impl PchaseOptions {
             measured_hops: 256,
             warmup_cap: 16_384,
             points: None,
+            load: HopLoad::Tma,
         }
     }
 
@@ -184,9 +190,43 @@ impl PchaseOptions {
         let mut p = PchaseParams::new(row.working_set_bytes());
         p.measured_hops = self.measured_hops;
         p.warmup_hops = Some(p.lines().min(self.warmup_cap));
+        p.load = self.load;
         p
     }
+
+    /// The measured column these options compare against.
+    pub fn column(&self) -> &'static str {
+        match self.load {
+            HopLoad::Tma => "tma_cycles",
+            HopLoad::Regular => "regular_cycles",
+        }
+    }
 }
+
+/// Largest working set, kB, of the plain loads' L1 plateau
+/// (`calibration.md` §1: 32 cycles up to 215 kB).
+pub const L1_PLATEAU_KB: f64 = 215.0;
+
+/// The L1 hit latency fitted on the plain loads' L1 plateau: the
+/// configuration's [`simfa_core::L1Config::hit_cycles`] moved by the mean
+/// of measured less simulated cycles per hop over the plateau's points
+/// (a hop's cycles are the hit latency plus the chase's own instructions,
+/// which do not depend on it).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct L1Fit {
+    /// Points on the plateau.
+    pub points: usize,
+    /// Their mean measured cycles per hop.
+    pub measured: f64,
+    /// Their mean simulated cycles per hop.
+    pub simulated: f64,
+    /// The configuration's hit latency.
+    pub hit_cycles: u32,
+    /// The fitted hit latency.
+    pub fitted_hit_cycles: u32,
+}
+
+impl PchaseOptions {}
 
 /// One point of the curve, measured against simulated.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -282,6 +322,9 @@ pub struct PchaseCalibration {
     pub regimes: Regimes,
     /// Every point run, in file order.
     pub points: Vec<PchasePoint>,
+    /// With plain loads, the L1 hit latency fitted on the L1 plateau
+    /// (`null` with TMA loads or when no point lies on it).
+    pub l1_fit: Option<L1Fit>,
 }
 
 /// Runs every row (or the [`PchaseOptions::points`] subsample) of the
@@ -322,19 +365,40 @@ pub fn calibrate_pchase(
             working_set_kb: row.working_set_kb,
             source,
         })?;
+        let measured = match opts.load {
+            HopLoad::Tma => row.tma_cycles,
+            HopLoad::Regular => row.regular_cycles,
+        };
         points.push(PchasePoint {
             working_set_kb: row.working_set_kb,
-            measured: row.tma_cycles,
+            measured,
             simulated,
-            error_percent: error_percent(row.tma_cycles, simulated),
+            error_percent: error_percent(measured, simulated),
             regime: Regime::classify(row.working_set_kb),
         });
     }
+    let plateau: Vec<&PchasePoint> = points
+        .iter()
+        .filter(|p| p.working_set_kb <= L1_PLATEAU_KB)
+        .collect();
+    let l1_fit = (opts.load == HopLoad::Regular && !plateau.is_empty()).then(|| {
+        let n = plateau.len() as f64;
+        let measured = plateau.iter().map(|p| p.measured).sum::<f64>() / n;
+        let simulated = plateau.iter().map(|p| p.simulated).sum::<f64>() / n;
+        let hit = cfg.l1.hit_cycles;
+        L1Fit {
+            points: plateau.len(),
+            measured,
+            simulated,
+            hit_cycles: hit,
+            fitted_hit_cycles: (hit as f64 + measured - simulated).round().max(0.0) as u32,
+        }
+    });
     let errs: Vec<f64> = points.iter().map(|p| p.error_percent).collect();
     let worst = worst_of(&points, |p| p.error_percent).clone();
     Ok(PchaseCalibration {
         gpu: cfg.name.to_string(),
-        column: "tma_cycles",
+        column: opts.column(),
         measured_hops: opts.measured_hops,
         warmup_cap_hops: opts.warmup_cap,
         mape_percent: mape(&errs).unwrap_or(0.0),
@@ -342,6 +406,7 @@ pub fn calibrate_pchase(
         regimes: Regimes::of(&points),
         worst,
         points,
+        l1_fit,
     })
 }
 
@@ -394,8 +459,12 @@ impl PchaseCalibration {
 
     /// A table of every point, then MAPE overall and per regime.
     pub fn to_text(&self) -> String {
+        let what = match self.column {
+            "regular_cycles" => "Plain-load (ld.global.ca)",
+            _ => "TMA",
+        };
         let mut s = format!(
-            "TMA pointer chase on {}: {} points, {} measured hops, warm-up up to {} hops\n\n",
+            "{what} pointer chase on {}: {} points, {} measured hops, warm-up up to {} hops\n\n",
             self.gpu,
             self.points.len(),
             self.measured_hops,
@@ -432,6 +501,13 @@ impl PchaseCalibration {
                 r.name(),
                 st.points,
                 fmt_opt(st.mape_percent)
+            );
+        }
+        if let Some(f) = &self.l1_fit {
+            let _ = writeln!(
+                s,
+                "\nL1 plateau (up to {L1_PLATEAU_KB} kB, {} points): measured {:.1}, simulated {:.1} cycles per hop\nfit: l1.hit_cycles = {} (now {})",
+                f.points, f.measured, f.simulated, f.fitted_hit_cycles, f.hit_cycles
             );
         }
         s
@@ -588,6 +664,7 @@ mod tests {
             measured_hops: 32,
             warmup_cap: 64,
             points: None,
+            load: HopLoad::Tma,
         };
         let calls = AtomicUsize::new(0);
         let c = calibrate_pchase(&cfg, &rows(), &opts, &|_, t| {
@@ -647,6 +724,37 @@ mod tests {
         assert_eq!(c2.points[1], c.points[3]);
     }
 
+    /// The presets' L1 hit latency is what the plain-load chase fits on
+    /// the shipped data's L1 plateau, and the plateau comes out at its
+    /// measured 32 cycles per hop.
+    #[test]
+    fn the_shipped_l1_hit_latency_is_the_fit() {
+        let cfg = GpuConfig::h800_pcie();
+        let rows: Vec<ChaseRow> = pchase_rows()
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.working_set_kb <= L1_PLATEAU_KB)
+            .take(3)
+            .collect();
+        let mut opts = PchaseOptions::quick();
+        opts.load = HopLoad::Regular;
+        let c = calibrate_pchase(&cfg, &rows, &opts, &|_, _| {}).unwrap();
+        assert_eq!(c.column, "regular_cycles");
+        let f = c.l1_fit.expect("plateau points");
+        assert_eq!(f.points, 3);
+        assert_eq!(f.fitted_hit_cycles, cfg.l1.hit_cycles, "{f:?}");
+        assert!((f.simulated - f.measured).abs() < 1.0, "{f:?}");
+        // Without an L1 the same chase goes to the L2 every hop.
+        let mut none = cfg.clone();
+        none.l1.unified_bytes = 0;
+        let c = calibrate_pchase(&none, &rows, &opts, &|_, _| {}).unwrap();
+        assert!(
+            c.points.iter().all(|p| p.simulated > 200.0),
+            "{:?}",
+            c.points
+        );
+    }
+
     #[test]
     fn results_do_not_depend_on_threads() {
         let cfg = GpuConfig::h800_pcie();
@@ -654,6 +762,7 @@ mod tests {
             measured_hops: 16,
             warmup_cap: 32,
             points: None,
+            load: HopLoad::Tma,
         };
         let run = |threads| {
             rayon::ThreadPoolBuilder::new()

@@ -764,6 +764,8 @@ fn emit_reduce(
         bar,
         coords: c,
         segment: Epilogue::STORE_SEGMENT,
+        // Each partial is read once: the L1 would hold nothing reused.
+        l1: false,
     })?;
     k.loop_end(loads)?;
     k.op(Instr::MbarArrive { bar })?;

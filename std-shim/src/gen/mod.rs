@@ -26,7 +26,7 @@ pub use gemm::{gemm, gemm_source, GemmSource};
 pub use gemm_params::{Calibration, Epilogue, GemmParams};
 pub use gemm_spec::{GemmKernel, GemmSpec};
 pub use gemm_sweep::{sweep, sweep_row, sweep_shapes, sweep_table, SweepRow};
-pub use pchase::{cycles_per_hop, pchase, PchaseParams};
+pub use pchase::{cycles_per_hop, pchase, HopLoad, PchaseParams};
 pub use tmabw::{throughput_gbps, tma_bw, CopyKind, TmaBwParams};
 
 use simfa_core::builder::{Builder, BuilderError};

@@ -53,6 +53,18 @@
 
 use simfa_core::{Cycle, Event, Expr, GpuConfig, Instr, Kernel, Observer, Op, Ref};
 
+/// What a hop loads with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HopLoad {
+    /// A 16-byte `cp.async.bulk` (the `tma_cycles` column): TMA, L2 only.
+    #[default]
+    Tma,
+    /// A 16-byte plain load through the SM's L1 (the `regular_cycles`
+    /// column): `ld.global.ca X, meas[0], [address / 4], 16` over a 1-D
+    /// tensor map `X` of 4-byte elements spanning the working set.
+    Regular,
+}
+
 use super::gemm::name;
 use super::Kb;
 use super::{BenchError, GenError};
@@ -87,6 +99,8 @@ pub struct PchaseParams {
     pub measured_hops: u64,
     /// Hops of the warm-up loop; `None` for `min(lines, WARMUP_CAP_HOPS)`.
     pub warmup_hops: Option<u64>,
+    /// What each hop loads with.
+    pub load: HopLoad,
 }
 
 impl PchaseParams {
@@ -98,6 +112,7 @@ impl PchaseParams {
             stride: DEFAULT_STRIDE,
             measured_hops: DEFAULT_MEASURED_HOPS,
             warmup_hops: None,
+            load: HopLoad::Tma,
         }
     }
 
@@ -207,6 +222,30 @@ pub fn pchase(p: &PchaseParams) -> Result<Kernel, GenError> {
         &name(&format!("pchase_{}", p.working_set_bytes)),
     )?;
     k.smem(SMEM_BYTES);
+    let map = match p.load {
+        HopLoad::Tma => None,
+        HopLoad::Regular => {
+            let elems = n * p.stride / 4;
+            if elems > 1 << 32 {
+                return Err(bad(
+                    "working set",
+                    format!(
+                        "{} bytes is more than a tensor map of 2^32 4-byte elements",
+                        p.working_set_bytes
+                    ),
+                ));
+            }
+            Some(k.map(simfa_core::TensorMap {
+                name: name("X"),
+                base: 0,
+                elem_bytes: 4,
+                rank: 1,
+                dims: [elems, 1, 1, 1, 1],
+                strides: [4, 0, 0, 0, 0],
+                boxdim: [HOP_BYTES / 4, 1, 1, 1, 1],
+            })?)
+        }
+    };
     for nm in ["warm", "meas"] {
         k.mbarriers(nm, 1, 1)?;
     }
@@ -216,12 +255,13 @@ pub fn pchase(p: &PchaseParams) -> Result<Kernel, GenError> {
         rem: 2,
         ..Expr::constant(0)
     };
-    // ((k + l0*P) mod N) * stride
+    // ((k + l0*P) mod N) * stride, in bytes or (regular loads) elements.
+    let unit = if map.is_some() { 4 } else { 1 };
     let address = |offset: u64| Expr {
         k: offset as i64,
         l: [step as i64, 0, 0, 0],
         rem: n as i64,
-        mul: p.stride as i64,
+        mul: (p.stride / unit) as i64,
         ..Expr::constant(0)
     };
     let offset = (w as u128 * step as u128 % n as u128) as u64;
@@ -241,11 +281,20 @@ pub fn pchase(p: &PchaseParams) -> Result<Kernel, GenError> {
             bar,
             bytes: HOP_BYTES,
         })?;
-        k.op(Instr::BulkLoad {
-            bar,
-            addr,
-            bytes: HOP_BYTES,
-        })?;
+        match map {
+            None => k.op(Instr::BulkLoad {
+                bar,
+                addr,
+                bytes: HOP_BYTES,
+            })?,
+            Some(map) => k.op(Instr::LdGlobal {
+                map,
+                bar,
+                coords: [addr, zero, zero, zero, zero],
+                segment: HOP_BYTES as u8,
+                l1: true,
+            })?,
+        };
         k.op(Instr::MbarArrive { bar })?;
         k.op(Instr::MbarWait { bar, parity })?;
         k.loop_end(begin)?;

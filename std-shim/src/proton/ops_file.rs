@@ -5,7 +5,7 @@
 //! instructions live beside it in an op file (`KERNEL.ops`):
 //!
 //! ```text
-//! "SFOPS\0\x02\0"                      8 bytes, magic and version 2
+//! "SFOPS\0\x03\0"                      8 bytes, magic and version 3
 //! op bytes                             every stream's ops, postcard-encoded, back to back
 //! index entry * N                      24 bytes each: cta u32, role u8, wg u8, 0u16,
 //!                                      ops u64, offset u64 (from the file start)
@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use simfa_core::source::SourceError;
 use simfa_core::{Kernel, Op, StreamSource};
 
-const MAGIC: &[u8; 8] = b"SFOPS\0\x02\0";
+const MAGIC: &[u8; 8] = b"SFOPS\0\x03\0";
 const END: &[u8; 8] = b"SFOPSEND";
 const ENTRY: usize = 24;
 const FOOTER: usize = 24;
@@ -477,7 +477,7 @@ mod tests {
             ("too short", good[..10].to_vec()),
             ("magic", [b"XXXXXXXX", &good[8..]].concat()),
             (
-                "op file version 1, this build reads version 2",
+                "op file version 1, this build reads version 3",
                 [b"SFOPS\0\x01\0", &good[8..]].concat(),
             ),
             ("footer", good[..good.len() - 1].to_vec()),

@@ -224,6 +224,10 @@ pub struct Report {
     pub l2_hit_rate: f64,
     /// Reads merged in the per-SM-pair coalescers.
     pub coalesced: u64,
+    /// Thread loads that went through an SM's L1 (`ld.global.ca`).
+    pub l1_loads: u64,
+    /// Of those, the loads the L1 served.
+    pub l1_hits: u64,
     /// Bytes read from DRAM.
     pub dram_read_bytes: u64,
     /// Bytes written to DRAM.
@@ -329,6 +333,8 @@ impl Report {
             l2_misses: s.memory.map_or(0, |m| m.l2_misses),
             l2_hit_rate: s.memory.map_or(0.0, |m| m.l2_hit_rate()),
             coalesced: s.memory.map_or(0, |m| m.coalesced),
+            l1_loads: st.l1_loads,
+            l1_hits: st.l1_hits,
             dram_read_bytes: s.memory.map_or(0, |m| m.dram_read_bytes),
             dram_write_bytes: s.memory.map_or(0, |m| m.dram_write_bytes),
             dram_row_hits: s.memory.map_or(0, |m| m.dram_row_hits),
@@ -399,7 +405,7 @@ impl Report {
                 ),
             )
         };
-        let rows: [(&str, String); 16] = [
+        let mut rows: Vec<(&str, String)> = vec![
             ("kernel", format!("{} on {}", self.kernel, self.gpu)),
             (
                 "memory",
@@ -497,6 +503,24 @@ impl Report {
             ("analytic", analytic),
             ("roofline", roofline),
         ];
+        if self.l1_loads > 0 {
+            // After the tensor line: where the loads went first.
+            let at = rows
+                .iter()
+                .position(|(l, _)| *l == "l2")
+                .unwrap_or(rows.len());
+            rows.insert(
+                at,
+                (
+                    "l1",
+                    format!(
+                        "{} loads, {:.1}% hits",
+                        self.l1_loads,
+                        self.l1_hits as f64 * 100.0 / self.l1_loads as f64
+                    ),
+                ),
+            );
+        }
         let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
         let mut out = String::new();
         for (label, value) in rows {

@@ -782,7 +782,8 @@ impl<'m, 'a> Program<'m, 'a> {
             Effect::PtrLoad { tile, regs } => {
                 let rings = self.rings(role);
                 let (ops, bytes) = self.ptr_ops(&tile).map_err(fail)?;
-                let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, q);
+                let l1 = super::pointer::through_l1(&tile, regs.is_some());
+                let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, l1, q);
                 rings
                     .load(&mut st.inflight, regs, bytes, push, out)
                     .map_err(|w| fail(w.to_string()))?;

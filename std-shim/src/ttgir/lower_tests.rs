@@ -431,11 +431,16 @@ module attributes {\"ttg.num-warps\" = 4 : i32} {
     // The 64-element row and the 32-element tile: two maps.
     assert_eq!(p.kernel.maps.len(), 2);
     for cta in 0..4 {
-        let loads = p.streams(cta, 0).unwrap()[0]
+        let s = p.streams(cta, 0).unwrap();
+        let loads = s[0]
             .iter()
             .filter(|o| matches!(o, Op::LdGlobal { .. }))
             .count();
         assert!(loads > cta as usize, "CTA {cta}: {loads} loads");
+        // Loads into registers are plain `ld.global`s, through the L1.
+        assert!(!s[0]
+            .iter()
+            .any(|o| matches!(o, Op::LdGlobal { l1: false, .. })));
     }
 }
 

@@ -48,16 +48,26 @@ use super::launch::{Launch, Tensor};
 /// coordinates (innermost first) and bytes per sector request.
 pub type PtrOp = (u8, [i64; 5], u8);
 
-/// Pushes the `ld.global`s `ops` completing on `bar` to `q`.
-pub fn ld_globals(ops: &[PtrOp], bar: u16, q: &mut VecDeque<Op>) {
+/// Pushes the `ld.global`s `ops` completing on `bar` to `q`, through the
+/// SM's L1 when `l1` says so.
+pub fn ld_globals(ops: &[PtrOp], bar: u16, l1: bool, q: &mut VecDeque<Op>) {
     for &(map, coords, segment) in ops {
         q.push_back(Op::LdGlobal {
             map,
             bar,
             coords,
             segment,
+            l1,
         });
     }
+}
+
+/// Whether a load of `tile` goes through the L1: a load into registers
+/// (`ld.global`, cached at all levels by default) and a `cp.async` of
+/// fewer than 16 bytes per thread (`cp.async.ca`; Triton makes 16-byte
+/// ones `cp.async.cg`, which bypass the L1).
+pub fn through_l1(tile: &PtrTile, into_registers: bool) -> bool {
+    into_registers || tile.vector < 16
 }
 
 /// mbarriers per ring.
@@ -292,7 +302,21 @@ mod tests {
             },
             elem: 2,
             segment: 32,
+            vector: 16,
         }
+    }
+
+    #[test]
+    fn loads_into_registers_and_narrow_copies_go_through_the_l1() {
+        let t = |vector| PtrTile {
+            vector,
+            ..tile(&[64], [2, 0, 0, 0], 0)
+        };
+        assert!(through_l1(&t(16), true));
+        assert!(through_l1(&t(4), true));
+        // cp.async: 16 bytes a thread is `.cg`, fewer is `.ca`.
+        assert!(!through_l1(&t(16), false));
+        assert!(through_l1(&t(8), false));
     }
 
     #[test]
@@ -327,7 +351,7 @@ mod tests {
                     &mut st,
                     None,
                     128,
-                    |b, q| ld_globals(&[(0, [0; 5], 32)], b, q),
+                    |b, q| ld_globals(&[(0, [0; 5], 32)], b, false, q),
                     &mut out,
                 )
                 .unwrap();
@@ -369,7 +393,7 @@ mod tests {
                 &mut st,
                 Some(0),
                 64,
-                |b, q| ld_globals(&[(0, [0; 5], 32)], b, q),
+                |b, q| ld_globals(&[(0, [0; 5], 32)], b, true, q),
                 &mut out,
             )
             .unwrap();

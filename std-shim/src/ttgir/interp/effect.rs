@@ -16,6 +16,9 @@ pub struct PtrTile {
     pub elem: u32,
     /// Bytes one sector request carries (1 to 32).
     pub segment: u8,
+    /// Bytes one thread moves per access (its vector): a `cp.async` of 16
+    /// is `.cg` and bypasses the L1, a narrower one is `.ca`.
+    pub vector: u32,
 }
 
 /// One timing-visible op reached by a CTA, with its operands' values.

@@ -404,6 +404,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     },
                     elem: elem as u32,
                     segment: 16,
+                    vector: elem as u32,
                 })
             }
             other => Err(self.fail(
@@ -693,7 +694,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             .ok_or_else(|| self.fail(n, format!("no pointee type with a size in `{ty}`")))?;
         let r = lin.rank as usize;
         let unit = (0..r).find(|&d| lin.coef[d] == elem as i64 && lin.shape[d] > 1);
-        let run = match (unit, self.module.blocked(ty, n.stmt.start).as_deref()) {
+        let (run, vector) = match (unit, self.module.blocked(ty, n.stmt.start).as_deref()) {
             (Some(d), Some([spt, tpw, order])) => {
                 let per_thread = spt.get(d).copied().unwrap_or(1).max(1) as u64;
                 let threads = if order.first() == Some(&(d as i64)) {
@@ -701,15 +702,17 @@ impl<'m, 'a> Interp<'m, 'a> {
                 } else {
                     1
                 };
-                elem.saturating_mul(per_thread).saturating_mul(threads)
+                let vector = elem.saturating_mul(per_thread);
+                (vector.saturating_mul(threads), vector)
             }
-            (Some(_), None) => 32,
-            (None, _) => elem,
+            (Some(_), None) => (32, 16),
+            (None, _) => (elem, elem),
         };
         Ok(PtrTile {
             lin,
             elem: u32::try_from(elem).unwrap_or(u32::MAX),
             segment: run.clamp(1, 32) as u8,
+            vector: u32::try_from(vector).unwrap_or(u32::MAX),
         })
     }
 }
