@@ -545,3 +545,27 @@ fn the_tutorial_attention_backward_runs_as_derived() {
     assert_eq!(r["bytes_loaded"], 2 * loaded);
     assert_eq!(r["bytes_stored"], 2 * 8 * 3 * 16384);
 }
+
+/// An embedding lookup gathers the table's rows at the ids it loads: one
+/// 256-byte row per id after the ids have arrived, through the L1; without
+/// the ids' values each id is its own position (every row read once), with
+/// them the rows they name (here one row 4096 times: the L1 and the L2
+/// serve all but the first). Clean under the checker, and it replays.
+#[test]
+fn a_gather_reads_the_rows_its_ids_name() {
+    let row = 128 * 2;
+    let direct = ttgir_run_edited("embedding", &[], true);
+    assert_eq!(direct["bytes_loaded"], 4096 * 4 + 4096 * row);
+    assert_eq!(direct["bytes_stored"], 4096 * row);
+    assert_eq!(direct["l1_loads"], 64 * (1 + 64));
+    let ids = format!(
+        "[tensors.ids_ptr]\nvalues = [{}]\n",
+        vec!["7"; 4096].join(", ")
+    );
+    let same = ttgir_run_edited("embedding", &[("[tensors.ids_ptr]\n", &ids)], true);
+    assert_eq!(same["bytes_loaded"], direct["bytes_loaded"]);
+    // DRAM reads the ids and one 256-byte row (in 128-byte lines).
+    assert_eq!(same["dram_read_bytes"], 4096 * 4 + row);
+    assert!(same["l1_hits"].as_u64().unwrap() > 0, "{same}");
+    assert!(same["cycles"].as_u64() < direct["cycles"].as_u64());
+}

@@ -20,8 +20,9 @@ by 16, as Triton's launcher marks them for aligned tensors and sizes
 (without the mark the compiler neither vectorises nor pipelines the
 loads).
 
-Usage: python compile_ttgir.py OUT_DIR. Writes OUT_DIR/NAME.ttgir for each
-kernel (only what compiles; prints what did not) and prints the registers
+Usage: python compile_ttgir.py OUT_DIR [NAME...]. Writes OUT_DIR/NAME.ttgir
+for each kernel, or only the NAMEs given (only what compiles; prints what
+did not) and prints the registers
 per thread ptxas gave it and the shared memory Triton laid out for it (a
 launch file's `regs` and `smem`)."""
 
@@ -294,6 +295,17 @@ def causal_attention(sm_scale, M, desc_q, desc_k, desc_v, desc_o, N_CTX,
     acc = acc / l_i[:, None]
     tl.store(M + off_hz * N_CTX + offs_m, m_i)
     desc_o.store([off_q, 0], acc.to(tl.float16))
+
+
+@triton.jit
+def embedding(ids_ptr, table_ptr, out_ptr, D: tl.constexpr, BLOCK: tl.constexpr):
+    # An embedding lookup: each program gathers BLOCK rows of D elements
+    # from the table at the token ids it loads, and stores them in order.
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    rows = tl.load(ids_ptr + offs)
+    cols = tl.arange(0, D)
+    x = tl.load(table_ptr + rows[:, None] * D + cols[None, :])
+    tl.store(out_ptr + offs[:, None] * D + cols[None, :], x)
 
 
 @triton.jit
@@ -723,7 +735,7 @@ DESC_GEMM = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
 STAGES = {"attention_bwd": 5}
 
 # The kernels that load through pointers (compiled with aligned arguments).
-POINTER_KERNELS = ("ptr_gemm", "persistent_ptr_gemm", "causal_attention",
+POINTER_KERNELS = ("embedding", "ptr_gemm", "persistent_ptr_gemm", "causal_attention",
                    "vector_add", "row_softmax", "layer_norm", "grouped_gemm",
                    "grouped_tma_gemm", "layer_norm_bwd", "dropout", "pdl_add",
                    "attention_bwd", "layer_norm_dwdb", "attention_bwd_pre")
@@ -792,6 +804,10 @@ def main():
             "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
             "n": "i32", "BLOCK": "constexpr",
         }, {"BLOCK": 1024}, 4),
+        "embedding": (embedding, {
+            "ids_ptr": "*i32", "table_ptr": "*fp16", "out_ptr": "*fp16",
+            "D": "constexpr", "BLOCK": "constexpr",
+        }, {"D": 128, "BLOCK": 64}, 4),
         "row_softmax": (row_softmax, {
             "out_ptr": "*fp32", "in_ptr": "*fp32",
             "in_stride": "i32", "out_stride": "i32",
@@ -851,7 +867,10 @@ def main():
         }, {"BLOCK": 1024}, 4),
     }
     failed = 0
+    only = sys.argv[2:]
     for name, (fn, sig, cx, warps) in jobs.items():
+        if only and name not in only:
+            continue
         try:
             compiled = compile_one(fn, sig, cx, warps,
                                    aligned=name in POINTER_KERNELS,

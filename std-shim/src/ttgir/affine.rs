@@ -36,6 +36,101 @@ pub struct Lin {
     pub ptr: Option<u16>,
 }
 
+/// An integer or pointer tensor that is affine in its indices plus a
+/// multiple of a 1-D integer tensor loaded from memory, broadcast along
+/// the other dimensions: a gather's addresses, as
+/// `table + rows[:, None] * D + cols[None, :]` with `rows = tl.load(...)`.
+/// Its element at index `i` is `lin(i) + scale * idx[i[dim]]`, where
+/// `idx[g]` is the element `from.1 + g * from.2` bytes into pointer
+/// argument `from.0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gather {
+    /// The affine part (for a pointer tensor, its `ptr` the argument).
+    pub lin: Lin,
+    /// The dimension the loaded indices run along.
+    pub dim: u8,
+    /// The indices' multiplier (bytes per index in a pointer tensor).
+    pub scale: i64,
+    /// The load that read the indices.
+    pub load: u64,
+    /// Where they were read: pointer argument, byte offset of the first,
+    /// bytes between two.
+    pub from: (u16, i64, i64),
+}
+
+impl Gather {
+    /// The indices of load `load`, read from the rank-1 pointer tensor
+    /// `from` (an integer tensor of their shape, 0 plus each index).
+    pub fn loaded(load: u64, from: &Lin) -> Option<Gather> {
+        let ptr = from.ptr?;
+        (from.rank == 1).then(|| Gather {
+            lin: Lin::splat(1, from.shape, 0, None),
+            dim: 0,
+            scale: 1,
+            load,
+            from: (ptr, from.base, from.coef[0]),
+        })
+    }
+
+    /// With a dimension of size 1 inserted at `axis`.
+    pub fn expand(&self, axis: usize) -> Option<Gather> {
+        let lin = self.lin.expand(axis)?;
+        let dim = if axis <= self.dim as usize {
+            self.dim + 1
+        } else {
+            self.dim
+        };
+        Some(Gather { lin, dim, ..*self })
+    }
+
+    /// Broadcast to `shape` along the dimensions of size 1 (the indices'
+    /// own dimension keeps its size).
+    pub fn broadcast(&self, rank: u8, shape: [u32; MAX_RANK]) -> Option<Gather> {
+        let d = self.dim as usize;
+        (shape[d] == self.lin.shape[d]).then_some(())?;
+        Some(Gather {
+            lin: self.lin.broadcast(rank, shape)?,
+            ..*self
+        })
+    }
+
+    /// `arith` op `op` with the affine tensor `b` (`flip`: `b` is the
+    /// left operand): a sum keeps the indices; a product by a uniform
+    /// tensor scales them.
+    pub fn with(&self, op: &str, b: &Lin, flip: bool) -> Option<Gather> {
+        let lin = if flip {
+            Lin::binary(op, b, &self.lin)?
+        } else {
+            Lin::binary(op, &self.lin, b)?
+        };
+        let scale = match op {
+            "addi" => self.scale,
+            "subi" if !flip => self.scale,
+            "muli" if b.uniform() && self.lin.ptr.is_none() => self.scale.wrapping_mul(b.base),
+            _ => return None,
+        };
+        Some(Gather {
+            lin,
+            scale,
+            ..*self
+        })
+    }
+
+    /// The affine tensor of index `g` along the gathered dimension, whose
+    /// loaded index is `idx`: that dimension of size 1.
+    pub fn row(&self, g: u32, idx: i64) -> Lin {
+        let d = self.dim as usize;
+        let mut l = self.lin;
+        l.base = l
+            .base
+            .wrapping_add(l.coef[d].wrapping_mul(g as i64))
+            .wrapping_add(self.scale.wrapping_mul(idx));
+        l.shape[d] = 1;
+        l.coef[d] = 0;
+        l
+    }
+}
+
 /// An `i1` tensor that holds where `lo[d] <= i[d] < hi[d]` along every
 /// dimension (nowhere when some `lo[d] >= hi[d]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -788,6 +788,37 @@ impl<'m, 'a> Program<'m, 'a> {
                     .load(&mut st.inflight, regs, bytes, push, out)
                     .map_err(|w| fail(w.to_string()))?;
             }
+            Effect::Gather { tiles, regs } => {
+                let rings = self.rings(role);
+                let mut ops = Vec::new();
+                let mut bytes = 0u32;
+                for t in &tiles {
+                    let (o, b) = self.ptr_ops(t).map_err(fail)?;
+                    ops.extend(o);
+                    bytes = bytes
+                        .checked_add(b)
+                        .ok_or_else(|| fail("more than 4 GiB in one gather".into()))?;
+                }
+                let l1 = tiles
+                    .first()
+                    .is_some_and(|t| super::pointer::through_l1(t, regs.is_some()));
+                let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, l1, q);
+                rings
+                    .load(&mut st.inflight, regs, bytes, push, out)
+                    .map_err(|w| fail(w.to_string()))?;
+            }
+            Effect::Scatter { tiles } => {
+                for t in &tiles {
+                    let (ops, _) = self.ptr_ops(t).map_err(fail)?;
+                    for (map, coords, segment) in ops {
+                        out[0].push_back(Op::StGlobal {
+                            map,
+                            coords,
+                            segment,
+                        });
+                    }
+                }
+            }
             Effect::PtrStore { tile } => {
                 let (ops, _) = self.ptr_ops(&tile).map_err(fail)?;
                 for (map, coords, segment) in ops {
@@ -904,6 +935,16 @@ impl<'m> EffectSink<'m> for Decls<'m> {
             Effect::PtrLoad { tile, regs } => self.tile(from, tile, Some(regs.is_some())),
             Effect::TmaLoad { bar: None, .. } => self.tma_regs = true,
             Effect::PtrStore { tile } => self.tile(from, tile, None),
+            Effect::Gather { tiles, regs } => {
+                for t in tiles {
+                    self.tile(from, t, Some(regs.is_some()));
+                }
+            }
+            Effect::Scatter { tiles } => {
+                for t in tiles {
+                    self.tile(from, t, None);
+                }
+            }
             _ => {}
         }
     }

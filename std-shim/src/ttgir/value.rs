@@ -47,6 +47,9 @@ pub enum Value {
     Lin(super::affine::Lin),
     /// An `i1` tensor that holds on a box of indices (a load's mask).
     Mask(super::affine::Mask),
+    /// An integer or pointer tensor made from indices loaded from memory:
+    /// a gather's (or scatter's) offsets or addresses.
+    Gather(super::affine::Gather),
     /// A tensor loaded into registers by load number `n` of the run: the
     /// first op that reads it waits for the load.
     Loaded(u64),

@@ -130,6 +130,21 @@ pub enum Effect<'m> {
         /// What it writes.
         tile: PtrTile,
     },
+    /// A load through a pointer tensor made from loaded indices (a
+    /// gather), into shared memory or registers as [`Effect::PtrLoad`]:
+    /// one tile per gathered row.
+    Gather {
+        /// What each row reads.
+        tiles: Vec<PtrTile>,
+        /// The load's number for a load into registers.
+        regs: Option<u64>,
+    },
+    /// `tt.store` through a pointer tensor made from loaded indices (a
+    /// scatter): one tile per row.
+    Scatter {
+        /// What each row writes.
+        tiles: Vec<PtrTile>,
+    },
     /// `ttg.barrier` (`tl.debug_barrier`, `gpu.barrier`): the warps of
     /// the run's role meet.
     Barrier,

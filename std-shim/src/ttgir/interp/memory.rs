@@ -31,6 +31,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                 // Kept, so that a use needing its value can say where it
                 // comes from (a later wait for the same load is nothing).
                 Some(&Value::Unknown { load, .. }) => self.emit(sink, n, Effect::Use { load }),
+                Some(&Value::Gather(g)) => self.emit(sink, n, Effect::Use { load: g.load }),
                 _ => {}
             }
         }
@@ -76,6 +77,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     .and_then(|a| usize::try_from(a).ok());
                 match (x, axis) {
                     (Value::Lin(l), Some(a)) => l.expand(a).map_or(Value::Opaque, Value::Lin),
+                    (Value::Gather(g), Some(a)) => g.expand(a).map_or(Value::Opaque, Value::Gather),
                     (Value::Mask(m), Some(a)) => m.expand(a).map_or(Value::Opaque, Value::Mask),
                     _ => Value::Opaque,
                 }
@@ -86,7 +88,10 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("broadcast", Value::Mask(m), Some((r, s))) => {
                 m.broadcast(r, s).map_or(Value::Opaque, Value::Mask)
             }
-            ("convert_layout", x @ (Value::Lin(_) | Value::Mask(_)), _) => x,
+            ("broadcast", Value::Gather(g), Some((r, s))) => {
+                g.broadcast(r, s).map_or(Value::Opaque, Value::Gather)
+            }
+            ("convert_layout", x @ (Value::Lin(_) | Value::Mask(_) | Value::Gather(_)), _) => x,
             _ => Value::Opaque,
         };
         self.define(v, &[r]);
@@ -162,6 +167,16 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("extsi" | "extui" | "trunci" | "index_cast" | "index_castui", [Value::Lin(a)]) => {
                 Value::Lin(*a)
             }
+            (
+                "extsi" | "extui" | "trunci" | "index_cast" | "index_castui",
+                [g @ Value::Gather(_)],
+            ) => *g,
+            (_, [Value::Gather(g), Value::Lin(b)]) => {
+                g.with(op, b, false).map_or(Value::Opaque, Value::Gather)
+            }
+            (_, [Value::Lin(b), Value::Gather(g)]) => {
+                g.with(op, b, true).map_or(Value::Opaque, Value::Gather)
+            }
             (_, [Value::Lin(a), Value::Lin(b)]) => {
                 Lin::binary(op, a, b).map_or(Value::Opaque, Value::Lin)
             }
@@ -223,6 +238,18 @@ impl<'m, 'a> Interp<'m, 'a> {
                     ..*o
                 };
                 Lin::binary("addi", p, &bytes).map_or(Value::Opaque, Value::Lin)
+            }
+            [Value::Lin(p), Value::Gather(g)] if p.ptr.is_some() && g.lin.ptr.is_none() => {
+                super::gather::addptr(p, g, elem).map_or(Value::Opaque, Value::Gather)
+            }
+            [Value::Gather(g), Value::Lin(o)] if g.lin.ptr.is_some() && o.ptr.is_none() => {
+                let bytes = Lin {
+                    base: o.base.wrapping_mul(elem),
+                    coef: o.coef.map(|c| c.wrapping_mul(elem)),
+                    ..*o
+                };
+                g.with("addi", &bytes, false)
+                    .map_or(Value::Opaque, Value::Gather)
             }
             _ => Value::Opaque,
         };
@@ -323,6 +350,9 @@ impl<'m, 'a> Interp<'m, 'a> {
             self.define(v, &[]);
             return Ok(());
         }
+        if let Value::Gather(g) = self.get(n, ptr_name)? {
+            return self.gather(n, op, g, sink);
+        }
         let tile = self.ptr_tile(n, ptr_name)?;
         let result = match op {
             "store" => {
@@ -371,6 +401,11 @@ impl<'m, 'a> Interp<'m, 'a> {
                             None => Some(Value::Unknown { load, from: arg }),
                         }
                     }
+                    // A row of integers may be a gather's indices.
+                    (Value::Lin(l), None) if pointee(ty).and_then(int_bits).is_some() => Some(
+                        super::super::affine::Gather::loaded(load, &l)
+                            .map_or(Value::Loaded(load), Value::Gather),
+                    ),
                     _ => Some(Value::Loaded(load)),
                 }
             }
@@ -689,7 +724,7 @@ impl<'m, 'a> Interp<'m, 'a> {
     /// sector request carries: a warp's contiguous run along the tensor's
     /// unit-stride dimension (from its `#ttg.blocked` layout), at most a
     /// 32-byte sector; one element when no dimension is contiguous.
-    fn tile(&self, n: &Node<'a>, lin: Lin, ty: &str) -> Result<PtrTile, TtgirError> {
+    pub(super) fn tile(&self, n: &Node<'a>, lin: Lin, ty: &str) -> Result<PtrTile, TtgirError> {
         let elem = pointee_bytes(ty)
             .ok_or_else(|| self.fail(n, format!("no pointee type with a size in `{ty}`")))?;
         let r = lin.rank as usize;

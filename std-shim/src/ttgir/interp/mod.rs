@@ -22,6 +22,7 @@
 //! all at once.
 
 mod effect;
+mod gather;
 mod memory;
 mod ops;
 mod work;

@@ -709,6 +709,7 @@ pub(super) fn kind(v: &Value) -> &'static str {
         Value::Ptr { .. } => "a pointer argument",
         Value::Lin(_) => "an integer or pointer tensor",
         Value::Mask(_) => "a mask tensor",
+        Value::Gather(_) => "a tensor of offsets made from loaded indices",
         Value::Loaded(_) => "a tensor loaded from memory",
         Value::Unknown { .. } => "an integer loaded from memory",
         Value::Polled { .. } => "a flag polled by a volatile load",
