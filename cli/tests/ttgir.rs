@@ -569,3 +569,35 @@ fn a_gather_reads_the_rows_its_ids_name() {
     assert!(same["l1_hits"].as_u64().unwrap() > 0, "{same}");
     assert!(same["cycles"].as_u64() < direct["cycles"].as_u64());
 }
+
+/// A mixture-of-experts GEMM gathers its tokens' rows of A by id (`ids //
+/// 2`: each token goes to two experts) and its block's expert weights by a
+/// loaded scalar id. Without the ids, block `b` takes expert `b` modulo the
+/// 8 experts, so DRAM reads every expert's weights once (and A's 8 MiB);
+/// with every block on expert 5, only that expert's. (Two column blocks
+/// of the launch's 16, so 256 of each expert's 2048 columns, to keep the
+/// test quick.)
+#[test]
+fn a_moe_gemm_gathers_its_tokens_and_its_expert() {
+    let (a, expert) = (4096 * 1024 * 2, 1024 * 256 * 2);
+    let ids = 8704 * 4 + 136 * 4;
+    let two = ("grid = [136, 16, 1]", "grid = [136, 2, 1]");
+    let direct = ttgir_run_edited("moe_gemm", &[two], true);
+    // 136 x 2 tiles, 16 k-steps of four m64n128k16 WGMMAs.
+    assert_eq!(direct["wgmmas"], 136 * 2 * 16 * 4);
+    let dram = |r: &serde_json::Value| r["dram_read_bytes"].as_u64().unwrap();
+    assert!(dram(&direct) >= (a + 8 * expert) as u64, "{direct}");
+    let fives = format!(
+        "[tensors.expert_ids_ptr]\nvalues = [{}]\n",
+        vec!["5"; 136].join(", ")
+    );
+    let one = ttgir_run_edited(
+        "moe_gemm",
+        &[two, ("[tensors.expert_ids_ptr]\n", &fives)],
+        true,
+    );
+    assert_eq!(one["bytes_loaded"], direct["bytes_loaded"]);
+    assert!(dram(&one) >= (a + expert) as u64, "{one}");
+    // (A little more than each line once: lines the L2 evicts come back.)
+    assert!(dram(&one) <= (a + expert + ids + 65536) as u64, "{one}");
+}

@@ -309,6 +309,32 @@ def embedding(ids_ptr, table_ptr, out_ptr, D: tl.constexpr, BLOCK: tl.constexpr)
 
 
 @triton.jit
+def moe_gemm(a_ptr, b_ptr, c_ptr, token_ids_ptr, expert_ids_ptr, K, num_valid_tokens,
+             stride_am, stride_be, stride_bk, stride_cm, BM: tl.constexpr,
+             BN: tl.constexpr, BK: tl.constexpr, TOP_K: tl.constexpr):
+    # A mixture-of-experts GEMM as fused MoE kernels write it: block
+    # pid_m's BM rows are tokens gathered by id (each token TOP_K times),
+    # multiplied by the weights of the block's expert, loaded by id.
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    tokens = tl.load(token_ids_ptr + pid_m * BM + tl.arange(0, BM))
+    valid = tokens < num_valid_tokens
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + (tokens[:, None] // TOP_K * stride_am + offs_k[None, :])
+    expert = tl.load(expert_ids_ptr + pid_m)
+    b_ptrs = b_ptr + expert * stride_be + (offs_k[:, None] * stride_bk + offs_n[None, :])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=valid[:, None], other=0.0)
+        acc += tl.dot(a, tl.load(b_ptrs))
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    c_ptrs = c_ptr + stride_cm * tokens[:, None] + offs_n[None, :]
+    tl.store(c_ptrs, acc.to(tl.float16), mask=valid[:, None])
+
+
+@triton.jit
 def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     keep = offs < n
@@ -735,7 +761,7 @@ DESC_GEMM = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
 STAGES = {"attention_bwd": 5}
 
 # The kernels that load through pointers (compiled with aligned arguments).
-POINTER_KERNELS = ("embedding", "ptr_gemm", "persistent_ptr_gemm", "causal_attention",
+POINTER_KERNELS = ("embedding", "moe_gemm", "ptr_gemm", "persistent_ptr_gemm", "causal_attention",
                    "vector_add", "row_softmax", "layer_norm", "grouped_gemm",
                    "grouped_tma_gemm", "layer_norm_bwd", "dropout", "pdl_add",
                    "attention_bwd", "layer_norm_dwdb", "attention_bwd_pre")
@@ -804,6 +830,13 @@ def main():
             "x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32",
             "n": "i32", "BLOCK": "constexpr",
         }, {"BLOCK": 1024}, 4),
+        "moe_gemm": (moe_gemm, {
+            "a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16",
+            "token_ids_ptr": "*i32", "expert_ids_ptr": "*i32",
+            "K": "i32", "num_valid_tokens": "i32", "stride_am": "i32",
+            "stride_be": "i32", "stride_bk": "i32", "stride_cm": "i32",
+            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "TOP_K": "constexpr",
+        }, {"BM": 64, "BN": 128, "BK": 64, "TOP_K": 2}, 4),
         "embedding": (embedding, {
             "ids_ptr": "*i32", "table_ptr": "*fp16", "out_ptr": "*fp16",
             "D": "constexpr", "BLOCK": "constexpr",

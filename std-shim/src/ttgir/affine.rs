@@ -47,10 +47,13 @@ pub struct Lin {
 pub struct Gather {
     /// The affine part (for a pointer tensor, its `ptr` the argument).
     pub lin: Lin,
-    /// The dimension the loaded indices run along.
+    /// The dimension the loaded indices run along ([`Gather::WHOLE`]: one
+    /// loaded scalar offsets the whole tensor).
     pub dim: u8,
     /// The indices' multiplier (bytes per index in a pointer tensor).
     pub scale: i64,
+    /// What each index is divided by first (`tokens // top_k`), at least 1.
+    pub div: i64,
     /// The load that read the indices.
     pub load: u64,
     /// Where they were read: pointer argument, byte offset of the first,
@@ -59,6 +62,46 @@ pub struct Gather {
 }
 
 impl Gather {
+    /// [`Gather::dim`] of a gather by one loaded scalar.
+    pub const WHOLE: u8 = u8::MAX;
+
+    /// The loaded scalar `u` ([`super::value::Value::Unknown`] with its
+    /// linear form) as the offsets of a gather of one tile (rank 0).
+    pub fn scalar(u: &super::value::Value) -> Option<Gather> {
+        match *u {
+            super::value::Value::Unknown {
+                load,
+                from,
+                at,
+                linear: Some((scale, add)),
+            } => Some(Gather {
+                lin: Lin::splat(0, [1; MAX_RANK], add, None),
+                dim: Gather::WHOLE,
+                scale,
+                div: 1,
+                load,
+                from: (from, at.0, at.1 as i64),
+            }),
+            _ => None,
+        }
+    }
+
+    /// A rank-0 gather's offsets made a tensor of `shape`.
+    pub fn splat(&self, rank: u8, shape: [u32; MAX_RANK]) -> Gather {
+        Gather {
+            lin: Lin::splat(rank, shape, self.lin.base, self.lin.ptr),
+            ..*self
+        }
+    }
+
+    /// Tiles a load through it moves: one per index.
+    pub fn rows(&self) -> u32 {
+        match self.dim {
+            Gather::WHOLE => 1,
+            d => self.lin.shape[d as usize],
+        }
+    }
+
     /// The indices of load `load`, read from the rank-1 pointer tensor
     /// `from` (an integer tensor of their shape, 0 plus each index).
     pub fn loaded(load: u64, from: &Lin) -> Option<Gather> {
@@ -67,6 +110,7 @@ impl Gather {
             lin: Lin::splat(1, from.shape, 0, None),
             dim: 0,
             scale: 1,
+            div: 1,
             load,
             from: (ptr, from.base, from.coef[0]),
         })
@@ -75,7 +119,9 @@ impl Gather {
     /// With a dimension of size 1 inserted at `axis`.
     pub fn expand(&self, axis: usize) -> Option<Gather> {
         let lin = self.lin.expand(axis)?;
-        let dim = if axis <= self.dim as usize {
+        let dim = if self.dim == Gather::WHOLE {
+            self.dim
+        } else if axis <= self.dim as usize {
             self.dim + 1
         } else {
             self.dim
@@ -87,7 +133,7 @@ impl Gather {
     /// own dimension keeps its size).
     pub fn broadcast(&self, rank: u8, shape: [u32; MAX_RANK]) -> Option<Gather> {
         let d = self.dim as usize;
-        (shape[d] == self.lin.shape[d]).then_some(())?;
+        (self.dim == Gather::WHOLE || shape[d] == self.lin.shape[d]).then_some(())?;
         Some(Gather {
             lin: self.lin.broadcast(rank, shape)?,
             ..*self
@@ -103,6 +149,18 @@ impl Gather {
         } else {
             Lin::binary(op, &self.lin, b)?
         };
+        // The raw indices divided by a positive constant: a new divisor.
+        let raw = self.scale == 1 && self.lin.uniform() && self.lin.base == 0;
+        if matches!(op, "divsi" | "divui") && !flip && raw && b.uniform() && b.base > 0 {
+            return Some(Gather {
+                div: self.div.checked_mul(b.base)?,
+                lin: Lin {
+                    ptr: None,
+                    ..self.lin
+                },
+                ..*self
+            });
+        }
         let scale = match op {
             "addi" => self.scale,
             "subi" if !flip => self.scale,
@@ -119,14 +177,15 @@ impl Gather {
     /// The affine tensor of index `g` along the gathered dimension, whose
     /// loaded index is `idx`: that dimension of size 1.
     pub fn row(&self, g: u32, idx: i64) -> Lin {
-        let d = self.dim as usize;
         let mut l = self.lin;
-        l.base = l
-            .base
-            .wrapping_add(l.coef[d].wrapping_mul(g as i64))
-            .wrapping_add(self.scale.wrapping_mul(idx));
-        l.shape[d] = 1;
-        l.coef[d] = 0;
+        let idx = idx.div_euclid(self.div.max(1));
+        l.base = l.base.wrapping_add(self.scale.wrapping_mul(idx));
+        if self.dim != Gather::WHOLE {
+            let d = self.dim as usize;
+            l.base = l.base.wrapping_add(l.coef[d].wrapping_mul(g as i64));
+            l.shape[d] = 1;
+            l.coef[d] = 0;
+        }
         l
     }
 }

@@ -35,6 +35,11 @@ pub struct Region {
 
 impl Region {
     /// One past its last byte.
+    /// Bytes of the tensor or buffer.
+    pub fn bytes(&self) -> u64 {
+        self.end() - self.tensor.base
+    }
+
     fn end(&self) -> u64 {
         let t = &self.tensor;
         let shaped = match t.dims.len() {

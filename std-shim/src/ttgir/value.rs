@@ -64,12 +64,19 @@ pub enum Value {
     /// A scalar integer loaded from memory (by load number `load`, from
     /// the tensor or buffer of pointer id `from`) whose contents the launch
     /// does not give, or integer math on one: the first op that reads it
-    /// waits for the load, and a use that needs its value is an error.
+    /// waits for the load, and a use that needs its value is an error. As
+    /// an offset added to a pointer it is a gather's index
+    /// ([`super::affine::Gather`]).
     Unknown {
         /// The load.
         load: u64,
         /// The pointer id it was loaded through.
         from: u16,
+        /// The element's byte offset in it and its size in bytes.
+        at: (i64, u8),
+        /// `Some((scale, add))`: the value is `scale * loaded + add`;
+        /// `None` after other math.
+        linear: Option<(i64, i64)>,
     },
     /// An undefined integer (MLIR's poison): the result of a division by
     /// zero or an oversized shift at the op at this byte offset, and of

@@ -13,15 +13,19 @@
 //! The index values come from the launch file's `values` for the index
 //! tensor when it gives them. Otherwise each index is taken to be its own
 //! position in the index tensor (the identity permutation: row `i` for
-//! the `i`-th index), so that every row is read once, at the addresses a
-//! sorted gather would read; a launch that gives the real indices gets
-//! their locality.
+//! the `i`-th index), wrapped around the rows the gathered tensor holds,
+//! so that every row is read once, at the addresses a sorted gather would
+//! read (a MoE kernel's block `b` uses expert `b` modulo the experts); a
+//! launch that gives the real indices gets their locality.
 
 use super::super::affine::{Gather, Lin};
 use super::super::error::TtgirError;
 use super::super::tree::Node;
 use super::super::value::Value;
 use super::{Effect, EffectSink, Interp};
+
+/// Most rows one gather may move (a tile's rows; more is a hostile type).
+pub const MAX_ROWS: u32 = 1 << 16;
 
 /// `addptr` of pointer tensor `p` and gathered offsets `g` of `elem`-byte
 /// elements: the gathered addresses.
@@ -57,14 +61,32 @@ impl<'m, 'a> Interp<'m, 'a> {
         }
         let ty = v.ins.first().copied().unwrap_or("");
         let (arg, first, step) = g.from;
-        let rows = g.lin.shape[g.dim as usize];
+        let rows = g.rows();
+        if rows > MAX_ROWS {
+            return Err(self.fail(
+                n,
+                format!("a gather of {rows} rows (at most {MAX_ROWS} are followed)"),
+            ));
+        }
+        // How many scaled indices the gathered tensor holds: stand-in
+        // indices wrap around it.
+        let span = g
+            .lin
+            .ptr
+            .and_then(|p| self.global.region(p))
+            .map_or(0, |r| r.bytes() as i64 / g.scale.abs().max(1));
         let mut tiles = Vec::with_capacity(rows as usize);
         for r in 0..rows {
             let at = first.wrapping_add(step.wrapping_mul(r as i64));
             let idx = match self.global.value(arg, at).map_err(|w| self.fail(n, w))? {
                 Some(x) => x,
-                // The identity permutation: the index's own position.
-                None => at / step.max(1),
+                // The identity permutation: the index's own position,
+                // divided as the kernel divides it, inside the tensor.
+                None => {
+                    let q = (at / step.max(1)).div_euclid(g.div.max(1));
+                    let q = if span > 0 { q.rem_euclid(span) } else { q };
+                    q.wrapping_mul(g.div.max(1))
+                }
             };
             tiles.push(self.tile(n, g.row(r, idx), ty)?);
         }
@@ -129,6 +151,12 @@ mod tests {
         let p = super::addptr(&table, &offs, 2).unwrap();
         assert_eq!((p.dim, p.scale, p.load, p.from), (0, 256, 7, (0, 256, 4)));
         let r = p.row(5, 1000);
+        // `rows // 2` before the product: index 1000 is row 500.
+        let halves = g
+            .with("divsi", &Lin::splat(1, [64, 1, 1, 1], 2, None), false)
+            .unwrap();
+        assert_eq!(halves.div, 2);
+        assert_eq!(halves.row(0, 1001).base, 500);
         assert_eq!(r.shape[..2], [1, 128]);
         assert_eq!(r.coef[..2], [0, 2]);
         assert_eq!(r.base, 1000 * 256);

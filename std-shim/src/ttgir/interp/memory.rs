@@ -10,7 +10,7 @@
 //! ([`Effect::Use`]), as a warp's scoreboard stalls at the first use of a
 //! loaded register, not at the load.
 
-use super::super::affine::{shape_of, Lin, Mask};
+use super::super::affine::{shape_of, Gather, Lin, Mask};
 use super::super::dtype::Dtype;
 use super::super::error::TtgirError;
 use super::super::stmt::OpView;
@@ -68,6 +68,10 @@ impl<'m, 'a> Interp<'m, 'a> {
             ("splat", Value::Int { v, .. }, Some((r, s))) => Value::Lin(Lin::splat(r, s, v, None)),
             ("splat", Value::Ptr { arg, off }, Some((r, s))) => {
                 Value::Lin(Lin::splat(r, s, off, Some(arg)))
+            }
+            ("splat", Value::Gather(g), Some((r, s))) => Value::Gather(g.splat(r, s)),
+            ("splat", u @ Value::Unknown { .. }, Some((r, s))) => {
+                Gather::scalar(&u).map_or(Value::Opaque, |g| Value::Gather(g.splat(r, s)))
             }
             ("expand_dims", x, _) => {
                 let axis = v
@@ -239,6 +243,18 @@ impl<'m, 'a> Interp<'m, 'a> {
                 };
                 Lin::binary("addi", p, &bytes).map_or(Value::Opaque, Value::Lin)
             }
+            // A pointer plus an index loaded from memory (a paged cache's
+            // block, an expert's weights): a gather of one tile.
+            [Value::Ptr { arg, off }, u @ Value::Unknown { .. }] => Gather::scalar(u)
+                .and_then(|g| {
+                    super::gather::addptr(&Lin::splat(0, [1; 4], *off, Some(*arg)), &g, elem)
+                })
+                .map_or(Value::Opaque, Value::Gather),
+            [Value::Gather(g), Value::Int { v, .. }] if g.lin.ptr.is_some() => {
+                let mut g = *g;
+                g.lin.base = g.lin.base.wrapping_add(v.wrapping_mul(elem));
+                Value::Gather(g)
+            }
             [Value::Lin(p), Value::Gather(g)] if p.ptr.is_some() && g.lin.ptr.is_none() => {
                 super::gather::addptr(p, g, elem).map_or(Value::Opaque, Value::Gather)
             }
@@ -398,7 +414,12 @@ impl<'m, 'a> Interp<'m, 'a> {
                                     bits,
                                 })
                             }
-                            None => Some(Value::Unknown { load, from: arg }),
+                            None => Some(Value::Unknown {
+                                load,
+                                from: arg,
+                                at: (off, (bits / 8).max(1)),
+                                linear: Some((1, 0)),
+                            }),
                         }
                     }
                     // A row of integers may be a gather's indices.

@@ -602,11 +602,11 @@ impl<'m, 'a> Interp<'m, 'a> {
         if matches!(op, "sitofp" | "uitofp") {
             return Ok(Value::Opaque);
         }
-        if let Some(p) = vals
-            .iter()
-            .find(|x| matches!(x, Value::Poison(_) | Value::Unknown { .. }))
-        {
+        if let Some(p) = vals.iter().find(|x| matches!(x, Value::Poison(_))) {
             return Ok(*p);
+        }
+        if let Some(&u) = vals.iter().find(|x| matches!(x, Value::Unknown { .. })) {
+            return Ok(unknown_arith(op, u, &vals));
         }
         if vals.iter().any(|x| !matches!(x, Value::Int { .. })) {
             return Ok(Value::Opaque);
@@ -699,6 +699,40 @@ fn on_tensor(v: &OpView<'_>) -> bool {
         .first()
         .or(v.ins.first())
         .is_some_and(|t| t.trim_start().starts_with("tensor<"))
+}
+
+/// Integer op `op` on operands `vals`, one of them the loaded integer `u`:
+/// still `scale * loaded + add` after a sum or difference with an integer,
+/// a product by one and a width change; any other math keeps only where
+/// it was loaded.
+fn unknown_arith(op: &str, u: Value, vals: &[Value]) -> Value {
+    let Value::Unknown {
+        linear: Some((scale, add)),
+        ..
+    } = u
+    else {
+        return u;
+    };
+    let linear = match (op, vals) {
+        ("extsi" | "extui" | "trunci" | "index_cast" | "index_castui", [_]) => Some((scale, add)),
+        ("addi", [Value::Int { v, .. }, _] | [_, Value::Int { v, .. }]) => {
+            Some((scale, add.wrapping_add(*v)))
+        }
+        ("subi", [_, Value::Int { v, .. }]) => Some((scale, add.wrapping_sub(*v))),
+        ("muli", [Value::Int { v, .. }, _] | [_, Value::Int { v, .. }]) => {
+            Some((scale.wrapping_mul(*v), add.wrapping_mul(*v)))
+        }
+        _ => None,
+    };
+    match u {
+        Value::Unknown { load, from, at, .. } => Value::Unknown {
+            load,
+            from,
+            at,
+            linear,
+        },
+        other => other,
+    }
 }
 
 /// What a value is, for errors.
