@@ -228,6 +228,15 @@ impl Lin {
         }
     }
 
+    /// Every element times `k` (element offsets to bytes).
+    pub fn scaled(&self, k: i64) -> Lin {
+        Lin {
+            base: self.base.wrapping_mul(k),
+            coef: self.coef.map(|c| c.wrapping_mul(k)),
+            ..*self
+        }
+    }
+
     /// Whether every element is the same.
     pub fn uniform(&self) -> bool {
         self.coef[..self.rank as usize].iter().all(|&c| c == 0)

@@ -30,13 +30,8 @@ pub const MAX_ROWS: u32 = 1 << 16;
 /// `addptr` of pointer tensor `p` and gathered offsets `g` of `elem`-byte
 /// elements: the gathered addresses.
 pub(super) fn addptr(p: &Lin, g: &Gather, elem: i64) -> Option<Gather> {
-    let bytes = Lin {
-        base: g.lin.base.wrapping_mul(elem),
-        coef: g.lin.coef.map(|c| c.wrapping_mul(elem)),
-        ..g.lin
-    };
     Some(Gather {
-        lin: Lin::binary("addi", p, &bytes)?,
+        lin: Lin::binary("addi", p, &g.lin.scaled(elem))?,
         scale: g.scale.wrapping_mul(elem),
         ..*g
     })

@@ -236,12 +236,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             // offsets the scratch of in-kernel descriptors by program).
             [s @ Value::Scratch(_), _] => *s,
             [Value::Lin(p), Value::Lin(o)] if p.ptr.is_some() && o.ptr.is_none() => {
-                let bytes = Lin {
-                    base: o.base.wrapping_mul(elem),
-                    coef: o.coef.map(|c| c.wrapping_mul(elem)),
-                    ..*o
-                };
-                Lin::binary("addi", p, &bytes).map_or(Value::Opaque, Value::Lin)
+                Lin::binary("addi", p, &o.scaled(elem)).map_or(Value::Opaque, Value::Lin)
             }
             // A pointer plus an index loaded from memory (a paged cache's
             // block, an expert's weights): a gather of one tile.
@@ -258,15 +253,9 @@ impl<'m, 'a> Interp<'m, 'a> {
             [Value::Lin(p), Value::Gather(g)] if p.ptr.is_some() && g.lin.ptr.is_none() => {
                 super::gather::addptr(p, g, elem).map_or(Value::Opaque, Value::Gather)
             }
-            [Value::Gather(g), Value::Lin(o)] if g.lin.ptr.is_some() && o.ptr.is_none() => {
-                let bytes = Lin {
-                    base: o.base.wrapping_mul(elem),
-                    coef: o.coef.map(|c| c.wrapping_mul(elem)),
-                    ..*o
-                };
-                g.with("addi", &bytes, false)
-                    .map_or(Value::Opaque, Value::Gather)
-            }
+            [Value::Gather(g), Value::Lin(o)] if g.lin.ptr.is_some() && o.ptr.is_none() => g
+                .with("addi", &o.scaled(elem), false)
+                .map_or(Value::Opaque, Value::Gather),
             _ => Value::Opaque,
         };
         if let Some(t) = v.ins.first().and_then(|t| parse_type(t)) {
