@@ -318,3 +318,28 @@ def test_triton_tables_of_sizes_and_matrices_become_the_launch_s_memory():
     assert r["bytes_loaded"] == 4 * 6144 + 4 * 16
     with pytest.raises(TypeError, match="values: expected ints or Tensors"):
         st.Tensor((2,), "int64", values=[1.5])
+
+
+def test_triton_gathers_read_the_rows_their_ids_name():
+    triton = pytest.importorskip("triton")
+    import triton.language as tl
+    import simfa.triton as st
+
+    @triton.jit
+    def embed(ids_ptr, table_ptr, out_ptr, D: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        rows = tl.load(ids_ptr + offs)
+        cols = tl.arange(0, D)
+        x = tl.load(table_ptr + rows[:, None] * D + cols[None, :])
+        tl.store(out_ptr + offs[:, None] * D + cols[None, :], x)
+
+    table, out = st.Tensor((1000, 64)), st.Tensor((256, 64))
+    spread = st.simulate(embed, (4,), st.Tensor((256,), "int32"), table, out, D=64, BLOCK=64)
+    # One 128-byte row per id, and the ids themselves.
+    assert spread["bytes_loaded"] == 256 * 128 + 256 * 4
+    same = st.simulate(embed, (4,), st.Tensor((256,), "int32", values=[3] * 256), table, out,
+                       D=64, BLOCK=64)
+    assert same["bytes_loaded"] == spread["bytes_loaded"]
+    # Every id names row 3: DRAM reads it once, beside the ids.
+    assert same["dram_read_bytes"] == 128 + 256 * 4
+    assert same["l1_hits"] > 0 and spread["l1_hits"] == 0
