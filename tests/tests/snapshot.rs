@@ -418,3 +418,22 @@ fn counter_signals_resume() {
         "{bad}"
     );
 }
+
+/// A kernel whose plain loads hit and fill the SMs' L1s resumes from any
+/// cycle: the lines, their pending sectors and the fills in flight are part
+/// of the state.
+#[test]
+fn l1_state_resumes() {
+    let text = "kernel cached\ngrid 8\ntensormap X base=0x10000 elem=4 dims=[4096] strides=[] box=[16]\nmbarrier b[1] count=1\nrole main count=1 regs=128 {\n    loop 6 {\n        mbar.expect_tx b[0], 64\n        ld.global.ca X, b[0], [cta % 2 * 16], 16\n        mbar.arrive b[0]\n        mbar.wait b[0], l0 % 2\n    }\n}\n";
+    let k = simfa_std::asm::parse(text, "cached.sfk").unwrap();
+    for mut c in [cfg(MemoryModel::Fixed), cfg(MemoryModel::Line), arrival()] {
+        c.sms = 4;
+        let s = straight(&c, &k);
+        assert!(
+            s.stats.l1_hits > 0 && s.stats.l1_hits < s.stats.l1_loads,
+            "{:?}",
+            s.stats
+        );
+        check_resumes(&c, &k);
+    }
+}
