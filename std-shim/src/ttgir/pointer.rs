@@ -65,9 +65,10 @@ pub fn ld_globals(ops: &[PtrOp], bar: u16, l1: bool, q: &mut VecDeque<Op>) {
 /// Whether a load of `tile` goes through the L1: a load into registers
 /// (`ld.global`, cached at all levels by default) and a `cp.async` of
 /// fewer than 16 bytes per thread (`cp.async.ca`; Triton makes 16-byte
-/// ones `cp.async.cg`, which bypass the L1).
+/// ones `cp.async.cg`, which bypass the L1), unless the load asks for the
+/// L2 only.
 pub fn through_l1(tile: &PtrTile, into_registers: bool) -> bool {
-    into_registers || tile.vector < 16
+    !tile.l2_only && (into_registers || tile.vector < 16)
 }
 
 /// mbarriers per ring.
@@ -303,6 +304,7 @@ mod tests {
             elem: 2,
             segment: 32,
             vector: 16,
+            l2_only: false,
         }
     }
 
@@ -317,6 +319,12 @@ mod tests {
         // cp.async: 16 bytes a thread is `.cg`, fewer is `.ca`.
         assert!(!through_l1(&t(16), false));
         assert!(through_l1(&t(8), false));
+        // `cache_modifier=".cg"` keeps a load out of the L1.
+        let cg = PtrTile {
+            l2_only: true,
+            ..t(4)
+        };
+        assert!(!through_l1(&cg, true));
     }
 
     #[test]

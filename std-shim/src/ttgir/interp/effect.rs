@@ -19,6 +19,8 @@ pub struct PtrTile {
     /// Bytes one thread moves per access (its vector): a `cp.async` of 16
     /// is `.cg` and bypasses the L1, a narrower one is `.ca`.
     pub vector: u32,
+    /// The op asks for the L2 only (`cache_modifier=".cg"` or `".cv"`).
+    pub l2_only: bool,
 }
 
 /// One timing-visible op reached by a CTA, with its operands' values.

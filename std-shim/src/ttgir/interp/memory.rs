@@ -450,6 +450,7 @@ impl<'m, 'a> Interp<'m, 'a> {
                     elem: elem as u32,
                     segment: 16,
                     vector: elem as u32,
+                    l2_only: l2_only(v),
                 })
             }
             other => Err(self.fail(
@@ -758,6 +759,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             elem: u32::try_from(elem).unwrap_or(u32::MAX),
             segment: run.clamp(1, 32) as u8,
             vector: u32::try_from(vector).unwrap_or(u32::MAX),
+            l2_only: l2_only(&n.view),
         })
     }
 }
@@ -778,6 +780,23 @@ fn out_shape(v: &OpView<'_>) -> Option<(u8, [u32; 4])> {
         return None;
     }
     shape_of(&t.shape)
+}
+
+/// Whether a load asks to bypass the L1: cache modifier `cg` (cache at
+/// the L2) or `cv` (fetch again), as Triton 3.9 writes it
+/// (`cachePolicy = #tt.cache_policy<cache_modifier = cg, ...>`) and as
+/// earlier releases do (`cache = cg`).
+fn l2_only(v: &OpView<'_>) -> bool {
+    v.attrs.iter().any(|a| {
+        [
+            "cache_modifier = cg",
+            "cache_modifier = cv",
+            "cache = cg",
+            "cache = cv",
+        ]
+        .iter()
+        .any(|m| a.contains(m))
+    })
 }
 
 /// The element type `T` a `!tt.ptr<T>` (or tensor of them) points to.

@@ -325,6 +325,33 @@ tt.func public @k(%x: !tt.ptr<f32>, %n: i32) {\n\
         .any(|(_, e)| matches!(e, Effect::PtrLoad { .. } | Effect::PtrStore { .. })));
 }
 
+/// A load's cache modifier: `.cg` (Triton 3.9's `cachePolicy` spelling
+/// and the older `cache = cg`) keeps it out of the L1; `.ca` does not;
+/// each thread's vector is its four elements.
+#[test]
+fn a_cg_load_asks_for_the_l2_only() {
+    let src = "#blocked = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>\n\
+tt.func public @k(%x: !tt.ptr<f32>) {\n\
+  %r = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #blocked>\n\
+  %p = tt.splat %x : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %q = tt.addptr %p, %r : tensor<512x!tt.ptr<f32>, #blocked>, tensor<512xi32, #blocked>\n\
+  %a = tt.load %q {cachePolicy = #tt.cache_policy<cache_modifier = cg, eviction_policy = evict_normal>} : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %b = tt.load %q {cachePolicy = #tt.cache_policy<cache_modifier = ca, eviction_policy = evict_normal>} : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  %c = tt.load %q {cache = cg} : tensor<512x!tt.ptr<f32>, #blocked>\n\
+  tt.return\n\
+}\n";
+    let m = parse("p.mlir", src).unwrap();
+    let e = effects(&m, [0, 0, 0], [1, 1, 1], &[Value::Ptr { arg: 0, off: 0 }]).unwrap();
+    let tiles: Vec<(bool, u32)> = e
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Effect::PtrLoad { tile, .. } => Some((tile.l2_only, tile.vector)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tiles, [(true, 16), (false, 16), (true, 16)]);
+}
+
 /// A division by zero is undefined, not a trap (a pipelined kernel
 /// computes a next tile past its last one and masks its loads off): only a
 /// use that needs the value is an error, naming where it came from.
