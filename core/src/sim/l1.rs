@@ -150,11 +150,16 @@ impl L1Tables<'_> {
     /// lines; a miss allocates its missing sectors as pending.
     pub fn lookup(&mut self, sm: usize, map: &TensorMap, coords: &[i64; 5]) -> Lookup {
         let mut hit = true;
-        let _ = for_each_line(map, coords, SECTOR_BYTES, None, |addr| {
+        let walked = for_each_line(map, coords, SECTOR_BYTES, None, |addr| {
             let (line, bit) = (addr / LINE_BYTES, 1u8 << ((addr / SECTOR_BYTES) % 4));
             let set = self.set_of(sm, line);
             hit &= set.iter().any(|l| l.tag == line + 1 && l.valid & bit != 0);
         });
+        // A box the walker refuses goes to the memory (which refuses it
+        // with its own error), as a miss that allocates nothing.
+        if walked.is_err() {
+            return Lookup::Miss;
+        }
         self.clock[sm] = self.clock[sm].wrapping_add(1);
         let now = self.clock[sm];
         let _ = for_each_line(map, coords, SECTOR_BYTES, None, |addr| {
