@@ -65,27 +65,6 @@ impl Gather {
     /// [`Gather::dim`] of a gather by one loaded scalar.
     pub const WHOLE: u8 = u8::MAX;
 
-    /// The loaded scalar `u` ([`super::value::Value::Unknown`] with its
-    /// linear form) as the offsets of a gather of one tile (rank 0).
-    pub fn scalar(u: &super::value::Value) -> Option<Gather> {
-        match *u {
-            super::value::Value::Unknown {
-                load,
-                from,
-                at,
-                linear: Some((scale, add)),
-            } => Some(Gather {
-                lin: Lin::splat(0, [1; MAX_RANK], add, None),
-                dim: Gather::WHOLE,
-                scale,
-                div: 1,
-                load,
-                from: (from, at.0, at.1 as i64),
-            }),
-            _ => None,
-        }
-    }
-
     /// A rank-0 gather's offsets made a tensor of `shape`.
     pub fn splat(&self, rank: u8, shape: [u32; MAX_RANK]) -> Gather {
         Gather {

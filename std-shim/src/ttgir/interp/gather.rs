@@ -18,11 +18,32 @@
 //! read (a MoE kernel's block `b` uses expert `b` modulo the experts); a
 //! launch that gives the real indices gets their locality.
 
-use super::super::affine::{Gather, Lin};
+use super::super::affine::{Gather, Lin, MAX_RANK};
 use super::super::error::TtgirError;
 use super::super::tree::Node;
 use super::super::value::Value;
 use super::{Effect, EffectSink, Interp};
+
+/// The loaded scalar `u` ([`Value::Unknown`] with its linear form) as
+/// the offsets of a gather of one tile (rank 0).
+pub(super) fn scalar(u: &Value) -> Option<Gather> {
+    match *u {
+        Value::Unknown {
+            load,
+            from,
+            at,
+            linear: Some((scale, add)),
+        } => Some(Gather {
+            lin: Lin::splat(0, [1; MAX_RANK], add, None),
+            dim: Gather::WHOLE,
+            scale,
+            div: 1,
+            load,
+            from: (from, at.0, at.1 as i64),
+        }),
+        _ => None,
+    }
+}
 
 /// Most rows one gather may move (a tile's rows; more is a hostile type).
 pub const MAX_ROWS: u32 = 1 << 16;

@@ -10,7 +10,7 @@
 //! ([`Effect::Use`]), as a warp's scoreboard stalls at the first use of a
 //! loaded register, not at the load.
 
-use super::super::affine::{shape_of, Gather, Lin, Mask};
+use super::super::affine::{shape_of, Lin, Mask};
 use super::super::dtype::Dtype;
 use super::super::error::TtgirError;
 use super::super::stmt::OpView;
@@ -71,7 +71,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             ("splat", Value::Gather(g), Some((r, s))) => Value::Gather(g.splat(r, s)),
             ("splat", u @ Value::Unknown { .. }, Some((r, s))) => {
-                Gather::scalar(&u).map_or(Value::Opaque, |g| Value::Gather(g.splat(r, s)))
+                super::gather::scalar(&u).map_or(Value::Opaque, |g| Value::Gather(g.splat(r, s)))
             }
             ("expand_dims", x, _) => {
                 let axis = v
@@ -240,7 +240,7 @@ impl<'m, 'a> Interp<'m, 'a> {
             }
             // A pointer plus an index loaded from memory (a paged cache's
             // block, an expert's weights): a gather of one tile.
-            [Value::Ptr { arg, off }, u @ Value::Unknown { .. }] => Gather::scalar(u)
+            [Value::Ptr { arg, off }, u @ Value::Unknown { .. }] => super::gather::scalar(u)
                 .and_then(|g| {
                     super::gather::addptr(&Lin::splat(0, [1; 4], *off, Some(*arg)), &g, elem)
                 })
