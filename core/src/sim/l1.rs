@@ -146,28 +146,19 @@ impl L1Tables<'_> {
         &mut self.lines[at..at + self.ways]
     }
 
-    /// Walks `map`'s box at `coords` in SM `sm`'s L1: a hit refreshes its
-    /// lines; a miss allocates its missing sectors as pending.
+    /// Walks `map`'s box at `coords` in SM `sm`'s L1 once: every line it
+    /// touches becomes the most recently used, and a sector that holds no
+    /// data makes it a miss and is allocated, pending (a hit has all its
+    /// lines, so it allocates nothing).
     pub fn lookup(&mut self, sm: usize, map: &TensorMap, coords: &[i64; 5]) -> Lookup {
+        self.clock[sm] = self.clock[sm].wrapping_add(1);
+        let now = self.clock[sm];
         let mut hit = true;
         let walked = for_each_line(map, coords, SECTOR_BYTES, None, |addr| {
             let (line, bit) = (addr / LINE_BYTES, 1u8 << ((addr / SECTOR_BYTES) % 4));
             let set = self.set_of(sm, line);
-            hit &= set.iter().any(|l| l.tag == line + 1 && l.valid & bit != 0);
-        });
-        // A box the walker refuses goes to the memory (which refuses it
-        // with its own error), as a miss that allocates nothing.
-        if walked.is_err() {
-            return Lookup::Miss;
-        }
-        self.clock[sm] = self.clock[sm].wrapping_add(1);
-        let now = self.clock[sm];
-        let _ = for_each_line(map, coords, SECTOR_BYTES, None, |addr| {
-            let (line, bit) = (addr / LINE_BYTES, 1u8 << ((addr / SECTOR_BYTES) % 4));
-            let set = self.set_of(sm, line);
             let way = match set.iter().position(|l| l.tag == line + 1) {
                 Some(w) => w,
-                None if hit => return,
                 None => {
                     // The empty way, or else the least recently used
                     // (ages counted back from now, so the clock may wrap).
@@ -186,11 +177,14 @@ impl L1Tables<'_> {
             };
             let l = &mut set[way];
             l.used = now;
-            if !hit && l.valid & bit == 0 {
+            if l.valid & bit == 0 {
+                hit = false;
                 l.pending |= bit;
             }
         });
-        if hit {
+        // A box the walker refuses goes to the memory (which refuses it
+        // with its own error).
+        if hit && walked.is_ok() {
             Lookup::Hit
         } else {
             Lookup::Miss
