@@ -504,33 +504,71 @@ impl<'m, 'a> Program<'m, 'a> {
         Ok(())
     }
 
-    /// The `ld.global`s or `st.global`s of pointer tile `tile`: the map,
-    /// coordinates and segment of each, and the bytes they complete.
+    /// The `ld.global`s or `st.global`s of pointer tiles `tiles` (one, or
+    /// a gather's rows): the map, coordinates and segment of each, and the
+    /// bytes they complete.
     fn ptr_ops(
         &self,
-        tile: &super::interp::PtrTile,
+        tiles: &[super::interp::PtrTile],
     ) -> Result<(Vec<super::pointer::PtrOp>, u32), String> {
-        let arg = tile.lin.ptr.unwrap_or(u16::MAX);
-        let (_, t) = self
-            .ptr_tensors
-            .get(&arg)
-            .ok_or("a pointer argument without a [tensors] entry")?;
-        let p = super::pointer::place(t, tile)?;
-        let map = *self.ptr_maps.get(&(arg, p.block.clone())).ok_or_else(|| {
-            format!(
-                "a tile of {:?} elements (innermost first), a shape the CTAs probed before the run never move (simfa declares tensor maps once per kernel)",
-                p.block
-            )
-        })?;
-        let block: Vec<u32> = p.block.iter().rev().copied().collect();
-        let origin: Vec<i64> = p.origin.iter().rev().copied().collect();
-        let copies = self.copies(map, &block, &origin)?;
-        let full = self.kernel.maps[map as usize].full_box_bytes() * copies.len() as u64;
-        let full = u32::try_from(full).map_err(|_| format!("{full} bytes in one load"))?;
-        Ok((
-            copies.into_iter().map(|c| (map, c, tile.segment)).collect(),
-            full,
-        ))
+        let mut ops = Vec::new();
+        let mut bytes = 0u64;
+        for tile in tiles {
+            let arg = tile.lin.ptr.unwrap_or(u16::MAX);
+            let (_, t) = self
+                .ptr_tensors
+                .get(&arg)
+                .ok_or("a pointer argument without a [tensors] entry")?;
+            let p = super::pointer::place(t, tile)?;
+            let map = *self.ptr_maps.get(&(arg, p.block.clone())).ok_or_else(|| {
+                format!(
+                    "a tile of {:?} elements (innermost first), a shape the CTAs probed before the run never move (simfa declares tensor maps once per kernel)",
+                    p.block
+                )
+            })?;
+            let block: Vec<u32> = p.block.iter().rev().copied().collect();
+            let origin: Vec<i64> = p.origin.iter().rev().copied().collect();
+            let copies = self.copies(map, &block, &origin)?;
+            bytes += self.kernel.maps[map as usize].full_box_bytes() * copies.len() as u64;
+            ops.extend(copies.into_iter().map(|c| (map, c, tile.segment)));
+        }
+        let bytes = u32::try_from(bytes).map_err(|_| format!("{bytes} bytes in one load"))?;
+        Ok((ops, bytes))
+    }
+
+    /// A load through pointer tiles `tiles` (a load into registers when
+    /// `regs` numbers it), on the rings of `role`.
+    fn load_ptrs(
+        &self,
+        role: u8,
+        st: &mut RunState,
+        tiles: &[super::interp::PtrTile],
+        regs: Option<u64>,
+        out: &mut [VecDeque<Op>],
+    ) -> Result<(), String> {
+        let (ops, bytes) = self.ptr_ops(tiles)?;
+        let l1 = tiles
+            .first()
+            .is_some_and(|t| super::pointer::through_l1(t, regs.is_some()));
+        let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, l1, q);
+        self.rings(role)
+            .load(&mut st.inflight, regs, bytes, push, out)
+            .map_err(|w| w.to_string())
+    }
+
+    /// A store from registers through pointer tiles `tiles`, by WarpGroup 0.
+    fn store_ptrs(
+        &self,
+        tiles: &[super::interp::PtrTile],
+        out: &mut [VecDeque<Op>],
+    ) -> Result<(), String> {
+        let (ops, _) = self.ptr_ops(tiles)?;
+        out[0].extend(ops.into_iter().map(|(map, coords, segment)| Op::StGlobal {
+            map,
+            coords,
+            segment,
+        }));
+        Ok(())
     }
 
     /// [`Program::lower`] without the pending work.
@@ -780,55 +818,13 @@ impl<'m, 'a> Program<'m, 'a> {
                 }
             }
             Effect::PtrLoad { tile, regs } => {
-                let rings = self.rings(role);
-                let (ops, bytes) = self.ptr_ops(&tile).map_err(fail)?;
-                let l1 = super::pointer::through_l1(&tile, regs.is_some());
-                let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, l1, q);
-                rings
-                    .load(&mut st.inflight, regs, bytes, push, out)
-                    .map_err(|w| fail(w.to_string()))?;
+                self.load_ptrs(role, st, &[tile], regs, out).map_err(fail)?
             }
             Effect::Gather { tiles, regs } => {
-                let rings = self.rings(role);
-                let mut ops = Vec::new();
-                let mut bytes = 0u32;
-                for t in &tiles {
-                    let (o, b) = self.ptr_ops(t).map_err(fail)?;
-                    ops.extend(o);
-                    bytes = bytes
-                        .checked_add(b)
-                        .ok_or_else(|| fail("more than 4 GiB in one gather".into()))?;
-                }
-                let l1 = tiles
-                    .first()
-                    .is_some_and(|t| super::pointer::through_l1(t, regs.is_some()));
-                let push = |bar, q: &mut VecDeque<Op>| super::pointer::ld_globals(&ops, bar, l1, q);
-                rings
-                    .load(&mut st.inflight, regs, bytes, push, out)
-                    .map_err(|w| fail(w.to_string()))?;
+                self.load_ptrs(role, st, &tiles, regs, out).map_err(fail)?
             }
-            Effect::Scatter { tiles } => {
-                for t in &tiles {
-                    let (ops, _) = self.ptr_ops(t).map_err(fail)?;
-                    for (map, coords, segment) in ops {
-                        out[0].push_back(Op::StGlobal {
-                            map,
-                            coords,
-                            segment,
-                        });
-                    }
-                }
-            }
-            Effect::PtrStore { tile } => {
-                let (ops, _) = self.ptr_ops(&tile).map_err(fail)?;
-                for (map, coords, segment) in ops {
-                    out[0].push_back(Op::StGlobal {
-                        map,
-                        coords,
-                        segment,
-                    });
-                }
-            }
+            Effect::PtrStore { tile } => self.store_ptrs(&[tile], out).map_err(fail)?,
+            Effect::Scatter { tiles } => self.store_ptrs(&tiles, out).map_err(fail)?,
             Effect::AsyncCommit => {
                 let rings = self.rings(role);
                 rings
