@@ -178,15 +178,11 @@ impl Plan {
         // A kernel that may release locks has at most one release of each
         // on its way to the L2.
         // Likewise at most one landing of adds to each counter.
+        // (A streamed role may issue anything.)
         let stream = k.roles.iter().any(|r| r.stream);
-        let locks = stream
-            || k.code
-                .iter()
-                .any(|i| matches!(i, crate::Instr::LockRelease { .. }));
-        let counters = stream
-            || k.code
-                .iter()
-                .any(|i| matches!(i, crate::Instr::CounterAdd { .. }));
+        let may = |f: fn(&crate::Instr) -> bool| stream || k.code.iter().any(f);
+        let locks = may(|i| matches!(i, crate::Instr::LockRelease { .. }));
+        let counters = may(|i| matches!(i, crate::Instr::CounterAdd { .. }));
         let queue = threads
             + sms * (cfg.wgmma_buffer as usize + cfg.tma_slots as usize + 1)
             + if locks { crate::kernel::MAX_LOCKS } else { 0 }
@@ -197,11 +193,7 @@ impl Plan {
             };
         // An L1 only for a kernel that may load through it, sized by what
         // its resident CTAs' shared memory leaves.
-        let cached = stream
-            || k.code
-                .iter()
-                .any(|i| matches!(i, crate::Instr::LdGlobal { l1: true, .. }));
-        let l1_ways = if cached {
+        let l1_ways = if may(|i| matches!(i, crate::Instr::LdGlobal { l1: true, .. })) {
             let smem = k.smem_bytes as u64 * cta_slots as u64;
             l1::ways(&cfg.l1, l1::l1_bytes(&cfg.l1, smem))
         } else {
