@@ -10,13 +10,18 @@ use simfa_tests::{assert_clean, run_checked, run_observed, Builder, Recorder};
 /// for before the next: at elements 0, 0 again, then 8 (the next sector of
 /// the same line), then 0 again.
 fn chain(l1: bool) -> simfa_core::Kernel {
+    chain_at(l1, &[0, 0, 8, 0])
+}
+
+/// [`chain`] at elements `at`.
+fn chain_at(l1: bool, at: &[i64]) -> simfa_core::Kernel {
     let mut b = Builder::new("l1_chain", [1, 1, 1]);
     let x = b.map1d("X", 0x10000, 4, 1 << 16, 8);
     let bar = b.mbarrier("b", 1, 1);
     b.smem(1024);
     b.role("main", 1, 128);
     let zero = b.c(0);
-    for (i, at) in [0i64, 0, 8, 0].into_iter().enumerate() {
+    for (i, &at) in at.iter().enumerate() {
         let at = b.c(at);
         let r = b.at(bar, zero);
         b.op(Instr::MbarExpectTx { bar: r, bytes: 32 });
@@ -61,7 +66,12 @@ fn latencies(cfg: &GpuConfig, k: &simfa_core::Kernel) -> Vec<u64> {
         .iter()
         .filter_map(|(c, e)| matches!(e, Event::TmaDone { store: false, .. }).then_some(*c))
         .collect();
-    assert_eq!(issues.len(), 4);
+    let n = k
+        .code
+        .iter()
+        .filter(|i| matches!(i, Instr::LdGlobal { .. }))
+        .count();
+    assert_eq!((issues.len(), done.len()), (n, n));
     issues.iter().zip(&done).map(|(i, d)| d - i).collect()
 }
 
@@ -109,16 +119,20 @@ fn hits_are_consistent_and_round_trip() {
     assert_eq!(simfa_std::asm::print(&back), text);
 }
 
-/// The L1 follows the shared-memory carveout: a CTA that takes 200 KiB of
-/// shared memory leaves 28 KiB of L1 (three ways of 64 sets), so a box
-/// that came back stays and the run still hits.
+/// The L1 follows the shared-memory carveout. Four lines of one set
+/// (line numbers 64 apart: 64 sets) and the first again: with 1 KiB of
+/// shared memory the L1 keeps 248 KiB, 31 ways, and the first line is
+/// still there; a CTA with 200 KiB of shared memory leaves 28 KiB, three
+/// ways, and the fourth line evicted the first.
 #[test]
 fn the_l1_is_what_shared_memory_leaves() {
-    let k = {
-        let mut k = chain(true);
-        k.smem_bytes = 200 * 1024;
-        k
-    };
-    let lat = latencies(&cfg(), &k);
-    assert_eq!(lat[1], 1 + cfg().l1.hit_cycles as u64, "{lat:?}");
+    let lines = [0i64, 64, 128, 192, 0].map(|l| l * 32);
+    let hit = 1 + cfg().l1.hit_cycles as u64;
+    let small = chain_at(true, &lines);
+    let lat = latencies(&cfg(), &small);
+    assert_eq!(lat[4], hit, "{lat:?}");
+    let mut big = small;
+    big.smem_bytes = 200 * 1024;
+    let lat = latencies(&cfg(), &big);
+    assert!(lat[4] > cfg().port.latency as u64, "{lat:?}");
 }

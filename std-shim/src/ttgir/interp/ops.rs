@@ -707,8 +707,10 @@ fn on_tensor(v: &OpView<'_>) -> bool {
 /// it was loaded.
 fn unknown_arith(op: &str, u: Value, vals: &[Value]) -> Value {
     let Value::Unknown {
+        load,
+        from,
+        at,
         linear: Some((scale, add)),
-        ..
     } = u
     else {
         return u;
@@ -724,14 +726,11 @@ fn unknown_arith(op: &str, u: Value, vals: &[Value]) -> Value {
         }
         _ => None,
     };
-    match u {
-        Value::Unknown { load, from, at, .. } => Value::Unknown {
-            load,
-            from,
-            at,
-            linear,
-        },
-        other => other,
+    Value::Unknown {
+        load,
+        from,
+        at,
+        linear,
     }
 }
 
