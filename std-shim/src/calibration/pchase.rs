@@ -323,7 +323,7 @@ pub struct PchaseCalibration {
     /// Every point run, in file order.
     pub points: Vec<PchasePoint>,
     /// With plain loads, the L1 hit latency fitted on the L1 plateau
-    /// (`null` with TMA loads or when no point lies on it).
+    /// (`null` with TMA loads, without an L1, or when no point lies on it).
     pub l1_fit: Option<L1Fit>,
 }
 
@@ -381,7 +381,9 @@ pub fn calibrate_pchase(
         .iter()
         .filter(|p| p.working_set_kb <= L1_PLATEAU_KB)
         .collect();
-    let l1_fit = (opts.load == HopLoad::Regular && !plateau.is_empty()).then(|| {
+    // Nothing to fit on a configuration without an L1.
+    let fits = opts.load == HopLoad::Regular && cfg.l1.unified_bytes > 0;
+    let l1_fit = (fits && !plateau.is_empty()).then(|| {
         let n = plateau.len() as f64;
         let measured = plateau.iter().map(|p| p.measured).sum::<f64>() / n;
         let simulated = plateau.iter().map(|p| p.simulated).sum::<f64>() / n;
@@ -753,6 +755,7 @@ mod tests {
             "{:?}",
             c.points
         );
+        assert_eq!(c.l1_fit, None);
     }
 
     #[test]
