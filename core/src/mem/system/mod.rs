@@ -588,8 +588,10 @@ impl<'a> MemorySystem<'a> {
         self.stats.l2_requests += 1;
         let xbar = self.cfg.xbar_latency as u64;
         if far && !r.write && self.cfg.proxy.enabled {
+            // The probe is a tag lookup: it holds the mirror's port for a
+            // cycle; its data, when the copy is there, moves afterwards.
             let mirror = self.mirror(home);
-            let t = self.reserve(mirror, now + xbar, false);
+            let t = self.reserve_lookup(mirror, now + xbar);
             self.push(
                 t,
                 MemEv::Arrive {
@@ -628,6 +630,26 @@ impl<'a> MemorySystem<'a> {
         s.served = s.served.wrapping_add(1);
         s.next_free = at + len as u64;
         at
+    }
+
+    /// Reserves one cycle of `slice`'s port for a tag lookup that moves no
+    /// data (a far read probing the mirror for a shadow copy); returns when
+    /// the port takes it.
+    fn reserve_lookup(&mut self, slice: u16, t: u64) -> u64 {
+        let s = &mut self.slices[slice as usize];
+        let at = t.max(s.next_free);
+        s.next_free = at + 1;
+        at
+    }
+
+    /// A lookup at `t` on `slice` found data to move (a shadow copy): the
+    /// port is held for the line's share of cycles, the lookup's cycle
+    /// being the first.
+    fn hold_from_lookup(&mut self, slice: u16, t: u64) {
+        let s = &mut self.slices[slice as usize];
+        let len = self.cfg.port_cycles(s.served, false);
+        s.served = s.served.wrapping_add(1);
+        s.next_free = s.next_free.max(t + 1) + (len as u64).saturating_sub(1);
     }
 
     /// Cycles from a slice answering to the data reaching the SM.
@@ -689,6 +711,58 @@ impl<'a> MemorySystem<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Serves `reqs` (SM, line address) offered at `now` and returns when
+    /// each completed.
+    fn serve(m: &mut MemorySystem<'_>, now: u64, reqs: &[(u16, u64)]) -> std::vec::Vec<u64> {
+        for (i, &(sm, addr)) in reqs.iter().enumerate() {
+            let r = LineRequest {
+                sm,
+                addr,
+                write: false,
+                token: i as u32,
+            };
+            m.try_request(now, &r).unwrap();
+        }
+        let mut done = std::vec![0u64; reqs.len()];
+        while let Some(t) = m.next_event() {
+            m.advance(t, &mut |tok: u32, c: u64| done[tok as usize] = c);
+        }
+        done
+    }
+
+    #[test]
+    fn a_probe_that_finds_no_copy_holds_the_mirror_port_one_cycle() {
+        let mut cfg = crate::config::GpuConfig::h800();
+        // Four cycles a line at every slice; no shadow copy is ever made,
+        // so every far read probes its mirror and misses there.
+        cfg.l2.slice_bytes_per_cycle = crate::time::Ratio::new(32, 1);
+        cfg.l2.far_bytes_per_cycle = crate::time::Ratio::new(32, 1);
+        cfg.l2.proxy.threshold_permille = 0;
+        cfg.l2.proxy.max_prob_permille = 0;
+        let mut l = Layout::new();
+        MemorySystem::layout(&cfg.l2, &cfg.dram, cfg.sms, 64, &mut l).unwrap();
+        let mut buf = std::vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut m = MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, 64, 7, &mut a).unwrap();
+        let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+        let (lb, half) = (cfg.l2.line_bytes as u64, cfg.l2.slices as u32 / 2);
+        // A line homed in the far partition of SM 0, and a near line homed
+        // in that line's mirror slice.
+        let far = (1u64 << 20..).find(|&x| sel.slice(x) >= half).unwrap();
+        let mirror = sel.slice(far) - half;
+        let near = (1u64 << 21..).find(|&x| sel.slice(x) == mirror).unwrap();
+        let (far, near) = (far * lb, near * lb);
+        let warm = serve(&mut m, 0, &[(0, far), (0, near)]);
+        let t = warm[0].max(warm[1]) + 10_000;
+        let alone = serve(&mut m, t, &[(0, near)])[0] - t;
+        let t2 = t + 10_000;
+        let both = serve(&mut m, t2, &[(0, far), (0, near)]);
+        assert_eq!(m.stats().shadow_hits, 0);
+        // A lookup moves no data: the near read waits one cycle for it, not
+        // the four a line's data holds the port.
+        assert_eq!(both[1] - t2, alone + 1, "{both:?}");
+    }
 
     #[test]
     fn key_is_a_bijection() {

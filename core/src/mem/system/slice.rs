@@ -62,6 +62,9 @@ impl MemorySystem<'_> {
                 // A shadow copy in the near partition: no far crossing.
                 self.stats.shadow_hits += 1;
                 self.reqs[id as usize].far = false;
+                // The copy's data moves through the mirror's port from
+                // the lookup's cycle on.
+                self.hold_from_lookup(slice, t);
                 self.answer_hit(t, id, r.line, slice, sink);
                 return;
             }

@@ -174,8 +174,8 @@ impl Model<'_> {
 
     /// Books line `e`'s way to its home `slice`: the slice's port, `back`
     /// after the line left the engine, or, when the proxy `probe`s for a
-    /// shadow copy, the mirror slice's port first and the home port
-    /// `far_latency` later. A `far` line holds the home port at
+    /// shadow copy that is not there, one cycle of the mirror slice's port
+    /// (a tag lookup moves no data) and the home port `far_latency` later. A `far` line holds the home port at
     /// `far_bytes_per_cycle`, a near one at `slice_bytes_per_cycle`.
     /// Returns when it reaches the slice.
     #[inline(always)]
@@ -189,7 +189,7 @@ impl Model<'_> {
     ) -> u64 {
         if probe {
             let xbar = self.l2.xbar_latency as u64;
-            let tp = self.book_port(self.mirror(slice), e + xbar, false);
+            let tp = self.ports.reserve(self.mirror(slice), e + xbar, 1);
             self.book_port(slice, tp + self.l2.far_latency as u64, true)
         } else {
             self.book_port(slice, e + back, far)

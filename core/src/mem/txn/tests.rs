@@ -312,3 +312,39 @@ fn a_slices_width_spaces_the_lines_it_serves() {
         assert_eq!(done, t0 + 3 * gap + lat, "width {width}");
     }
 }
+
+#[test]
+fn a_probe_that_finds_no_copy_holds_the_mirror_port_one_cycle() {
+    let mut cfg = GpuConfig::h800();
+    cfg.transaction.arrival_controller = ArrivalController::Off;
+    // Four cycles a line at every slice, and no shadow copy ever made: every
+    // far read probes the mirror and misses there.
+    cfg.l2.slice_bytes_per_cycle = Ratio::new(32, 1);
+    cfg.l2.far_bytes_per_cycle = Ratio::new(32, 1);
+    cfg.l2.proxy.enabled = true;
+    cfg.l2.proxy.threshold_permille = 0;
+    cfg.l2.proxy.max_prob_permille = 0;
+    with_memory(&cfg, |m| {
+        let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+        let (lb, half) = (cfg.l2.line_bytes as u64, cfg.l2.slices as u32 / 2);
+        // A far line (home in the other partition than SM 0's), and a near
+        // line whose home is that far line's mirror slice.
+        let far = (1u64 << 20..).find(|&l| sel.slice(l) >= half).unwrap();
+        let mirror = sel.slice(far) - half;
+        let near = (1u64 << 21..).find(|&l| sel.slice(l) == mirror).unwrap();
+        let (far, near) = (far * lb, near * lb);
+        // Both resident, long before.
+        let w = m.transfer(&bulk(far, lb, 0), &mut ());
+        let w2 = m.transfer(&bulk(near, lb, w.done + 10_000), &mut ());
+        let t = w2.done + 10_000;
+        let alone = m.transfer(&bulk(near, lb, t), &mut ()).done - t;
+        // The far read's probe reaches the mirror port first.
+        let t2 = t + 10_000;
+        let probe = m.transfer(&bulk(far, lb, t2), &mut ());
+        assert_eq!(m.m.stats.shadow_inserts, 0);
+        let after = m.transfer(&bulk(near, lb, t2), &mut ()).done - t2;
+        // A lookup moves no data: the near read waits one cycle for it, not
+        // the four a line's data holds the port.
+        assert_eq!(after, alone + 1, "{probe:?}");
+    });
+}
