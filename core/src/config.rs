@@ -342,8 +342,8 @@ const L2_50MB: L2Config = L2Config {
     dram_hash: true,
     proxy: ProxyConfig {
         enabled: true,
-        max_prob_permille: 1000,
-        threshold_permille: 1000,
+        max_prob_permille: 200,
+        threshold_permille: 850,
     },
 };
 

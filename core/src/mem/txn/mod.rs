@@ -372,7 +372,7 @@ impl<'a> TxnMemory<'a> {
         l.add::<Engine>(sms as usize)?;
         l.add::<u16>(z.flight)?;
         l.add::<u64>(z.flight_nz)?;
-        Calendars::layout(2 * l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
+        Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
         l.add::<[u64; 2]>(z.mshrs)?;
         l.add::<u64>(l2.slices as usize)?;
         l.add::<u64>(l2.slices as usize)?;
@@ -412,7 +412,7 @@ impl<'a> TxnMemory<'a> {
         let engines = a.alloc(sms as usize, Engine::default(), what)?;
         let flight = a.alloc(z.flight, 0u16, what)?;
         let flight_nz = a.alloc(z.flight_nz, 0u64, what)?;
-        let ports = Calendars::new_in(a, 2 * l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
+        let ports = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
         let mshr = a.alloc(z.mshrs, [0u64; 2], what)?;
         let mshr_next = a.alloc(l2.slices as usize, 0u64, what)?;
         let port_served = a.alloc(l2.slices as usize, 0u64, what)?;

@@ -203,18 +203,10 @@ impl Model<'_> {
     pub(super) fn book_port(&mut self, slice: usize, t: u64, far: bool) -> u64 {
         let k = self.port_served[slice];
         self.port_served[slice] = k.wrapping_add(1);
-        let len = match self.port_len[0] {
-            0 => self.l2.port_cycles(k, false),
+        let len = match self.port_len[far as usize] {
+            0 => self.l2.port_cycles(k, far),
             n => n,
         };
-        let at = self.ports.reserve(slice, t, len);
-        if !far {
-            return at;
-        }
-        let lf = match self.port_len[1] {
-            0 => self.l2.port_cycles(k, true),
-            n => n,
-        };
-        self.ports.reserve(self.l2.slices as usize + slice, at, lf)
+        self.ports.reserve(slice, t, len)
     }
 }
