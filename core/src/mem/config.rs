@@ -56,13 +56,15 @@ pub struct L2Config {
     /// and 3, 7 lines in 16 cycles). `simfa calibrate l2-bw` fits it on
     /// `data/l2_bandwidth.csv`.
     pub slice_bytes_per_cycle: Ratio,
-    /// Bytes per cycle a slice moves for requests from SMs of the other
-    /// partition (at most `slice_bytes_per_cycle`): their lines cross
-    /// between the partitions on a narrower path than a slice's own data
-    /// path, which is why a working set larger than one partition streams
-    /// at about half the bandwidth of one replicated in both
-    /// (`reference/l2_bandwidth.md` §3.2). A read answered by a shadow
-    /// copy in the near partition does not cross.
+    /// Bytes per cycle a slice's crossing between the partitions moves
+    /// (at most `slice_bytes_per_cycle`): a line of the slice read or
+    /// written by an SM of the other partition holds the slice's port as a
+    /// near one does, then its crossing for its share of cycles at this
+    /// width. The crossing is narrower than a slice's own data path, which
+    /// is why a working set larger than one partition streams at about half
+    /// the bandwidth of one replicated in both (`reference/l2_bandwidth.md`
+    /// §3.2); near readers of the slice do not wait for it. A read answered
+    /// by a shadow copy in the near partition does not cross.
     pub far_bytes_per_cycle: Ratio,
     /// Cycles from DRAM data returning to the slice to the fill being usable.
     pub fill_latency: u32,
@@ -96,8 +98,9 @@ impl L2Config {
     }
 
     /// Cycles the `k`-th line a slice serves (counting from 0) holds its
-    /// port: the line's share of whole cycles at `slice_bytes_per_cycle`,
-    /// or at `far_bytes_per_cycle` for a request from the other partition.
+    /// port, the line's share of whole cycles at `slice_bytes_per_cycle`,
+    /// or (`far`) its crossing between the partitions, at
+    /// `far_bytes_per_cycle`.
     /// Over any `den` consecutive lines of one rate the lengths add up to
     /// exactly `line_bytes * den / num` cycles per line (the lengths
     /// `floor((k + 1) c) - floor(k c)`, `c` the cycles per line); at

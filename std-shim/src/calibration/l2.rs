@@ -122,13 +122,13 @@ pub struct L2BwOptions {
 }
 
 impl Default for L2BwOptions {
-    /// 128 MiB, no fit; a grid of 48..=64 by 4 and 16..=64 by 8.
+    /// 128 MiB, no fit; a grid of 48..=64 by 4 and 8..=64 by 8.
     fn default() -> Self {
         L2BwOptions {
             min_total: 128 << 20,
             fit: false,
             slice_widths: (48..=64).step_by(4).collect(),
-            far_widths: (16..=64).step_by(8).collect(),
+            far_widths: (8..=64).step_by(8).collect(),
         }
     }
 }

@@ -212,6 +212,8 @@ struct SliceState {
     next_free: u64,
     /// Requests its port has taken (what [`L2Config::port_cycles`] counts).
     served: u64,
+    /// First cycle the slice's crossing between the partitions is free.
+    crossing_free: u64,
     mshrs_used: u16,
     wait_head: u32,
     wait_tail: u32,
@@ -423,6 +425,7 @@ impl<'a> MemorySystem<'a> {
             SliceState {
                 next_free: 0,
                 served: 0,
+                crossing_free: 0,
                 mshrs_used: 0,
                 wait_head: NIL,
                 wait_tail: NIL,
@@ -618,18 +621,23 @@ impl<'a> MemorySystem<'a> {
         (slice + self.cfg.slices / 2) % self.cfg.slices
     }
 
-    /// Reserves the input port of `slice` for a request arriving at `t`,
-    /// from the other partition when `far`: it holds the port for its
-    /// share of cycles at `far_bytes_per_cycle`, otherwise at
-    /// `slice_bytes_per_cycle` ([`L2Config::port_cycles`]); returns when
-    /// it is accepted.
+    /// Reserves the input port of `slice` for a request arriving at `t` for
+    /// its share of cycles at `slice_bytes_per_cycle`, and, from the other
+    /// partition when `far`, the slice's crossing between the partitions
+    /// from then on at `far_bytes_per_cycle` ([`L2Config::port_cycles`]);
+    /// returns when the port (for a far request, the crossing) takes it.
     fn reserve(&mut self, slice: u16, t: u64, far: bool) -> u64 {
         let s = &mut self.slices[slice as usize];
         let at = t.max(s.next_free);
-        let len = self.cfg.port_cycles(s.served, far);
+        let k = s.served;
         s.served = s.served.wrapping_add(1);
-        s.next_free = at + len as u64;
-        at
+        s.next_free = at + self.cfg.port_cycles(k, false) as u64;
+        if !far {
+            return at;
+        }
+        let cross = at.max(s.crossing_free);
+        s.crossing_free = cross + self.cfg.port_cycles(k, true) as u64;
+        cross
     }
 
     /// Reserves one cycle of `slice`'s port for a tag lookup that moves no
@@ -762,6 +770,57 @@ mod tests {
         // A lookup moves no data: the near read waits one cycle for it, not
         // the four a line's data holds the port.
         assert_eq!(both[1] - t2, alone + 1, "{both:?}");
+    }
+
+    #[test]
+    fn a_far_line_crosses_without_holding_its_slice_port_longer() {
+        let mut cfg = crate::config::GpuConfig::h800();
+        // Two cycles a line at a slice's port, eight across the partitions;
+        // no proxy, so a far read goes straight to its home slice.
+        cfg.l2.slice_bytes_per_cycle = crate::time::Ratio::new(64, 1);
+        cfg.l2.far_bytes_per_cycle = crate::time::Ratio::new(16, 1);
+        cfg.l2.proxy.enabled = false;
+        let mut l = Layout::new();
+        MemorySystem::layout(&cfg.l2, &cfg.dram, cfg.sms, 64, &mut l).unwrap();
+        let mut buf = std::vec![0u8; l.bytes()];
+        let mut a = Arena::new(&mut buf);
+        let mut m = MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, 64, 7, &mut a).unwrap();
+        let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+        let (lb, half) = (cfg.l2.line_bytes as u64, cfg.l2.slices as u32 / 2);
+        // Two lines of one slice of partition 1: far from SM 0, near to
+        // the last SM.
+        let x = (1u64 << 20..).find(|&v| sel.slice(v) >= half).unwrap();
+        let y = (1u64 << 21..)
+            .find(|&v| sel.slice(v) == sel.slice(x))
+            .unwrap();
+        let (x, y, last) = (x * lb, y * lb, cfg.sms - 1);
+        let warm = serve(&mut m, 0, &[(0, x), (last, y)]);
+        let t = warm[0].max(warm[1]) + 10_000;
+        let alone = serve(&mut m, t, &[(last, y)])[0] - t;
+        // The far read, then the near one `far_latency` later, so that it
+        // reaches the slice just after.
+        let t2 = t + 10_000;
+        let req = |sm, addr, token| LineRequest {
+            sm,
+            addr,
+            write: false,
+            token,
+        };
+        m.try_request(t2, &req(0, x, 0)).unwrap();
+        let t2n = t2 + cfg.l2.far_latency as u64 + 1;
+        let mut done = [0u64; 2];
+        while let Some(e) = m.next_event().filter(|&e| e < t2n) {
+            m.advance(e, &mut |tok: u32, c: u64| done[tok as usize] = c);
+        }
+        m.try_request(t2n, &req(last, y, 1)).unwrap();
+        while let Some(e) = m.next_event() {
+            m.advance(e, &mut |tok: u32, c: u64| done[tok as usize] = c);
+        }
+        let after = done[1] - t2n;
+        // The near read waits for the far line's two cycles at the port at
+        // most, not the eight of its crossing.
+        assert!(after <= alone + 2, "{after} vs {alone}");
+        assert!(after > alone, "{after} vs {alone}: the reads did not meet");
     }
 
     #[test]

@@ -292,6 +292,9 @@ struct Model<'a> {
     /// Per SM, one bit per non-zero count.
     flight_nz: &'a mut [u64],
     ports: Calendars<'a>,
+    /// Per slice, the crossing between the partitions its lines take to
+    /// and from SMs of the other partition.
+    crossings: Calendars<'a>,
     /// Per slice, its MSHRs in the order they are taken: when each was
     /// taken and when it frees.
     mshr: &'a mut [[u64; 2]],
@@ -373,6 +376,7 @@ impl<'a> TxnMemory<'a> {
         l.add::<u16>(z.flight)?;
         l.add::<u64>(z.flight_nz)?;
         Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
+        Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
         l.add::<[u64; 2]>(z.mshrs)?;
         l.add::<u64>(l2.slices as usize)?;
         l.add::<u64>(l2.slices as usize)?;
@@ -413,6 +417,7 @@ impl<'a> TxnMemory<'a> {
         let flight = a.alloc(z.flight, 0u16, what)?;
         let flight_nz = a.alloc(z.flight_nz, 0u64, what)?;
         let ports = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
+        let crossings = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
         let mshr = a.alloc(z.mshrs, [0u64; 2], what)?;
         let mshr_next = a.alloc(l2.slices as usize, 0u64, what)?;
         let port_served = a.alloc(l2.slices as usize, 0u64, what)?;
@@ -448,6 +453,7 @@ impl<'a> TxnMemory<'a> {
                 flight,
                 flight_nz,
                 ports,
+                crossings,
                 mshr,
                 mshr_next,
                 port_served,
@@ -561,6 +567,7 @@ impl TxnMemory<'_> {
         w.slice(m.flight)?;
         w.slice(m.flight_nz)?;
         m.ports.save_state(w)?;
+        m.crossings.save_state(w)?;
         w.slice(m.mshr)?;
         w.slice(m.mshr_next)?;
         w.slice(m.port_served)?;
@@ -603,6 +610,7 @@ impl TxnMemory<'_> {
             }
         }
         m.ports.load_state(r)?;
+        m.crossings.load_state(r)?;
         r.slice(m.mshr)?;
         r.slice(m.mshr_next)?;
         r.slice(m.port_served)?;

@@ -175,8 +175,8 @@ impl Model<'_> {
     /// Books line `e`'s way to its home `slice`: the slice's port, `back`
     /// after the line left the engine, or, when the proxy `probe`s for a
     /// shadow copy that is not there, one cycle of the mirror slice's port
-    /// (a tag lookup moves no data) and the home port `far_latency` later. A `far` line holds the home port at
-    /// `far_bytes_per_cycle`, a near one at `slice_bytes_per_cycle`.
+    /// (a tag lookup moves no data) and the home port `far_latency` later;
+    /// a `far` line then takes the home slice's crossing ([`Self::book_port`]).
     /// Returns when it reaches the slice.
     #[inline(always)]
     pub(super) fn reach_home(
@@ -196,17 +196,28 @@ impl Model<'_> {
         }
     }
 
-    /// Books `slice`'s port for a line reaching it at `t`, `far` or not,
-    /// for the line's share of cycles ([`L2Config::port_cycles`]); returns
-    /// when the port takes it.
+    /// Books `slice`'s port for a line reaching it at `t` for the line's
+    /// share of cycles at `slice_bytes_per_cycle`, and, when it is `far`,
+    /// the slice's crossing between the partitions from then on at
+    /// `far_bytes_per_cycle` ([`L2Config::port_cycles`]): a crossing line
+    /// does not hold the port its near readers use for longer. Returns when
+    /// the port (for a far line, the crossing) takes it.
     #[inline(always)]
     pub(super) fn book_port(&mut self, slice: usize, t: u64, far: bool) -> u64 {
         let k = self.port_served[slice];
         self.port_served[slice] = k.wrapping_add(1);
-        let len = match self.port_len[far as usize] {
-            0 => self.l2.port_cycles(k, far),
+        let len = match self.port_len[0] {
+            0 => self.l2.port_cycles(k, false),
             n => n,
         };
-        self.ports.reserve(slice, t, len)
+        let at = self.ports.reserve(slice, t, len);
+        if !far {
+            return at;
+        }
+        let cross = match self.port_len[1] {
+            0 => self.l2.port_cycles(k, true),
+            n => n,
+        };
+        self.crossings.reserve(slice, at, cross)
     }
 }

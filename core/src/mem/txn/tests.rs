@@ -348,3 +348,50 @@ fn a_probe_that_finds_no_copy_holds_the_mirror_port_one_cycle() {
         assert_eq!(after, alone + 1, "{probe:?}");
     });
 }
+
+#[test]
+fn a_far_line_crosses_without_holding_its_slice_port_longer() {
+    let mut cfg = GpuConfig::h800();
+    cfg.transaction.arrival_controller = ArrivalController::Off;
+    // Two cycles a line at a slice's port, eight across the partitions; no
+    // proxy, so a far read goes straight to its home slice.
+    cfg.l2.slice_bytes_per_cycle = Ratio::new(64, 1);
+    cfg.l2.far_bytes_per_cycle = Ratio::new(16, 1);
+    cfg.l2.proxy.enabled = false;
+    with_memory(&cfg, |m| {
+        let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
+        let (lb, half) = (cfg.l2.line_bytes as u64, cfg.l2.slices as u32 / 2);
+        // Two lines of one slice of partition 1: far from SM 0, near to
+        // the last SM.
+        let x = (1u64 << 20..).find(|&l| sel.slice(l) >= half).unwrap();
+        let y = (1u64 << 21..)
+            .find(|&l| sel.slice(l) == sel.slice(x))
+            .unwrap();
+        let (x, y) = (x * lb, y * lb);
+        let last = cfg.sms - 1;
+        let on = |sm: u16, addr: u64, start: u64| TxnOp {
+            sm,
+            ..bulk(addr, lb, start)
+        };
+        let w = m.transfer(&on(0, x, 0), &mut ());
+        let w2 = m.transfer(&on(last, y, w.done + 10_000), &mut ());
+        let t = w2.done + 10_000;
+        let alone = m.transfer(&on(last, y, t), &mut ()).done - t;
+        let t2 = t + 10_000;
+        m.transfer(&on(0, x, t2), &mut ());
+        // Issued `far_latency` later, the near read reaches the slice just
+        // after the far one.
+        let t2n = t2 + cfg.l2.far_latency as u64 + 1;
+        let after = m.transfer(&on(last, y, t2n), &mut ()).done - t2n;
+        // The near read waits for the far line's two cycles at the port
+        // at most, not the eight of its crossing.
+        assert!(after <= alone + 2, "{after} vs {alone}");
+        assert!(after > alone, "{after} vs {alone}: the reads did not meet");
+        // The crossing itself is the far width: two far reads in a row
+        // leave eight cycles apart.
+        let t3 = t2 + 10_000;
+        let a = m.transfer(&on(0, x, t3), &mut ()).done;
+        let b = m.transfer(&on(2, x, t3), &mut ()).done;
+        assert_eq!(b - a, 8, "{a} {b}");
+    });
+}
