@@ -720,6 +720,19 @@ impl<'a> MemorySystem<'a> {
 mod tests {
     use super::*;
 
+    /// The line-level hierarchy of `cfg` (64 requests in flight per SM), in
+    /// `buf`.
+    fn system<'a>(
+        cfg: &crate::config::GpuConfig,
+        buf: &'a mut std::vec::Vec<u8>,
+    ) -> MemorySystem<'a> {
+        let mut l = Layout::new();
+        MemorySystem::layout(&cfg.l2, &cfg.dram, cfg.sms, 64, &mut l).unwrap();
+        buf.resize(l.bytes(), 0);
+        let mut a = Arena::new(buf);
+        MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, 64, 7, &mut a).unwrap()
+    }
+
     /// Serves `reqs` (SM, line address) offered at `now` and returns when
     /// each completed.
     fn serve(m: &mut MemorySystem<'_>, now: u64, reqs: &[(u16, u64)]) -> std::vec::Vec<u64> {
@@ -748,11 +761,8 @@ mod tests {
         cfg.l2.far_bytes_per_cycle = crate::time::Ratio::new(32, 1);
         cfg.l2.proxy.threshold_permille = 0;
         cfg.l2.proxy.max_prob_permille = 0;
-        let mut l = Layout::new();
-        MemorySystem::layout(&cfg.l2, &cfg.dram, cfg.sms, 64, &mut l).unwrap();
-        let mut buf = std::vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut m = MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, 64, 7, &mut a).unwrap();
+        let mut buf = std::vec::Vec::new();
+        let m = &mut system(&cfg, &mut buf);
         let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
         let (lb, half) = (cfg.l2.line_bytes as u64, cfg.l2.slices as u32 / 2);
         // A line homed in the far partition of SM 0, and a near line homed
@@ -761,11 +771,11 @@ mod tests {
         let mirror = sel.slice(far) - half;
         let near = (1u64 << 21..).find(|&x| sel.slice(x) == mirror).unwrap();
         let (far, near) = (far * lb, near * lb);
-        let warm = serve(&mut m, 0, &[(0, far), (0, near)]);
+        let warm = serve(m, 0, &[(0, far), (0, near)]);
         let t = warm[0].max(warm[1]) + 10_000;
-        let alone = serve(&mut m, t, &[(0, near)])[0] - t;
+        let alone = serve(m, t, &[(0, near)])[0] - t;
         let t2 = t + 10_000;
-        let both = serve(&mut m, t2, &[(0, far), (0, near)]);
+        let both = serve(m, t2, &[(0, far), (0, near)]);
         assert_eq!(m.stats().shadow_hits, 0);
         // A lookup moves no data: the near read waits one cycle for it, not
         // the four a line's data holds the port.
@@ -780,11 +790,8 @@ mod tests {
         cfg.l2.slice_bytes_per_cycle = crate::time::Ratio::new(64, 1);
         cfg.l2.far_bytes_per_cycle = crate::time::Ratio::new(16, 1);
         cfg.l2.proxy.enabled = false;
-        let mut l = Layout::new();
-        MemorySystem::layout(&cfg.l2, &cfg.dram, cfg.sms, 64, &mut l).unwrap();
-        let mut buf = std::vec![0u8; l.bytes()];
-        let mut a = Arena::new(&mut buf);
-        let mut m = MemorySystem::new(&cfg.l2, &cfg.dram, cfg.sms, 64, 7, &mut a).unwrap();
+        let mut buf = std::vec::Vec::new();
+        let m = &mut system(&cfg, &mut buf);
         let sel = SliceSelector::new(cfg.l2.hash, cfg.l2.slices as u32);
         let (lb, half) = (cfg.l2.line_bytes as u64, cfg.l2.slices as u32 / 2);
         // Two lines of one slice of partition 1: far from SM 0, near to
@@ -794,9 +801,9 @@ mod tests {
             .find(|&v| sel.slice(v) == sel.slice(x))
             .unwrap();
         let (x, y, last) = (x * lb, y * lb, cfg.sms - 1);
-        let warm = serve(&mut m, 0, &[(0, x), (last, y)]);
+        let warm = serve(m, 0, &[(0, x), (last, y)]);
         let t = warm[0].max(warm[1]) + 10_000;
-        let alone = serve(&mut m, t, &[(last, y)])[0] - t;
+        let alone = serve(m, t, &[(last, y)])[0] - t;
         // The far read, then the near one `far_latency` later, so that it
         // reaches the slice just after.
         let t2 = t + 10_000;
