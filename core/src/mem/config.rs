@@ -118,6 +118,16 @@ impl L2Config {
         ((k + 1) * num / den - k * num / den) as u32
     }
 
+    /// Whether a slice's crossing between the partitions can ever hold a
+    /// line longer than the slice's port does: only when it is narrower
+    /// (`far_bytes_per_cycle < slice_bytes_per_cycle`). At equal widths the
+    /// `k`-th line holds both for the same cycles from the same start, so
+    /// the models skip the crossing's booking (and its tables) altogether.
+    pub const fn crossing_binds(&self) -> bool {
+        let (f, s) = (self.far_bytes_per_cycle, self.slice_bytes_per_cycle);
+        (f.num as u64) * (s.den as u64) < (s.num as u64) * (f.den as u64)
+    }
+
     /// The cycles every line holds a slice's port when the width divides
     /// the line exactly (`far` selects the cross-partition width), so that
     /// [`L2Config::port_cycles`] need not be asked line by line; 0 when
@@ -439,5 +449,18 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().field, "l2.far_bytes_per_cycle");
         c.far_bytes_per_cycle = Ratio::new(24, 1);
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn the_crossing_binds_only_when_narrower_than_the_port() {
+        let mut c = l2(56, 1);
+        c.far_bytes_per_cycle = Ratio::new(56, 1);
+        assert!(!c.crossing_binds());
+        c.far_bytes_per_cycle = Ratio::new(112, 2);
+        assert!(!c.crossing_binds(), "the same width as a fraction");
+        c.far_bytes_per_cycle = Ratio::new(111, 2);
+        assert!(c.crossing_binds());
+        c.far_bytes_per_cycle = Ratio::new(16, 1);
+        assert!(c.crossing_binds());
     }
 }

@@ -632,7 +632,7 @@ impl<'a> MemorySystem<'a> {
         let k = s.served;
         s.served = s.served.wrapping_add(1);
         s.next_free = at + self.cfg.port_cycles(k, false) as u64;
-        if !far {
+        if !far || !self.cfg.crossing_binds() {
             return at;
         }
         let cross = at.max(s.crossing_free);

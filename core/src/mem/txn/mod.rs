@@ -102,6 +102,15 @@ use l2::{ChunkTable, Pattern, HOME, SHADOW};
 /// Cycles each slice port's calendar looks ahead.
 const SLICE_HORIZON_LOG2: u32 = 14;
 
+/// Crossing calendars: one per slice when the crossing can bind.
+const fn crossing_tables(l2: &L2Config) -> usize {
+    if l2.crossing_binds() {
+        l2.slices as usize
+    } else {
+        0
+    }
+}
+
 /// Where [`TxnMemory::transfer`] reports what the line-level model reports
 /// through its events: every DRAM request (for the digest and the DRAM
 /// trace) and, when [`TxnSink::wants_notes`] is true, the L2's detail
@@ -293,8 +302,11 @@ struct Model<'a> {
     flight_nz: &'a mut [u64],
     ports: Calendars<'a>,
     /// Per slice, the crossing between the partitions its lines take to
-    /// and from SMs of the other partition.
+    /// and from SMs of the other partition; none when the crossing cannot
+    /// bind ([`L2Config::crossing_binds`]).
     crossings: Calendars<'a>,
+    /// [`L2Config::crossing_binds`].
+    crossing: bool,
     /// Per slice, its MSHRs in the order they are taken: when each was
     /// taken and when it frees.
     mshr: &'a mut [[u64; 2]],
@@ -376,7 +388,7 @@ impl<'a> TxnMemory<'a> {
         l.add::<u16>(z.flight)?;
         l.add::<u64>(z.flight_nz)?;
         Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
-        Calendars::layout(l2.slices as usize, SLICE_HORIZON_LOG2, l)?;
+        Calendars::layout(crossing_tables(l2), SLICE_HORIZON_LOG2, l)?;
         l.add::<[u64; 2]>(z.mshrs)?;
         l.add::<u64>(l2.slices as usize)?;
         l.add::<u64>(l2.slices as usize)?;
@@ -417,7 +429,7 @@ impl<'a> TxnMemory<'a> {
         let flight = a.alloc(z.flight, 0u16, what)?;
         let flight_nz = a.alloc(z.flight_nz, 0u64, what)?;
         let ports = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
-        let crossings = Calendars::new_in(a, l2.slices as usize, SLICE_HORIZON_LOG2, what)?;
+        let crossings = Calendars::new_in(a, crossing_tables(l2), SLICE_HORIZON_LOG2, what)?;
         let mshr = a.alloc(z.mshrs, [0u64; 2], what)?;
         let mshr_next = a.alloc(l2.slices as usize, 0u64, what)?;
         let port_served = a.alloc(l2.slices as usize, 0u64, what)?;
@@ -454,6 +466,7 @@ impl<'a> TxnMemory<'a> {
                 flight_nz,
                 ports,
                 crossings,
+                crossing: l2.crossing_binds(),
                 mshr,
                 mshr_next,
                 port_served,

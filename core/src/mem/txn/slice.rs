@@ -211,7 +211,7 @@ impl Model<'_> {
             n => n,
         };
         let at = self.ports.reserve(slice, t, len);
-        if !far {
+        if !far || !self.crossing {
             return at;
         }
         let cross = match self.port_len[1] {
