@@ -22,7 +22,7 @@ use crate::error::BuildError;
 pub const SNAPSHOT_MAGIC: [u8; 8] = *b"SIMFASNP";
 
 /// The snapshot format version this build writes and reads.
-pub const SNAPSHOT_VERSION: u32 = 14;
+pub const SNAPSHOT_VERSION: u32 = 15;
 
 /// Why a snapshot could not be written or restored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -339,6 +339,7 @@ const L2_50MB: L2Config = L2Config {
     fill_latency: 240,
     mshrs: 256,
     coalescer: true,
+    coalescer_sms: 2,
     dram_hash: true,
     proxy: ProxyConfig {
         enabled: true,

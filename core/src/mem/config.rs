@@ -71,8 +71,16 @@ pub struct L2Config {
     /// MSHRs per slice (misses in flight to DRAM); when full, further misses
     /// of that slice wait in order.
     pub mshrs: u16,
-    /// Merge identical in-flight reads of an SM pair in a request coalescer.
+    /// Merge identical in-flight reads of a group of SMs in a request
+    /// coalescer: a read of a line some SM of the group has in flight
+    /// books no slice port and no lookup and returns with that read.
     pub coalescer: bool,
+    /// SMs whose reads one coalescer merges: SMs `s` with the same
+    /// `s / coalescer_sms` (consecutive SM ids, as the simulator places a
+    /// cluster's CTAs) form a group. 2 is an SM pair (a TPC); a GPC's
+    /// share of the SMs is the scope of the L2 request coalescer (LRC),
+    /// whose entries each serve one GPC (docs/memory.md).
+    pub coalescer_sms: u16,
     /// Fold higher line-address bits into the lower ones before the DRAM
     /// address mapping (`line ^ (line >> 7) ^ (line >> 14)`, a bijection),
     /// the way GPUs hash memory partitions, so that strided streams spread
@@ -159,6 +167,30 @@ impl L2Config {
         (line ^ (line >> 7) ^ (line >> 14)).wrapping_mul(lb)
     }
 
+    /// The request coalescer group of SM `sm` ([`L2Config::coalescer_sms`]).
+    pub const fn coalescer_group(&self, sm: usize) -> usize {
+        sm / if self.coalescer_sms == 0 {
+            1
+        } else {
+            self.coalescer_sms as usize
+        }
+    }
+
+    /// Coalescer groups among `sms` SMs.
+    pub const fn coalescer_groups(&self, sms: usize) -> usize {
+        let g = if self.coalescer_sms == 0 {
+            1
+        } else {
+            self.coalescer_sms as usize
+        };
+        let n = sms.div_ceil(g);
+        if n == 0 {
+            1
+        } else {
+            n
+        }
+    }
+
     /// Checks every field's range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field, problem| Err(ConfigError { field, problem });
@@ -199,6 +231,9 @@ impl L2Config {
         }
         if self.mshrs == 0 {
             return bad("l2.mshrs", "must be at least 1");
+        }
+        if !(1..=1024).contains(&self.coalescer_sms) {
+            return bad("l2.coalescer_sms", "must be in 1..=1024");
         }
         if self.proxy.max_prob_permille > 1000 || self.proxy.threshold_permille > 1000 {
             return bad(
@@ -261,8 +296,8 @@ pub struct TxnConfig {
     /// L2's `ways`; larger values are clamped to it). 1 tracks single
     /// lines, as the line-level model does, at the cost of speed.
     pub chunk_lines: u16,
-    /// Entries of each SM pair's request coalescer (in-flight chunks it
-    /// remembers), a power of two.
+    /// Entries of each coalescer group's table (in-flight chunks it
+    /// remembers, [`L2Config::coalescer_sms`]), a power of two.
     pub coalescer_entries: u16,
     /// Whether to also serve the DRAM reads, in the order they reach the
     /// DRAM, with the line-level FR-FCFS controller, and land each load
@@ -449,6 +484,19 @@ mod tests {
         assert_eq!(c.validate().unwrap_err().field, "l2.far_bytes_per_cycle");
         c.far_bytes_per_cycle = Ratio::new(24, 1);
         assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn coalescer_groups_are_consecutive_sms() {
+        let mut c = l2(56, 1);
+        assert_eq!((c.coalescer_group(0), c.coalescer_group(1)), (0, 0));
+        assert_eq!(c.coalescer_group(2), 1);
+        assert_eq!(c.coalescer_groups(132), 66);
+        c.coalescer_sms = 17;
+        assert_eq!(c.coalescer_groups(132), 8, "a GPC's share of 132 SMs");
+        assert_eq!((c.coalescer_group(16), c.coalescer_group(17)), (0, 1));
+        c.coalescer_sms = 0;
+        assert_eq!(c.validate().unwrap_err().field, "l2.coalescer_sms");
     }
 
     #[test]

@@ -1,12 +1,13 @@
-//! The memory system behind the TMA engines: request coalescers per SM
-//! pair, the crossbar, hashed L2 slices in two partitions with MSHRs and
+//! The memory system behind the TMA engines: request coalescers per group
+//! of SMs, the crossbar, hashed L2 slices in two partitions with MSHRs and
 //! the remote-copy proxy, and the HBM controllers.
 //!
 //! # Request path
 //!
-//! A line request from SM `s` first meets the coalescer of its SM pair: a
-//! read of a line that pair already has in flight merges with it and
-//! completes with it. Otherwise it crosses the crossbar (`xbar_latency`,
+//! A line request from SM `s` first meets the coalescer of its group of
+//! SMs (`l2.coalescer_sms` consecutive SMs; 2, an SM pair, in the
+//! presets): a read of a line the group already has in flight merges
+//! with it and completes with it. Otherwise it crosses the crossbar (`xbar_latency`,
 //! plus `far_latency` when its home slice lies in the other partition) and
 //! reserves its slice's input port for the line's share of cycles at
 //! `slice_bytes_per_cycle` (`far_bytes_per_cycle` for a request from the
@@ -545,6 +546,12 @@ impl<'a> MemorySystem<'a> {
         let _ = self.queue.push(cycle, ev.class(), ev);
     }
 
+    /// The coalescer's key of a read of `line` by SM `sm`: the line and
+    /// the SM's coalescer group.
+    fn coalescer_key(&self, line: u64, sm: u16) -> u64 {
+        line ^ ((self.cfg.coalescer_group(sm as usize) as u64) << 56)
+    }
+
     /// Offers one line request at cycle `now`.
     pub fn try_request(&mut self, now: u64, r: &LineRequest) -> Result<(), Busy> {
         if self.nfree == 0 {
@@ -564,10 +571,11 @@ impl<'a> MemorySystem<'a> {
         if r.write {
             self.stats.writes += 1;
         } else if self.cfg.coalescer {
-            let key = line ^ ((r.sm as u64 / 2) << 56);
+            let key = self.coalescer_key(line, r.sm);
             if let Some(&leader) = self.coalescer.get(key) {
                 let lr = self.reqs[leader as usize];
-                if lr.line == line && lr.sm / 2 == r.sm / 2 {
+                let group = |sm: u16| self.cfg.coalescer_group(sm as usize);
+                if lr.line == line && group(lr.sm) == group(r.sm) {
                     self.reqs[id as usize].co_next = lr.co_next;
                     self.reqs[leader as usize].co_next = id;
                     self.stats.coalesced += 1;
@@ -750,6 +758,26 @@ mod tests {
             m.advance(t, &mut |tok: u32, c: u64| done[tok as usize] = c);
         }
         done
+    }
+
+    /// SMs 0 and 3 reading one line at once merge in the coalescer only
+    /// when `l2.coalescer_sms` puts them in one group; the merged read
+    /// then completes with the first.
+    #[test]
+    fn reads_merge_only_within_a_coalescer_group() {
+        let run = |group: u16| {
+            let mut cfg = crate::config::GpuConfig::h800();
+            cfg.l2.coalescer_sms = group;
+            let mut buf = std::vec::Vec::new();
+            let m = &mut system(&cfg, &mut buf);
+            let done = serve(m, 0, &[(0, 1 << 30), (3, 1 << 30)]);
+            (m.stats().coalesced, done)
+        };
+        let (pairs, _) = run(2);
+        assert_eq!(pairs, 0, "SMs 0 and 3 are in different pairs");
+        let (fours, done) = run(4);
+        assert_eq!(fours, 1);
+        assert_eq!(done[0], done[1], "the merged read completes with the first");
     }
 
     #[test]

@@ -120,11 +120,11 @@ impl MemorySystem<'_> {
     }
 
     /// A request's data is back at its SM: complete it and every request
-    /// merged with it in its pair's coalescer.
+    /// merged with it in its group's coalescer.
     pub(super) fn respond(&mut self, t: u64, id: u32, done: &mut impl MemSink) {
         let r = self.reqs[id as usize];
         if !r.write && self.cfg.coalescer {
-            let key = r.line ^ ((r.sm as u64 / 2) << 56);
+            let key = self.coalescer_key(r.line, r.sm);
             if self.coalescer.get(key) == Some(&id) {
                 self.coalescer.remove(key);
             }

@@ -94,7 +94,8 @@ impl Model<'_> {
         let back = xbar + if far { far_lat } else { 0 };
         let w = p.weight as u64;
         let e0 = self.run.emit[part][0];
-        let coal_slot = (sm / 2) * self.coal_n + (key as usize & (self.coal_n - 1));
+        let coal_slot =
+            self.l2.coalescer_group(sm) * self.coal_n + (key as usize & (self.coal_n - 1));
         self.last_dep = FillRef::NONE;
         self.last_dep_ok = false;
         // What the chunk meets, decided at its first line.

@@ -27,9 +27,10 @@
 //!    a heavier one in a slice of its partition picked by its key, so that
 //!    strided tiles, whose chunks start on the same few slices, spread
 //!    their capacity over the partition as their lines would.
-//! 3. **Coalescer.** A read chunk that the SM pair's coalescer remembers as
-//!    still in flight (all its lines outstanding) merges with it and lands
-//!    with it, touching neither crossbar nor L2.
+//! 3. **Coalescer.** A read chunk that its SM's coalescer group
+//!    (`l2.coalescer_sms` consecutive SMs) remembers as still in flight
+//!    (all its lines outstanding) merges with it and lands with it,
+//!    touching neither crossbar nor L2.
 //! 4. **Crossbar and slices.** Every line crosses the crossbar
 //!    (`xbar_latency`, plus `far_latency` to the far partition) and books
 //!    its share of cycles of its own slice's input port
@@ -211,7 +212,7 @@ impl Engine {
     }
 }
 
-/// A chunk one SM pair's coalescer remembers.
+/// A chunk one coalescer group remembers.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct Coal {
     pat: Pattern,
@@ -350,19 +351,19 @@ struct Sizes {
     flight: usize,
     flight_nz: usize,
     mshrs: usize,
-    pairs: usize,
+    groups: usize,
     coal: usize,
 }
 
 impl Sizes {
     fn new(l2: &L2Config, txn: &TxnConfig, sms: u16) -> Sizes {
-        let pairs = (sms as usize).div_ceil(2);
+        let groups = l2.coalescer_groups(sms as usize);
         Sizes {
             flight: sms as usize * FLIGHT as usize,
             flight_nz: sms as usize * FLIGHT as usize / 64,
             mshrs: l2.slices as usize * l2.mshrs as usize,
-            pairs,
-            coal: pairs * txn.coalescer_entries.max(1) as usize,
+            groups,
+            coal: groups * txn.coalescer_entries.max(1) as usize,
         }
     }
 }
@@ -472,7 +473,7 @@ impl<'a> TxnMemory<'a> {
                 port_served,
                 port_len: [l2.whole_port_cycles(false), l2.whole_port_cycles(true)],
                 coal,
-                coal_n: z.coal / z.pairs.max(1),
+                coal_n: z.coal / z.groups.max(1),
                 chunks,
                 hbm,
                 arrival,

@@ -395,3 +395,26 @@ fn a_far_line_crosses_without_holding_its_slice_port_longer() {
         assert_eq!(b - a, 8, "{a} {b}");
     });
 }
+
+/// Two SMs reading the same lines at once merge in the coalescer only
+/// when they share a coalescer group (`l2.coalescer_sms` consecutive SMs):
+/// SMs 0 and 3 do not in pairs, and do in groups of four, where the second
+/// read lands with the first.
+#[test]
+fn reads_merge_only_within_a_coalescer_group() {
+    let run = |group: u16| {
+        let mut cfg = GpuConfig::h800();
+        cfg.l2.coalescer_sms = group;
+        with_memory(&cfg, |m| {
+            let a = bulk(1 << 30, 4096, 100);
+            let b = TxnOp { sm: 3, id: 1, ..a };
+            let (da, db) = (m.transfer(&a, &mut ()).done, m.transfer(&b, &mut ()).done);
+            (m.stats().coalesced, da, db)
+        })
+    };
+    let (pairs, _, _) = run(2);
+    assert_eq!(pairs, 0, "SMs 0 and 3 are in different pairs");
+    let (fours, da, db) = run(4);
+    assert_eq!(fours, 4096 / 128, "every line of SM 3's read merges");
+    assert_eq!(da, db, "the merged read lands with the first");
+}
