@@ -1,7 +1,7 @@
 //! Random memory-hierarchy configurations never make a run panic, hang or
 //! lose a transfer: every run ends with the same result twice, and when it
 //! succeeds every TMA byte arrived. The coalescers merge exactly what a
-//! reference map of lines in flight per SM pair predicts.
+//! reference map of lines in flight per coalescer group predicts.
 
 use std::collections::{HashMap, HashSet};
 
@@ -194,7 +194,8 @@ proptest! {
 
     /// A random stream of line requests from a few SMs, all offered at
     /// cycle 0 before anything can return, against a reference map keyed by
-    /// (line, SM pair): the first read of a key goes out, every later read
+    /// (line, coalescer group of `group` consecutive SMs: 2, an SM pair, in
+    /// the presets): the first read of a key goes out, every later read
     /// of it merges (writes never merge). Once the system drains, every
     /// request got exactly one completion, for its own line, and a merged
     /// read completed in the same cycle as the read it merged into.
@@ -203,6 +204,7 @@ proptest! {
         sms in 2u16..9,
         reqs in prop::collection::vec((0u16..8, 0u64..24, 0u8..5), 0..160),
         coalescer in prop::bool::weighted(0.8),
+        group in prop::sample::select(vec![1u16, 2, 3, 17]),
         proxy: bool,
         slices in prop::sample::select(vec![2u16, 4, 8]),
         sets in 1u32..16,
@@ -213,6 +215,7 @@ proptest! {
         let mut cfg = GpuConfig::h800();
         cfg.sms = sms;
         cfg.l2.coalescer = coalescer;
+        cfg.l2.coalescer_sms = group;
         cfg.l2.proxy.enabled = proxy;
         cfg.l2.slices = slices;
         cfg.l2.sets = sets;
@@ -234,12 +237,12 @@ proptest! {
             prop_assert!(mem.try_request(0, &r).is_ok(), "busy below the pool size");
             sent.push(r);
             if !r.write && coalescer {
-                match leader.get(&(ln, r.sm / 2)) {
+                match leader.get(&(ln, r.sm / group)) {
                     Some(&first) => {
                         merged_into.insert(token, first);
                     }
                     None => {
-                        leader.insert((ln, r.sm / 2), token);
+                        leader.insert((ln, r.sm / group), token);
                     }
                 }
             }
