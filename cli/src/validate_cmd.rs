@@ -19,7 +19,8 @@ pub struct ValidateArgs {
     markdown: bool,
     /// Run only this dataset (repeatable): pchase, tma-bw, wgmma-latency,
     /// wgmma-tflops, clocks, gemm-h100, gemm-h20, fa3-h100-ablation,
-    /// fa3-h100-ratios, fa3-h20, l2-bandwidth, gemm-variants.
+    /// fa3-h100-ratios, fa3-h20, l2-bandwidth, gemm-variants, gemm-library,
+    /// gemm-shapes.
     #[arg(long, value_name = "DATASET")]
     only: Vec<String>,
     /// Batch of the FA3 ablation (default: the measured 4).

@@ -22,6 +22,10 @@ use simfa_core::{
 /// can be long: a 4096^3 GEMM on 132 SMs takes only about 12 000 steps.
 pub const PROGRESS_INTERVAL: u64 = 1 << 10;
 
+/// Stack of a worker thread that simulates (a calibration's points, a
+/// tune's candidates): a main thread's 8 MiB, where rayon's default is 2.
+pub const RUN_STACK_BYTES: usize = 8 << 20;
+
 /// The result of a finished run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunOutcome {

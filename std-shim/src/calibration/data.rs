@@ -54,8 +54,12 @@ pub const LAUNCH_GAP: DataFile = data_file!("launch_gap.csv");
 /// `store_request_cycles`).
 pub const REGISTER_STORES: DataFile = data_file!("register_stores.csv");
 
+/// Vendor-library GEMMs of LLM layers on the H100, M from 1 to 4096
+/// (microsoft/vidur's profiles).
+pub const GEMM_SHAPES: DataFile = data_file!("gemm_shapes.csv");
+
 /// Every shipped file.
-pub const ALL: [DataFile; 11] = [
+pub const ALL: [DataFile; 12] = [
     POINTER_CHASE,
     TMA_THROUGHPUT,
     WGMMA,
@@ -67,6 +71,7 @@ pub const ALL: [DataFile; 11] = [
     GEMM_VARIANTS,
     LAUNCH_GAP,
     REGISTER_STORES,
+    GEMM_SHAPES,
 ];
 
 /// A parsed table: its header and its data rows with their line numbers.
@@ -446,6 +451,29 @@ pub fn gemm_points() -> Result<Vec<GemmPoint>, CalibError> {
         .collect()
 }
 
+/// Reads [`GEMM_SHAPES`], each row's kernel time (`us`) as the TFLOP/s of
+/// its `2 * M * N * K` FLOPs.
+pub fn gemm_shape_points() -> Result<Vec<GemmPoint>, CalibError> {
+    let t = Table::of(
+        GEMM_SHAPES,
+        &["gpu", "kernel", "m", "n", "k", "us", "source"],
+    )?;
+    t.rows()
+        .map(|r| {
+            let dim = |c| r.count(c, 1 << 20).map(|v| v as u32);
+            let shape = [dim("m")?, dim("n")?, dim("k")?];
+            let flops = 2.0 * shape.iter().map(|&d| d as f64).product::<f64>();
+            Ok(GemmPoint {
+                gpu: r.one_of("gpu", &simfa_core::PRESETS)?.to_string(),
+                kernel: r.text("kernel").to_string(),
+                shape,
+                tflops: flops / (r.positive("us")? * 1e6),
+                source: r.text("source").to_string(),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,6 +493,12 @@ mod tests {
         assert_eq!(v.len(), 14);
         assert!(v.iter().any(|r| r.kernel == "fastcu-7" && r.cluster_m == 2));
         assert_eq!(v[0].tile, [0, 0, 0], "cuBLAS rows have no tile");
+        let s = gemm_shape_points().unwrap();
+        assert_eq!(s.len(), 48);
+        assert!(s.iter().any(|p| p.shape[0] == 1) && s.iter().any(|p| p.shape[0] == 4096));
+        // 1 x 4096 x 4096 in 16 us.
+        let p = s.iter().find(|p| p.shape == [1, 4096, 4096]).unwrap();
+        assert!((p.tflops - 2.0 * 4096.0 * 4096.0 / 16e6).abs() < 1e-9);
         for f in ALL {
             assert!(f.text.contains("Source"), "{} names no source", f.path);
         }

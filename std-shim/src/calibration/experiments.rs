@@ -93,18 +93,25 @@ pub fn run_all<T: Sync, R: Send>(
 ) -> Result<Vec<R>, CalibError> {
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = jobs.len();
-    let out: Vec<Result<R, CalibError>> = jobs
-        .par_iter()
-        .with_max_len(1)
-        .map(|j| {
-            let r = run(j);
-            progress(
-                done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-                total,
-            );
-            r
-        })
-        .collect();
+    // A point's report is built on the worker that ran it; give the
+    // workers a main thread's stack (rayon's default is 2 MiB).
+    let pool = rayon::ThreadPoolBuilder::new()
+        .stack_size(crate::run::RUN_STACK_BYTES)
+        .build()
+        .expect("a thread pool");
+    let out: Vec<Result<R, CalibError>> = pool.install(|| {
+        jobs.par_iter()
+            .with_max_len(1)
+            .map(|j| {
+                let r = run(j);
+                progress(
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+                    total,
+                );
+                r
+            })
+            .collect()
+    });
     out.into_iter().collect()
 }
 

@@ -19,6 +19,7 @@
 //! | `l2-bandwidth` | each row's | bytes per clock, every SM loading | held out (the presets do not take `simfa calibrate l2-bw --fit`'s widths yet) |
 //! | `gemm-variants` | h100 | TFLOP/s of the fast.cu ladder, and its order | held out |
 //! | `gemm-library` | h100 | TFLOP/s of the vendor library's GEMMs against `simfa gemm --tune`'s best | in-sample (`tensor_sustained_mhz`, fitted on the same points with a fixed kernel) |
+//! | `gemm-shapes` | h100 | TFLOP/s of the vendor library's GEMMs of LLM layers (M from 1 to 4096) against `simfa gemm --tune`'s best, kernel time alone | held out |
 
 use std::fmt::Write as _;
 
@@ -39,7 +40,7 @@ use crate::calibration::tma_bw::{calibrate_tma_bw, TmaBwOptions};
 use crate::gen::wgmma_bench::wgmma_figures;
 
 /// The datasets, in the order they run.
-pub const DATASETS: [&str; 13] = [
+pub const DATASETS: [&str; 14] = [
     "pchase",
     "tma-bw",
     "wgmma-latency",
@@ -53,6 +54,7 @@ pub const DATASETS: [&str; 13] = [
     "l2-bandwidth",
     "gemm-variants",
     "gemm-library",
+    "gemm-shapes",
 ];
 
 /// One point of a dataset.
@@ -315,20 +317,28 @@ fn gemm(
     ))
 }
 
-/// The vendor library's H100 GEMMs of [`data::GEMM_DENSE`] against the
-/// fastest kernel `simfa gemm --tune` finds for each shape: the default
-/// family with C staged for a TMA store, as the libraries write it (one
-/// thread per shape; the shapes run in parallel).
+/// A vendor library's H100 GEMMs against the fastest kernel `simfa gemm
+/// --tune` finds for each shape: the default family with C staged for a
+/// TMA store, as the libraries write it (one thread per shape; the shapes
+/// run in parallel). `gemm-library`: the shapes of [`data::GEMM_DENSE`],
+/// timed back to back as fast.cu times them; `gemm-shapes`: those of
+/// [`data::GEMM_SHAPES`], kernel time alone as a profiler reports it.
 fn gemm_library(
+    name: &str,
     over: Overrides,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Dataset, CalibError> {
     use crate::gen::gemm_space::Space;
     let cfg = preset("h100", over);
-    let pts: Vec<_> = data::gemm_points()?
-        .into_iter()
-        .filter(|p| p.gpu == "h100")
-        .collect();
+    let shapes = name == "gemm-shapes";
+    let pts: Vec<_> = if shapes {
+        data::gemm_shape_points()?
+    } else {
+        data::gemm_points()?
+    }
+    .into_iter()
+    .filter(|p| p.gpu == "h100")
+    .collect();
     let space = Space {
         tma_store: vec![true],
         ..Space::default()
@@ -346,18 +356,34 @@ fn gemm_library(
                 };
                 point_error(gemm_label(p), e.into())
             })?;
-            Ok(point(gemm_label(p), p.tflops, r.back_to_back_tflops))
+            let simulated = if shapes {
+                r.tflops
+            } else {
+                r.back_to_back_tflops
+            };
+            Ok(point(gemm_label(p), p.tflops, simulated))
         },
         progress,
     )?;
-    Ok(dataset(
-        "gemm-library",
-        data::GEMM_DENSE.path,
-        "h100",
-        "TFLOP/s (the best of simfa gemm --tune's family, TMA store)",
-        "tensor_sustained_mhz",
-        points,
-    ))
+    Ok(if shapes {
+        dataset(
+            name,
+            data::GEMM_SHAPES.path,
+            "h100",
+            "TFLOP/s of the kernel alone (the best of simfa gemm --tune's family, TMA store)",
+            "",
+            points,
+        )
+    } else {
+        dataset(
+            name,
+            data::GEMM_DENSE.path,
+            "h100",
+            "TFLOP/s (the best of simfa gemm --tune's family, TMA store)",
+            "tensor_sustained_mhz",
+            points,
+        )
+    })
 }
 
 /// The ablation's TFLOP/s and the variants' time ratios to the full kernel.
@@ -687,7 +713,7 @@ pub fn validate(
             }
             "l2-bandwidth" => out.push(l2_bandwidth(opts.overrides(), &p)?),
             "gemm-variants" => out.push(gemm_variants(opts.overrides(), &p)?),
-            "gemm-library" => out.push(gemm_library(opts.overrides(), &p)?),
+            "gemm-library" | "gemm-shapes" => out.push(gemm_library(name, opts.overrides(), &p)?),
             _ => out.push(fa3_h20(opts.overrides(), &p)?),
         }
     }

@@ -213,6 +213,7 @@ pub fn tune(
 ) -> Tuned {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
+        .stack_size(crate::run::RUN_STACK_BYTES)
         .build()
         .expect("a thread pool");
     let choices: Vec<Choice> = space
