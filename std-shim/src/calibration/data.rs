@@ -433,41 +433,34 @@ pub fn clock_points() -> Result<Vec<ClockPoint>, CalibError> {
 
 /// Reads [`GEMM_DENSE`].
 pub fn gemm_points() -> Result<Vec<GemmPoint>, CalibError> {
-    let t = Table::of(
-        GEMM_DENSE,
-        &["gpu", "kernel", "m", "n", "k", "tflops", "source"],
-    )?;
-    t.rows()
-        .map(|r| {
-            let dim = |c| r.count(c, 1 << 20).map(|v| v as u32);
-            Ok(GemmPoint {
-                gpu: r.one_of("gpu", &simfa_core::PRESETS)?.to_string(),
-                kernel: r.text("kernel").to_string(),
-                shape: [dim("m")?, dim("n")?, dim("k")?],
-                tflops: r.positive("tflops")?,
-                source: r.text("source").to_string(),
-            })
-        })
-        .collect()
+    gemm_rows(GEMM_DENSE, "tflops", |_, tflops| tflops)
 }
 
 /// Reads [`GEMM_SHAPES`], each row's kernel time (`us`) as the TFLOP/s of
 /// its `2 * M * N * K` FLOPs.
 pub fn gemm_shape_points() -> Result<Vec<GemmPoint>, CalibError> {
-    let t = Table::of(
-        GEMM_SHAPES,
-        &["gpu", "kernel", "m", "n", "k", "us", "source"],
-    )?;
+    gemm_rows(GEMM_SHAPES, "us", |shape, us| {
+        2.0 * shape.iter().map(|&d| d as f64).product::<f64>() / (us * 1e6)
+    })
+}
+
+/// The rows of a GEMM table (`gpu, kernel, m, n, k, FIGURE, source`), its
+/// positive `figure` column turned into TFLOP/s by `tflops(shape, value)`.
+fn gemm_rows(
+    file: DataFile,
+    figure: &str,
+    tflops: impl Fn([u32; 3], f64) -> f64,
+) -> Result<Vec<GemmPoint>, CalibError> {
+    let t = Table::of(file, &["gpu", "kernel", "m", "n", "k", figure, "source"])?;
     t.rows()
         .map(|r| {
             let dim = |c| r.count(c, 1 << 20).map(|v| v as u32);
             let shape = [dim("m")?, dim("n")?, dim("k")?];
-            let flops = 2.0 * shape.iter().map(|&d| d as f64).product::<f64>();
             Ok(GemmPoint {
                 gpu: r.one_of("gpu", &simfa_core::PRESETS)?.to_string(),
                 kernel: r.text("kernel").to_string(),
                 shape,
-                tflops: flops / (r.positive("us")? * 1e6),
+                tflops: tflops(shape, r.positive(figure)?),
                 source: r.text("source").to_string(),
             })
         })
