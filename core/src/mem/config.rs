@@ -178,17 +178,7 @@ impl L2Config {
 
     /// Coalescer groups among `sms` SMs.
     pub const fn coalescer_groups(&self, sms: usize) -> usize {
-        let g = if self.coalescer_sms == 0 {
-            1
-        } else {
-            self.coalescer_sms as usize
-        };
-        let n = sms.div_ceil(g);
-        if n == 0 {
-            1
-        } else {
-            n
-        }
+        self.coalescer_group(sms.saturating_sub(1)) + 1
     }
 
     /// Checks every field's range.
